@@ -1,0 +1,27 @@
+// @ts-check
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'bench/results/', 'coverage/', '.cache/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setImmediate: 'readonly', URL: 'readonly' },
+    },
+    rules: {
+      'no-console': ['error', { allow: ['error'] }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      'no-restricted-syntax': ['error', {
+        selector: "MemberExpression[object.name='process'][property.name='env']",
+        message: 'Only src/main.ts reads process.env; pass settings in as arguments.',
+      }],
+    },
+  },
+  {
+    files: ['src/main.ts', 'src/demo.ts', 'test/**', 'bench/**', 'vitest.config.ts'],
+    rules: { 'no-restricted-syntax': 'off', 'no-console': 'off' },
+  },
+);
