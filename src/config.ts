@@ -1,0 +1,285 @@
+import { isIP } from 'node:net';
+import { ConfigError } from './errors.js';
+
+export type TokenAuthMethod = 'client_secret_post' | 'client_secret_basic';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** The proxy's settings, parsed once and frozen. See `config/ticket-auth-proxy.example.yaml`. */
+export interface Config {
+  readonly baseUrl: string;
+  readonly clientId: string | undefined;
+  /** The secret at start (from `CLIENT_SECRET` or the file). Never logged. */
+  readonly clientSecret: string | undefined;
+  readonly clientSecretFile: string | undefined;
+  readonly allowInsecureHttp: boolean;
+  readonly listenHost: string;
+  readonly listenPort: number;
+  readonly adminHost: string;
+  readonly adminPort: number;
+  readonly configFile: string | undefined;
+  readonly tokenUrl: string;
+  readonly tokenScope: string | undefined;
+  readonly tokenAuthMethod: TokenAuthMethod;
+  readonly tokenRefreshRatio: number;
+  readonly tokenDefaultTtlS: number;
+  readonly tokenWaitTimeoutMs: number;
+  readonly tokenFetchTimeoutMs: number;
+  readonly upstreamTimeoutMs: number;
+  readonly replayBodyLimitBytes: number;
+  readonly passthroughBasic: boolean;
+  readonly tokenCacheMax: number;
+  readonly shutdownDelayS: number;
+  readonly shutdownTimeoutS: number;
+  readonly logLevel: LogLevel;
+  readonly accessLog: boolean;
+}
+
+type Kind =
+  | { type: 'url' }
+  | { type: 'string'; secret?: boolean }
+  | { type: 'path' }
+  | { type: 'bool' }
+  | { type: 'host' }
+  | { type: 'port' }
+  | { type: 'int'; min: number; max?: number }
+  | { type: 'number'; min: number; max?: number; exclusive?: boolean }
+  | { type: 'enum'; values: readonly string[] };
+
+interface Setting {
+  env: string;
+  key: keyof Config;
+  kind: Kind;
+  default?: string | number | boolean;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Every setting: its env name, file key (the env name in lower camelCase), type and default. */
+export const SETTINGS: readonly Setting[] = [
+  { env: 'BASE_URL', key: 'baseUrl', kind: { type: 'url' } },
+  { env: 'CLIENT_ID', key: 'clientId', kind: { type: 'string' } },
+  { env: 'CLIENT_SECRET', key: 'clientSecret', kind: { type: 'string', secret: true } },
+  { env: 'CLIENT_SECRET_FILE', key: 'clientSecretFile', kind: { type: 'path' } },
+  { env: 'ALLOW_INSECURE_HTTP', key: 'allowInsecureHttp', kind: { type: 'bool' }, default: false },
+  { env: 'LISTEN_HOST', key: 'listenHost', kind: { type: 'host' }, default: '127.0.0.1' },
+  { env: 'LISTEN_PORT', key: 'listenPort', kind: { type: 'port' }, default: 8180 },
+  { env: 'ADMIN_HOST', key: 'adminHost', kind: { type: 'host' }, default: '0.0.0.0' },
+  { env: 'ADMIN_PORT', key: 'adminPort', kind: { type: 'port' }, default: 8181 },
+  { env: 'CONFIG_FILE', key: 'configFile', kind: { type: 'path' } },
+  { env: 'TOKEN_URL', key: 'tokenUrl', kind: { type: 'url' } },
+  { env: 'TOKEN_SCOPE', key: 'tokenScope', kind: { type: 'string' } },
+  {
+    env: 'TOKEN_AUTH_METHOD',
+    key: 'tokenAuthMethod',
+    kind: { type: 'enum', values: ['client_secret_post', 'client_secret_basic'] },
+    default: 'client_secret_post',
+  },
+  {
+    env: 'TOKEN_REFRESH_RATIO',
+    key: 'tokenRefreshRatio',
+    kind: { type: 'number', min: 0, max: 1, exclusive: true },
+    default: 0.8,
+  },
+  { env: 'TOKEN_DEFAULT_TTL_S', key: 'tokenDefaultTtlS', kind: { type: 'int', min: 1 }, default: 300 },
+  { env: 'TOKEN_WAIT_TIMEOUT_MS', key: 'tokenWaitTimeoutMs', kind: { type: 'int', min: 0 }, default: 5000 },
+  { env: 'TOKEN_FETCH_TIMEOUT_MS', key: 'tokenFetchTimeoutMs', kind: { type: 'int', min: 1 }, default: 10000 },
+  { env: 'UPSTREAM_TIMEOUT_MS', key: 'upstreamTimeoutMs', kind: { type: 'int', min: 1 }, default: 30000 },
+  { env: 'REPLAY_BODY_LIMIT_BYTES', key: 'replayBodyLimitBytes', kind: { type: 'int', min: 0 }, default: 65536 },
+  { env: 'PASSTHROUGH_BASIC', key: 'passthroughBasic', kind: { type: 'bool' }, default: false },
+  { env: 'TOKEN_CACHE_MAX', key: 'tokenCacheMax', kind: { type: 'int', min: 1 }, default: 1000 },
+  { env: 'SHUTDOWN_DELAY_S', key: 'shutdownDelayS', kind: { type: 'number', min: 0 }, default: 0 },
+  { env: 'SHUTDOWN_TIMEOUT_S', key: 'shutdownTimeoutS', kind: { type: 'number', min: 0 }, default: 15 },
+  { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: LOG_LEVELS }, default: 'info' },
+  { env: 'ACCESS_LOG', key: 'accessLog', kind: { type: 'bool' }, default: false },
+];
+
+const BY_KEY = new Map(SETTINGS.map((s) => [s.key as string, s]));
+
+export interface ConfigSources {
+  /** The environment (only variables named in {@link SETTINGS} are read). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** The parsed YAML file, when there is one, and its path for messages. */
+  file?: { path: string; values: unknown } | undefined;
+  /** Reads the secret file; injected so tests need no files. Throws when unreadable. */
+  readSecretFile: (path: string) => string;
+}
+
+/** Is `host` a loopback name or address (127.0.0.0/8, ::1, localhost)? */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  if (isIP(h) === 4) return h.startsWith('127.');
+  if (isIP(h) === 6) return h === '::1' || h.startsWith('::ffff:127.');
+  return false;
+}
+
+/** Trims the secret as read from a file (trailing newline and surrounding white space). */
+export function trimSecret(raw: string): string {
+  return raw.trim();
+}
+
+/**
+ * Builds the configuration from the environment and an optional file (environment wins),
+ * collecting every problem before failing. Throws {@link ConfigError}; its message names each
+ * setting and never contains a secret.
+ */
+export function loadConfig(sources: ConfigSources): Config {
+  const problems: string[] = [];
+  const raw = new Map<string, { value: unknown; from: string }>();
+
+  if (sources.file) {
+    const { path, values } = sources.file;
+    if (values !== null && values !== undefined && (typeof values !== 'object' || Array.isArray(values))) {
+      problems.push(`${path} must hold a YAML mapping of settings (got ${Array.isArray(values) ? 'a list' : typeof values})`);
+    } else if (values) {
+      for (const [key, value] of Object.entries(values as Record<string, unknown>)) {
+        const setting = BY_KEY.get(key);
+        if (!setting) {
+          problems.push(`${key} in ${path} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`);
+          continue;
+        }
+        if (value !== null && value !== undefined) raw.set(key, { value, from: `${key} in ${path}` });
+      }
+    }
+  }
+  for (const s of SETTINGS) {
+    const value = sources.env[s.env];
+    if (value !== undefined && value !== '') raw.set(s.key, { value, from: s.env });
+  }
+
+  const out: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    const given = raw.get(s.key);
+    if (!given) {
+      out[s.key] = s.default;
+      continue;
+    }
+    const name = given.from === s.env ? s.env : `${given.from} (${s.env})`;
+    const parsed = parseValue(s.kind, given.value, name, problems);
+    out[s.key] = parsed === undefined ? s.default : parsed;
+  }
+
+  const name = (key: keyof Config): string => {
+    const s = BY_KEY.get(key)!;
+    return raw.get(key)?.from === s.env || !raw.has(key) ? s.env : `${raw.get(key)!.from} (${s.env})`;
+  };
+
+  // BASE_URL and TOKEN_URL: absolute, http(s), http only for loopback unless allowed.
+  if (out.baseUrl === undefined) {
+    if (!raw.has('baseUrl')) problems.push('BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com');
+  } else {
+    out.baseUrl = checkUrl(out.baseUrl as string, name('baseUrl'), out.allowInsecureHttp as boolean, problems);
+  }
+  if (out.tokenUrl !== undefined) {
+    out.tokenUrl = checkUrl(out.tokenUrl as string, name('tokenUrl'), out.allowInsecureHttp as boolean, problems);
+  } else if (typeof out.baseUrl === 'string') {
+    out.tokenUrl = `${out.baseUrl}/api/v1/oauth2/token`;
+  }
+
+  // Credentials: the configured ones are optional only with pass-through credentials (§6).
+  if (out.clientSecret !== undefined && out.clientSecretFile !== undefined) {
+    problems.push('CLIENT_SECRET and CLIENT_SECRET_FILE are both set: set only one (the file is preferred)');
+  } else if (out.clientSecretFile !== undefined) {
+    try {
+      const secret = trimSecret(sources.readSecretFile(out.clientSecretFile as string));
+      if (secret === '') problems.push(`${name('clientSecretFile')} names a file that is empty: ${out.clientSecretFile as string}`);
+      else out.clientSecret = secret;
+    } catch (err) {
+      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      problems.push(`${name('clientSecretFile')} names a file that cannot be read (${reason}): ${out.clientSecretFile as string}`);
+    }
+  }
+  const hasId = out.clientId !== undefined;
+  const hasSecret = out.clientSecret !== undefined || out.clientSecretFile !== undefined;
+  if (!out.passthroughBasic || hasId || hasSecret) {
+    if (!hasId) problems.push('CLIENT_ID is required: the client identifier from the workspace settings');
+    if (!hasSecret) problems.push('CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings');
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(out) as unknown as Config;
+}
+
+function parseValue(kind: Kind, value: unknown, name: string, problems: string[]): unknown {
+  const shown = kind.type === 'string' && kind.secret ? '' : ` (got ${JSON.stringify(value)})`;
+  const fail = (what: string): undefined => {
+    problems.push(`${name} must be ${what}${shown}`);
+    return undefined;
+  };
+  switch (kind.type) {
+    case 'string':
+    case 'path':
+    case 'url':
+    case 'host': {
+      if (typeof value !== 'string' && typeof value !== 'number') return fail('a string');
+      const s = String(value).trim();
+      if (s === '') return fail('a non-empty string');
+      if (kind.type === 'host' && !/^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:.]+|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/.test(s)) {
+        return fail('a host name or IP address');
+      }
+      return kind.type === 'host' ? s.replace(/^\[|\]$/g, '') : s;
+    }
+    case 'bool': {
+      if (typeof value === 'boolean') return value;
+      const s = String(value).trim().toLowerCase();
+      if (s === 'true' || s === '1' || s === 'yes') return true;
+      if (s === 'false' || s === '0' || s === 'no') return false;
+      return fail('true or false');
+    }
+    case 'port':
+    case 'int': {
+      const n = typeof value === 'number' ? value : /^\s*-?\d+\s*$/.test(String(value)) ? Number(value) : NaN;
+      const min = kind.type === 'port' ? 0 : kind.min;
+      const max = kind.type === 'port' ? 65535 : (kind.max ?? Number.MAX_SAFE_INTEGER);
+      if (!Number.isSafeInteger(n) || n < min || n > max) {
+        return fail(kind.type === 'port' ? 'a port number from 0 to 65535' : `an integer of at least ${min}`);
+      }
+      return n;
+    }
+    case 'number': {
+      const n = typeof value === 'number' ? value : String(value).trim() === '' ? NaN : Number(value);
+      const max = kind.max ?? Infinity;
+      const ok = Number.isFinite(n) && (kind.exclusive ? n > kind.min && n < max : n >= kind.min && n <= max);
+      if (!ok) {
+        return fail(
+          kind.exclusive ? `a number between ${kind.min} and ${max}, exclusive` : `a number of at least ${kind.min}`,
+        );
+      }
+      return n;
+    }
+    case 'enum': {
+      const s = String(value).trim();
+      if (!kind.values.includes(s)) return fail(`one of ${kind.values.join(', ')}`);
+      return s;
+    }
+  }
+}
+
+function checkUrl(value: string, name: string, allowInsecure: boolean, problems: string[]): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    problems.push(`${name} must be an absolute https URL (got ${JSON.stringify(value)})`);
+    return undefined;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    problems.push(`${name} must be an absolute https URL (got ${JSON.stringify(value)})`);
+    return undefined;
+  }
+  if (url.username || url.password) {
+    problems.push(`${name} must not carry credentials in the URL; use CLIENT_ID and CLIENT_SECRET_FILE`);
+    return undefined;
+  }
+  if (url.search || url.hash) {
+    problems.push(`${name} must not have a query or fragment (got ${JSON.stringify(value)})`);
+    return undefined;
+  }
+  if (url.protocol === 'http:' && !allowInsecure && !isLoopbackHost(url.hostname)) {
+    problems.push(
+      `${name} uses http: for a non-loopback host (${url.hostname}); use https, or set ALLOW_INSECURE_HTTP=true to accept sending credentials in clear text`,
+    );
+    return undefined;
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}

@@ -1,0 +1,26 @@
+/** Exponential backoff with full jitter (PRODUCT §5.6): about 0.5 s, doubling, capped at 30 s. */
+export const BACKOFF_BASE_MS = 500;
+export const BACKOFF_CAP_MS = 30_000;
+
+/**
+ * The wait before retry number `attempt` (1 for the first retry): uniformly random in
+ * `[0, min(cap, base * 2^(attempt-1))]`, and never less than the server's `Retry-After`.
+ */
+export function backoffDelay(attempt: number, random: () => number, retryAfterMs?: number): number {
+  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempt - 1));
+  const delay = Math.floor(random() * ceiling);
+  return retryAfterMs === undefined ? delay : Math.max(delay, retryAfterMs);
+}
+
+/** The last `min(10 s, lifetime / 10)` of a token's life in which it is no longer used. */
+export function expiryMarginMs(lifetimeMs: number): number {
+  return Math.min(10_000, lifetimeMs / 10);
+}
+
+/**
+ * When a background refresh starts, as an offset from when the token was requested: at
+ * `ratio` of its lifetime, moved earlier by a random jitter of up to 10 % of the lifetime.
+ */
+export function refreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number): number {
+  return Math.max(0, lifetimeMs * ratio - random() * 0.1 * lifetimeMs);
+}

@@ -1,0 +1,130 @@
+import { TokenFetchError } from '../errors.js';
+
+/** A usable token and how long it lives, measured from when its request was sent. */
+export interface TokenGrant {
+  readonly accessToken: string;
+  readonly lifetimeMs: number;
+}
+
+/** `Retry-After` is honoured up to this (PRODUCT §5.6). */
+export const RETRY_AFTER_CAP_MS = 5 * 60_000;
+
+/**
+ * Parses `Retry-After` (RFC 9110 §10.2.3: delay-seconds or an HTTP-date) into milliseconds,
+ * capped at five minutes. Undefined when absent or unparseable.
+ */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const v = value.trim();
+  let ms: number;
+  if (/^\d+$/.test(v)) ms = Number(v) * 1000;
+  else {
+    const at = Date.parse(v);
+    if (Number.isNaN(at)) return undefined;
+    ms = Math.max(0, at - now);
+  }
+  return Math.min(ms, RETRY_AFTER_CAP_MS);
+}
+
+/** Reads the `exp` claim of a JWT (seconds since the epoch), without verifying anything. */
+export function jwtExpiry(token: string): number | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 3 || !parts[1]) return undefined;
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    const exp = (claims as { exp?: unknown } | null)?.exp;
+    return typeof exp === 'number' && Number.isFinite(exp) ? exp : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface ParseOptions {
+  /** Lifetime assumed without `expires_in` and without a JWT `exp` (PRODUCT §3 `TOKEN_DEFAULT_TTL_S`). */
+  defaultTtlS: number;
+  /** When the token request was sent (ms since the epoch): a JWT's `exp` is counted from it. */
+  sentAt: number;
+}
+
+/**
+ * Turns a token endpoint's answer into a {@link TokenGrant} (RFC 6749 §5.1), or throws a
+ * {@link TokenFetchError} whose `outcome` is the metric label (§5.2 errors, §8 outcomes).
+ * Error messages never quote the token.
+ */
+export function parseTokenResponse(
+  status: number,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  body: string,
+  options: ParseOptions,
+): TokenGrant {
+  if (status < 200 || status > 299) {
+    const { error, description } = oauthError(body);
+    const retryAfterMs = parseRetryAfter(first(headers['retry-after']), options.sentAt);
+    const outcome = status === 400 || status === 401 ? 'rejected' : status === 429 ? 'rate_limited' : 'server_error';
+    throw new TokenFetchError(
+      outcome,
+      `token endpoint answered ${status}${error ? ` ${error}` : ''}${description ? `: ${description}` : ''}`,
+      { status, oauthError: error, oauthErrorDescription: description, retryAfterMs },
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    throw new TokenFetchError('invalid_response', `token endpoint answered ${status} with a body that is not JSON`, { status });
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new TokenFetchError('invalid_response', 'token endpoint answered with JSON that is not an object', { status });
+  }
+  const r = json as Record<string, unknown>;
+  if (typeof r.access_token !== 'string' || r.access_token === '') {
+    throw new TokenFetchError('invalid_response', 'token response has no access_token string', { status });
+  }
+  if (r.token_type !== undefined && (typeof r.token_type !== 'string' || r.token_type.toLowerCase() !== 'bearer')) {
+    throw new TokenFetchError('invalid_response', `token response has token_type ${JSON.stringify(r.token_type)}, not Bearer`, {
+      status,
+    });
+  }
+  let lifetimeMs: number;
+  if (r.expires_in !== undefined && r.expires_in !== null) {
+    const n =
+      typeof r.expires_in === 'number'
+        ? r.expires_in
+        : typeof r.expires_in === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(r.expires_in)
+          ? Number(r.expires_in)
+          : NaN;
+    if (!Number.isFinite(n) || n <= 0) {
+      throw new TokenFetchError('invalid_response', `token response has expires_in ${JSON.stringify(r.expires_in)}, not a positive number`, {
+        status,
+      });
+    }
+    lifetimeMs = n * 1000;
+  } else {
+    const exp = jwtExpiry(r.access_token);
+    if (exp !== undefined) {
+      lifetimeMs = exp * 1000 - options.sentAt;
+      if (lifetimeMs <= 0) {
+        throw new TokenFetchError('invalid_response', 'token response holds a JWT that has already expired', { status });
+      }
+    } else {
+      lifetimeMs = options.defaultTtlS * 1000;
+    }
+  }
+  return { accessToken: r.access_token, lifetimeMs };
+}
+
+function first(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function oauthError(body: string): { error: string | undefined; description: string | undefined } {
+  try {
+    const j = JSON.parse(body) as Record<string, unknown>;
+    // Only the RFC 6749 §5.2 codes' character set (%x20-21 / %x23-5B / %x5D-7E), kept short for logs.
+    const clean = (v: unknown, max: number) =>
+      typeof v === 'string' ? v.replace(/[^\x20-\x7e]/g, '').slice(0, max) || undefined : undefined;
+    return { error: clean(j.error, 64), description: clean(j.error_description, 200) };
+  } catch {
+    return { error: undefined, description: undefined };
+  }
+}

@@ -1,0 +1,278 @@
+import type { Clock } from '../clock.js';
+import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../errors.js';
+import type { Log } from '../log.js';
+import { backoffDelay, expiryMarginMs, refreshOffsetMs } from './backoff.js';
+import type { Credential, FetchToken } from './fetch-token.js';
+import type { TokenGrant } from './parse-response.js';
+
+/** Forced refreshes after a gateway 401 happen at most this often per credential (PRODUCT §5.7). */
+export const FORCED_REFRESH_INTERVAL_MS = 5_000;
+
+/** What the metrics see of one credential's token. */
+export interface TokenState {
+  /** When the held token expires (ms since the epoch), 0 when none is held. */
+  readonly expiresAtMs: number;
+  /** When the last fetch succeeded, 0 before the first. */
+  readonly lastSuccessAtMs: number;
+  readonly consecutiveFailures: number;
+}
+
+export interface TokenSourceObserver {
+  onFetch?(outcome: FetchOutcome, durationS: number): void;
+  onState?(state: TokenState): void;
+}
+
+export interface TokenSourceOptions {
+  /** Names the credential in logs (never the client id or secret). */
+  label: string;
+  credential: Credential;
+  fetchToken: FetchToken;
+  clock: Clock;
+  random: () => number;
+  refreshRatio: number;
+  waitTimeoutMs: number;
+  log: Log;
+  observer?: TokenSourceObserver | undefined;
+}
+
+interface Waiter {
+  resolve(token: string): void;
+  reject(err: Error): void;
+  deadline: number;
+  timer: unknown;
+}
+
+/**
+ * One credential's token (PRODUCT §5): fetched ahead of need, refreshed in the background with
+ * jitter, one fetch in flight at most, backoff with full jitter on failure, and never used in the
+ * last `min(10 s, lifetime / 10)` of its life. A valid token is a synchronous field read.
+ */
+export class TokenSource {
+  private readonly opts: TokenSourceOptions;
+  private readonly clock: Clock;
+  private credential: Credential;
+  private generation = 0;
+
+  private token: string | undefined;
+  private usableUntil = 0;
+  private expiresAt = 0;
+  private lastSuccessAt = 0;
+  private failures = 0;
+  private lastForcedAt = -Infinity;
+  private inflight = false;
+  private refreshTimer: unknown;
+  private retryTimer: unknown;
+  private nextAttemptAt: number | undefined;
+  private waiters: Waiter[] = [];
+  private stopped = false;
+  /** The last failure, kept until the next success (pass-through credentials read `outcome`). */
+  lastError: TokenFetchError | undefined;
+
+  constructor(options: TokenSourceOptions) {
+    this.opts = options;
+    this.clock = options.clock;
+    this.credential = options.credential;
+  }
+
+  /** Starts the first fetch now, before any request needs the token (§5.1). */
+  start(): void {
+    this.fetchNow();
+  }
+
+  /** The token to use now, or undefined when none is valid. Synchronous: the hot path. */
+  current(): string | undefined {
+    return this.token !== undefined && this.clock.now() < this.usableUntil ? this.token : undefined;
+  }
+
+  /**
+   * A valid token: at once when one is held, else after the fetch in flight, waiting at most
+   * `waitTimeoutMs`; rejects with {@link TokenUnavailableError} (its `cause` is the last fetch
+   * failure). Rejects at once when the next attempt is due only after the wait would end.
+   */
+  get(): Promise<string> {
+    const held = this.current();
+    if (held !== undefined) return Promise.resolve(held);
+    if (this.stopped) return Promise.reject(this.unavailable('the proxy is shutting down', 1));
+    if (!this.inflight && this.retryTimer === undefined) this.fetchNow();
+    const now = this.clock.now();
+    const deadline = now + this.opts.waitTimeoutMs;
+    if (!this.inflight && this.nextAttemptAt !== undefined && this.nextAttemptAt > deadline) {
+      return Promise.reject(this.unavailable('no valid token; the token endpoint is failing', (this.nextAttemptAt - now) / 1000));
+    }
+    return new Promise<string>((resolve, reject) => {
+      const waiter: Waiter = { resolve, reject, deadline, timer: undefined };
+      waiter.timer = this.clock.setTimeout(() => {
+        this.removeWaiter(waiter);
+        const retryS = this.nextAttemptAt !== undefined ? (this.nextAttemptAt - this.clock.now()) / 1000 : 1;
+        reject(this.unavailable(`no valid token within ${this.opts.waitTimeoutMs} ms`, retryS));
+      }, this.opts.waitTimeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /**
+   * The gateway answered 401 for `token` (§5.7). Drops it if it is still the current one and
+   * fetches another, at most once per {@link FORCED_REFRESH_INTERVAL_MS}. Returns whether a
+   * replay can expect a different token.
+   */
+  invalidate(token: string): boolean {
+    if (this.token !== token) return true;
+    const now = this.clock.now();
+    if (now - this.lastForcedAt < FORCED_REFRESH_INTERVAL_MS) return false;
+    this.lastForcedAt = now;
+    this.token = undefined;
+    this.usableUntil = 0;
+    this.expiresAt = 0;
+    this.publishState();
+    this.opts.log.warn({ credential: this.opts.label }, 'gateway rejected the token; fetching a new one');
+    this.fetchNow();
+    return true;
+  }
+
+  /** A new secret (or id): fetch with it at once; the held token stays in use meanwhile (§3). */
+  setCredential(credential: Credential): void {
+    if (credential.clientId === this.credential.clientId && credential.clientSecret === this.credential.clientSecret) return;
+    this.credential = credential;
+    this.generation++;
+    this.opts.log.info({ credential: this.opts.label }, 'secret reloaded; fetching a token with it');
+    this.fetchNow();
+  }
+
+  /** Whether a fetch is in flight or a retry is scheduled (for the pass-through cache). */
+  get failing(): boolean {
+    return this.failures > 0;
+  }
+
+  get state(): TokenState {
+    return { expiresAtMs: this.expiresAt, lastSuccessAtMs: this.lastSuccessAt, consecutiveFailures: this.failures };
+  }
+
+  /** Stops timers and rejects waiting requests. */
+  stop(): void {
+    this.stopped = true;
+    this.clearTimers();
+    for (const w of this.waiters.splice(0)) {
+      this.clock.clearTimeout(w.timer);
+      w.reject(this.unavailable('the proxy is shutting down', 1));
+    }
+  }
+
+  private fetchNow(): void {
+    if (this.stopped || this.inflight) return;
+    this.clearTimers();
+    this.inflight = true;
+    const startedAt = this.clock.now();
+    const generation = this.generation;
+    Promise.resolve(this.credential)
+      .then(this.opts.fetchToken)
+      .then(
+        (grant) => this.onSuccess(grant, startedAt, generation),
+        (err: unknown) => this.onFailure(err, startedAt, generation),
+      )
+      .catch((err: unknown) => this.opts.log.error({ err }, 'token source failed to handle a fetch result'));
+  }
+
+  private onSuccess(grant: TokenGrant, startedAt: number, generation: number): void {
+    this.inflight = false;
+    if (this.stopped) return;
+    const now = this.clock.now();
+    const lifetime = grant.lifetimeMs;
+    this.token = grant.accessToken;
+    this.expiresAt = startedAt + lifetime;
+    this.usableUntil = this.expiresAt - expiryMarginMs(lifetime);
+    this.lastSuccessAt = now;
+    this.failures = 0;
+    this.lastError = undefined;
+    this.nextAttemptAt = undefined;
+    this.opts.observer?.onFetch?.('success', (now - startedAt) / 1000);
+    this.publishState();
+    this.opts.log.info(
+      { credential: this.opts.label, lifetimeS: Math.round(lifetime / 1000), durationMs: now - startedAt },
+      'token fetched',
+    );
+    for (const w of this.waiters.splice(0)) {
+      this.clock.clearTimeout(w.timer);
+      w.resolve(grant.accessToken);
+    }
+    if (generation !== this.generation) {
+      this.fetchNow();
+      return;
+    }
+    const refreshAt = Math.min(startedAt + refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random), this.usableUntil);
+    this.refreshTimer = this.clock.setTimeout(() => {
+      this.refreshTimer = undefined;
+      this.fetchNow();
+    }, Math.max(0, refreshAt - now));
+  }
+
+  private onFailure(err: unknown, startedAt: number, generation: number): void {
+    this.inflight = false;
+    if (this.stopped) return;
+    const now = this.clock.now();
+    const error =
+      err instanceof TokenFetchError
+        ? err
+        : new TokenFetchError('network_error', `token request failed (${(err as Error)?.message ?? String(err)})`, { cause: err });
+    this.failures++;
+    this.lastError = error;
+    this.opts.observer?.onFetch?.(error.outcome, (now - startedAt) / 1000);
+    this.publishState();
+    if (generation !== this.generation) {
+      this.fetchNow();
+      return;
+    }
+    const delay = backoffDelay(this.failures, this.opts.random, error.retryAfterMs);
+    this.nextAttemptAt = now + delay;
+    this.retryTimer = this.clock.setTimeout(() => {
+      this.retryTimer = undefined;
+      this.fetchNow();
+    }, delay);
+    const fields = {
+      credential: this.opts.label,
+      outcome: error.outcome,
+      status: error.status,
+      error: error.oauthError,
+      errorDescription: error.oauthErrorDescription,
+      reason: error.message,
+      attempt: this.failures,
+      retryInMs: delay,
+      tokenValidForMs: this.current() !== undefined ? this.usableUntil - now : 0,
+    };
+    if (error.outcome === 'rejected') this.opts.log.error(fields, 'token endpoint rejected the client credentials');
+    else this.opts.log.warn(fields, 'token fetch failed');
+    // Requests that would still be waiting when the next attempt starts get their 503 now.
+    const keep: Waiter[] = [];
+    for (const w of this.waiters) {
+      if (w.deadline < this.nextAttemptAt) {
+        this.clock.clearTimeout(w.timer);
+        w.reject(this.unavailable(`no valid token; ${error.message}`, delay / 1000));
+      } else keep.push(w);
+    }
+    this.waiters = keep;
+  }
+
+  private unavailable(message: string, retryAfterS: number): TokenUnavailableError {
+    return new TokenUnavailableError(message, retryAfterS, this.lastError ? { cause: this.lastError } : undefined);
+  }
+
+  private publishState(): void {
+    this.opts.observer?.onState?.(this.state);
+  }
+
+  private removeWaiter(waiter: Waiter): void {
+    const i = this.waiters.indexOf(waiter);
+    if (i >= 0) this.waiters.splice(i, 1);
+  }
+
+  private clearTimers(): void {
+    if (this.refreshTimer !== undefined) this.clock.clearTimeout(this.refreshTimer);
+    if (this.retryTimer !== undefined) this.clock.clearTimeout(this.retryTimer);
+    this.refreshTimer = undefined;
+    this.retryTimer = undefined;
+  }
+}
+
+/** Factory form, for symmetry with the other parts. */
+export function createTokenSource(options: TokenSourceOptions): TokenSource {
+  return new TokenSource(options);
+}
