@@ -48,6 +48,6 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       formatters: { level: (label, number) => ({ level: number, levelName: label }) },
     },
-    destination ?? pino.destination({ dest: 1, sync: false }),
+    destination ?? pino.destination({ dest: 1, sync: true }),
   );
 }

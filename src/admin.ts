@@ -1,0 +1,59 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
+import { NotProxiedError, MethodNotAllowedError } from './errors.js';
+import type { Log } from './log.js';
+import { sendProblem } from './problem.js';
+
+/** Why the proxy is not ready, or undefined when it is (PRODUCT §8). */
+export type ReadinessCheck = () => string | undefined;
+
+export interface AdminOptions {
+  registry: Registry;
+  readiness: ReadinessCheck;
+  log: Log;
+}
+
+function json(res: ServerResponse, status: number, body: object): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** The admin listener: `/livez`, `/readyz`, `/metrics`. Admin requests are not counted in the metrics. */
+export function createAdminServer(options: AdminOptions): Server {
+  const { registry, readiness, log } = options;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      sendProblem(res, new MethodNotAllowedError('the admin listener answers GET and HEAD only'));
+      return;
+    }
+    switch (path) {
+      case '/livez':
+        json(res, 200, { status: 'ok' });
+        return;
+      case '/readyz': {
+        const reason = readiness();
+        if (reason === undefined) json(res, 200, { status: 'ready' });
+        else json(res, 503, { status: 'not_ready', reason });
+        return;
+      }
+      case '/metrics':
+        registry.metrics().then(
+          (text) => {
+            res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' });
+            res.end(text);
+          },
+          (err: unknown) => {
+            log.error({ err }, 'metrics collection failed');
+            json(res, 500, { status: 'error' });
+          },
+        );
+        return;
+      default:
+        sendProblem(res, new NotProxiedError('the admin listener serves /livez, /readyz and /metrics'));
+    }
+  });
+  server.on('clientError', (_err, socket) => socket.destroy());
+  return server;
+}

@@ -1,0 +1,174 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { Agent, Pool } from 'undici';
+import type { Registry } from 'prom-client';
+import { createAdminServer } from './admin.js';
+import type { Clock } from './clock.js';
+import { isLoopbackHost, type Config } from './config.js';
+import { CredentialsRequiredError } from './errors.js';
+import type { Log } from './log.js';
+import { createMetrics } from './metrics.js';
+import { createForwarder } from './proxy/forward.js';
+import { createProxyServer } from './proxy/server.js';
+import { shutdown } from './shutdown.js';
+import { createTokenFetcher } from './token/fetch-token.js';
+import { watchSecretFile } from './token/secret-file.js';
+import { TokenSource } from './token/token-source.js';
+
+export interface AppDeps {
+  config: Config;
+  log: Log;
+  clock: Clock;
+  random: () => number;
+  registry: Registry;
+}
+
+export interface App {
+  readonly proxyAddress: AddressInfo;
+  readonly adminAddress: AddressInfo;
+  /** Graceful shutdown (PRODUCT §10); resolves with the exit status. */
+  shutdown(): Promise<number>;
+}
+
+function listen(server: Server, port: number, host: string, what: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      reject(new Error(`${what} cannot listen on ${host}:${port} (${err.code ?? err.message})`));
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/** Builds the parts from the configuration, wires them, and opens both listeners. */
+export async function startApp(deps: AppDeps): Promise<App> {
+  const { config, log, clock, random, registry } = deps;
+  const metrics = createMetrics(registry);
+
+  const tokenDispatcher = new Agent({ connections: 4, keepAliveTimeout: 30_000, connect: { timeout: config.tokenFetchTimeoutMs } });
+  const upstream = new URL(config.baseUrl);
+  const pool = new Pool(upstream.origin, {
+    keepAliveTimeout: 60_000,
+    keepAliveMaxTimeout: 600_000,
+    connect: { timeout: Math.min(config.upstreamTimeoutMs, 10_000) },
+  });
+  const fetchToken = createTokenFetcher({
+    tokenUrl: config.tokenUrl,
+    authMethod: config.tokenAuthMethod,
+    scope: config.tokenScope,
+    timeoutMs: config.tokenFetchTimeoutMs,
+    defaultTtlS: config.tokenDefaultTtlS,
+    dispatcher: tokenDispatcher,
+    now: () => clock.now(),
+  });
+
+  let configured: TokenSource | undefined;
+  let stopWatch: (() => void) | undefined;
+  if (config.clientId !== undefined && config.clientSecret !== undefined) {
+    const clientId = config.clientId;
+    configured = new TokenSource({
+      label: 'configured',
+      credential: { clientId, clientSecret: config.clientSecret },
+      fetchToken,
+      clock,
+      random,
+      refreshRatio: config.tokenRefreshRatio,
+      waitTimeoutMs: config.tokenWaitTimeoutMs,
+      log,
+      observer: metrics.configuredToken,
+    });
+    const source = configured;
+    if (config.clientSecretFile !== undefined) {
+      stopWatch = watchSecretFile({
+        path: config.clientSecretFile,
+        initial: config.clientSecret,
+        clock,
+        log,
+        onChange: (clientSecret) => source.setCredential({ clientId, clientSecret }),
+      });
+    }
+  }
+
+  const noCredentials = new CredentialsRequiredError('no credentials are configured; send Basic credentials');
+  const forward = createForwarder({
+    pool,
+    baseUrl: config.baseUrl,
+    selectSource: () => configured ?? noCredentials,
+    upstreamTimeoutMs: config.upstreamTimeoutMs,
+    replayBodyLimitBytes: config.replayBodyLimitBytes,
+    metrics,
+    log,
+    accessLog: config.accessLog,
+    listenOrigin: `http://${config.listenHost.includes(':') ? `[${config.listenHost}]` : config.listenHost}:${config.listenPort}`,
+  });
+
+  let listening = false;
+  let stopping = false;
+  const proxyServer = createProxyServer({ forward, metrics, log });
+  const adminServer = createAdminServer({
+    registry,
+    log,
+    readiness: () => {
+      if (stopping) return 'shutting down';
+      if (!listening) return 'starting';
+      if (configured !== undefined && configured.current() === undefined) {
+        const last = configured.lastError;
+        return last ? `no valid token (last fetch: ${last.outcome})` : 'no valid token yet';
+      }
+      return undefined;
+    },
+  });
+
+  configured?.start();
+  let proxyAddress: AddressInfo;
+  let adminAddress: AddressInfo;
+  try {
+    proxyAddress = await listen(proxyServer, config.listenPort, config.listenHost, 'the proxy listener (LISTEN_HOST, LISTEN_PORT)');
+    adminAddress = await listen(adminServer, config.adminPort, config.adminHost, 'the admin listener (ADMIN_HOST, ADMIN_PORT)');
+  } catch (err) {
+    configured?.stop();
+    stopWatch?.();
+    proxyServer.close();
+    await Promise.all([pool.destroy(), tokenDispatcher.destroy()]);
+    throw err;
+  }
+  listening = true;
+  if (!isLoopbackHost(config.listenHost)) {
+    log.warn(
+      { host: config.listenHost },
+      'the proxy listener is not on loopback: anyone who can reach it uses the configured credentials',
+    );
+  }
+  log.info(
+    {
+      proxy: { host: proxyAddress.address, port: proxyAddress.port },
+      admin: { host: adminAddress.address, port: adminAddress.port },
+      gateway: config.baseUrl,
+    },
+    'listeners up',
+  );
+
+  return {
+    proxyAddress,
+    adminAddress,
+    shutdown: () =>
+      shutdown({
+        servers: [proxyServer, adminServer],
+        delayS: config.shutdownDelayS,
+        timeoutS: config.shutdownTimeoutS,
+        clock,
+        log,
+        onBegin: () => {
+          stopping = true;
+        },
+        onClosed: async () => {
+          configured?.stop();
+          stopWatch?.();
+          await Promise.all([pool.destroy(), tokenDispatcher.destroy()]);
+        },
+      }),
+  };
+}

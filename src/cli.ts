@@ -1,0 +1,46 @@
+import { SETTINGS } from './config.js';
+
+export interface CliArgs {
+  command: 'run' | 'check' | 'help' | 'version';
+  configFile: string | undefined;
+}
+
+/** Parses the command line; throws an Error with a usage message on anything unknown. */
+export function parseArgs(argv: readonly string[]): CliArgs {
+  let command: CliArgs['command'] = 'run';
+  let configFile: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--help' || arg === '-h') command = 'help';
+    else if (arg === '--version' || arg === '-v') command = command === 'help' ? 'help' : 'version';
+    else if (arg === '--config' || arg === '-c') {
+      const value = argv[++i];
+      if (value === undefined || value.startsWith('-')) throw new Error(`${arg} needs a file name`);
+      configFile = value;
+    } else if (arg.startsWith('--config=')) configFile = arg.slice('--config='.length);
+    else if (arg === 'check' && command === 'run') command = 'check';
+    else throw new Error(`unknown argument ${JSON.stringify(arg)}; see --help`);
+  }
+  return { command, configFile };
+}
+
+export function helpText(version: string): string {
+  const settings = SETTINGS.map((s) => `  ${s.env.padEnd(24)} ${s.key.padEnd(22)} ${s.default === undefined ? '' : `default ${String(s.default)}`}`);
+  return `ticket-auth-proxy ${version}
+Forwards local calls to the Ticket Service gateway with an OAuth 2.0 access token it obtains
+(client credentials), caches and refreshes itself.
+
+Usage:
+  ticket-auth-proxy [--config FILE]          run the proxy
+  ticket-auth-proxy check [--config FILE]    fetch one token, print its lifetime, exit
+  ticket-auth-proxy --help | --version
+
+Settings come from the environment, which overrides the optional YAML file (--config FILE or
+CONFIG_FILE; keys in lower camelCase):
+  ${'ENV'.padEnd(24)} ${'FILE KEY'.padEnd(22)}
+${settings.join('\n')}
+
+Listeners: the proxy on LISTEN_HOST:LISTEN_PORT (127.0.0.1:8180), the admin listener with
+/livez, /readyz and /metrics on ADMIN_HOST:ADMIN_PORT (0.0.0.0:8181).
+`;
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { Agent } from 'undici';
+import { Registry } from 'prom-client';
+import { parse as parseYaml } from 'yaml';
+import { startApp } from './app.js';
+import { helpText, parseArgs } from './cli.js';
+import { systemClock } from './clock.js';
+import { loadConfig, type Config } from './config.js';
+import { ConfigError } from './errors.js';
+import { createLogger } from './log.js';
+import { createTokenFetcher } from './token/fetch-token.js';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+function fail(message: string, status = 2): never {
+  process.stderr.write(`ticket-auth-proxy: ${message}\n`);
+  process.exit(status);
+}
+
+function readConfig(configFile: string | undefined): Config {
+  const path = configFile ?? process.env.CONFIG_FILE;
+  let file: { path: string; values: unknown } | undefined;
+  if (path !== undefined && path !== '') {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      fail(`invalid configuration:\n  - ${configFile !== undefined ? '--config' : 'CONFIG_FILE'} names a file that cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}): ${path}`);
+    }
+    try {
+      file = { path, values: parseYaml(text) };
+    } catch (err) {
+      fail(`invalid configuration:\n  - ${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`);
+    }
+  }
+  try {
+    return loadConfig({ env: process.env, file, readSecretFile: (p) => readFileSync(p, 'utf8') });
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+}
+
+/** `check`: one token fetch, its lifetime printed (never the token), exit 0 or 1 (PRODUCT §2). */
+async function check(config: Config): Promise<never> {
+  if (config.clientId === undefined || config.clientSecret === undefined) {
+    fail('check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)');
+  }
+  const dispatcher = new Agent({ connect: { timeout: config.tokenFetchTimeoutMs } });
+  const fetchToken = createTokenFetcher({
+    tokenUrl: config.tokenUrl,
+    authMethod: config.tokenAuthMethod,
+    scope: config.tokenScope,
+    timeoutMs: config.tokenFetchTimeoutMs,
+    defaultTtlS: config.tokenDefaultTtlS,
+    dispatcher,
+    now: Date.now,
+  });
+  const started = Date.now();
+  try {
+    const grant = await fetchToken({ clientId: config.clientId, clientSecret: config.clientSecret });
+    const lifetimeS = Math.round(grant.lifetimeMs / 1000);
+    process.stdout.write(
+      `ok: token obtained from ${config.tokenUrl} in ${Date.now() - started} ms; ` +
+        `lifetime ${lifetimeS} s (expires ${new Date(started + grant.lifetimeMs).toISOString()})\n`,
+    );
+    await dispatcher.close();
+    process.exit(0);
+  } catch (err) {
+    const e = err as { outcome?: string; message: string };
+    process.stderr.write(`ticket-auth-proxy: check failed: ${e.outcome ?? 'error'}: ${e.message}\n`);
+    process.exit(1);
+  }
+}
+
+async function main(): Promise<void> {
+  let args;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  if (args.command === 'help') {
+    process.stdout.write(helpText(VERSION));
+    return;
+  }
+  if (args.command === 'version') {
+    process.stdout.write(`${VERSION}\n`);
+    return;
+  }
+  const config = readConfig(args.configFile);
+  if (args.command === 'check') await check(config);
+
+  const log = createLogger(config.logLevel);
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+  let app;
+  try {
+    app = await startApp({ config, log, clock: systemClock, random: Math.random, registry: new Registry() });
+  } catch (err) {
+    log.error({ reason: (err as Error).message }, 'start failed');
+    fail((err as Error).message, 1);
+  }
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting at once');
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, 'signal received');
+    app.shutdown().then(
+      (status) => process.exit(status),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+void main();

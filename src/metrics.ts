@@ -1,0 +1,142 @@
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import type { FetchOutcome } from './errors.js';
+import type { TokenSourceObserver, TokenState } from './token/token-source.js';
+
+const OUTCOMES: readonly FetchOutcome[] = [
+  'success',
+  'rejected',
+  'rate_limited',
+  'server_error',
+  'network_error',
+  'timeout',
+  'invalid_response',
+];
+
+/** Methods get their own label value; any other method is counted as `other`, so labels stay bounded. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE'] as const;
+
+interface MethodChildren {
+  duration: Histogram.Internal<'method'>;
+  codes: Map<number, Counter.Internal>;
+  label: string;
+}
+
+/** The proxy's metrics (PRODUCT §8), registered on an injected registry, label children bound once. */
+export interface Metrics {
+  /** Observer for the configured credential: counts fetches and publishes its token gauges. */
+  readonly configuredToken: TokenSourceObserver;
+  /** Observer for pass-through credentials: counts fetches only. */
+  readonly passthroughToken: TokenSourceObserver;
+  observeRequest(method: string, status: number, seconds: number): void;
+  upstreamUnauthorized(replayed: boolean): void;
+  setTokenCacheEntries(n: number): void;
+}
+
+export function createMetrics(registry: Registry): Metrics {
+  collectDefaultMetrics({ register: registry });
+
+  const fetches = new Counter({
+    name: 'ticket_auth_proxy_token_fetches_total',
+    help: 'Token requests to the token endpoint, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const fetchDuration = new Histogram({
+    name: 'ticket_auth_proxy_token_fetch_duration_seconds',
+    help: 'Duration of token requests, by outcome.',
+    labelNames: ['outcome'] as const,
+    buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const expiry = new Gauge({
+    name: 'ticket_auth_proxy_token_expiry_timestamp_seconds',
+    help: "Unix time at which the configured credential's token expires; 0 when none is held.",
+    registers: [registry],
+  });
+  const lastSuccess = new Gauge({
+    name: 'ticket_auth_proxy_token_last_success_timestamp_seconds',
+    help: "Unix time of the configured credential's last successful token fetch; 0 before the first.",
+    registers: [registry],
+  });
+  const failures = new Gauge({
+    name: 'ticket_auth_proxy_token_consecutive_failures',
+    help: "The configured credential's failed token fetches since its last success.",
+    registers: [registry],
+  });
+  const requests = new Counter({
+    name: 'ticket_auth_proxy_requests_total',
+    help: 'Answers on the proxy listener, by method and status code (the proxy\'s own errors included).',
+    labelNames: ['method', 'code'] as const,
+    registers: [registry],
+  });
+  const requestDuration = new Histogram({
+    name: 'ticket_auth_proxy_request_duration_seconds',
+    help: 'Time from a request\'s arrival to the end of its answer, by method.',
+    labelNames: ['method'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const unauthorized = new Counter({
+    name: 'ticket_auth_proxy_upstream_unauthorized_total',
+    help: 'Gateway 401 answers, by whether the request was replayed with a new token.',
+    labelNames: ['replayed'] as const,
+    registers: [registry],
+  });
+  const cacheEntries = new Gauge({
+    name: 'ticket_auth_proxy_token_cache_entries',
+    help: 'Pass-through credentials whose token is held.',
+    registers: [registry],
+  });
+  expiry.set(0);
+  lastSuccess.set(0);
+  failures.set(0);
+  cacheEntries.set(0);
+
+  const fetchChildren = new Map(OUTCOMES.map((o) => [o, { count: fetches.labels(o), duration: fetchDuration.labels(o) }]));
+  const countFetch = (outcome: FetchOutcome, seconds: number): void => {
+    const c = fetchChildren.get(outcome)!;
+    c.count.inc();
+    c.duration.observe(seconds);
+  };
+  const methodChildren = new Map<string, MethodChildren>();
+  const childrenFor = (method: string): MethodChildren => {
+    let c = methodChildren.get(method);
+    if (c === undefined) {
+      const label = (METHODS as readonly string[]).includes(method) ? method : 'other';
+      c = label === method ? { duration: requestDuration.labels(label), codes: new Map(), label } : childrenFor('other');
+      methodChildren.set(method, c);
+    }
+    return c;
+  };
+  for (const m of METHODS) childrenFor(m);
+  const replayedTrue = unauthorized.labels('true');
+  const replayedFalse = unauthorized.labels('false');
+
+  return {
+    configuredToken: {
+      onFetch: countFetch,
+      onState(state: TokenState) {
+        expiry.set(state.expiresAtMs / 1000);
+        lastSuccess.set(state.lastSuccessAtMs / 1000);
+        failures.set(state.consecutiveFailures);
+      },
+    },
+    passthroughToken: { onFetch: countFetch },
+    observeRequest(method, status, seconds) {
+      const c = methodChildren.get(method) ?? (methodChildren.size < 64 ? childrenFor(method) : childrenFor('other'));
+      let counter = c.codes.get(status);
+      if (counter === undefined) {
+        counter = requests.labels(c.label, String(status));
+        c.codes.set(status, counter);
+      }
+      counter.inc();
+      c.duration.observe(seconds);
+    },
+    upstreamUnauthorized(replayed) {
+      (replayed ? replayedTrue : replayedFalse).inc();
+    },
+    setTokenCacheEntries(n) {
+      cacheEntries.set(n);
+    },
+  };
+}

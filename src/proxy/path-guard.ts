@@ -1,0 +1,52 @@
+import { BadPathError, NotProxiedError, type ProxyError } from '../errors.js';
+
+const PREFIX = '/api/v1';
+
+/**
+ * Checks a request target against the forwarding rules (PRODUCT §4.1-4.3). Returns the error to
+ * answer with, or undefined when the target is forwarded as it is. The proxy never rewrites a path:
+ * anything a server on the way could read as another path is refused instead.
+ */
+export function checkTarget(target: string): ProxyError | undefined {
+  if (target.charCodeAt(0) !== 47 /* / */) {
+    return new BadPathError('only origin-form request targets (starting with "/") are forwarded');
+  }
+  const q = target.indexOf('?');
+  const path = q === -1 ? target : target.slice(0, q);
+  const bad = badPathReason(path);
+  if (bad !== undefined) return new BadPathError(bad);
+  if (!(path.length === PREFIX.length ? path === PREFIX : path.startsWith(PREFIX) && path.charCodeAt(PREFIX.length) === 47)) {
+    return new NotProxiedError(`only paths under ${PREFIX}/ are forwarded`);
+  }
+  // The token endpoint belongs to the proxy: compare decoded and case-folded, as a server might.
+  const rest = decodeForCompare(path.slice(PREFIX.length + 1));
+  if (rest === 'oauth2' || rest.startsWith('oauth2/')) {
+    return new NotProxiedError('the token endpoint is not forwarded: the proxy obtains tokens itself');
+  }
+  return undefined;
+}
+
+/** Why `path` could be read as another path, or undefined when it cannot. */
+function badPathReason(path: string): string | undefined {
+  // Fast path: nothing but unreserved characters and single slashes, no dot segments.
+  if (/^(?:\/[A-Za-z0-9_~\-]+(?:\.[A-Za-z0-9_~\-]+)*)*\/?$/.test(path)) return undefined;
+  if (path.includes('\\')) return 'backslash in path';
+  if (/%(?:2f|5c|00)/i.test(path)) return 'encoded slash, backslash or NUL in path';
+  if (/%(?![0-9a-fA-F]{2})/.test(path)) return 'malformed percent-encoding in path';
+  const segments = path.split('/');
+  for (let i = 1; i < segments.length; i++) {
+    const s = segments[i]!;
+    // Dot segments, raw or encoded, and their ";params" form that some servers also resolve.
+    if (/^(?:\.|%2e){1,2}(?:;.*)?$/i.test(s)) return 'dot segment in path';
+    if (s === '' && i < segments.length - 1) return 'empty segment ("//") in path';
+  }
+  return undefined;
+}
+
+function decodeForCompare(s: string): string {
+  try {
+    return decodeURIComponent(s).toLowerCase();
+  } catch {
+    return s.toLowerCase();
+  }
+}

@@ -1,0 +1,59 @@
+import type { Server } from 'node:http';
+import type { Clock } from './clock.js';
+import type { Log } from './log.js';
+
+export interface ShutdownOptions {
+  /** Listeners to close, the proxy's first. */
+  servers: readonly Server[];
+  delayS: number;
+  timeoutS: number;
+  clock: Clock;
+  log: Log;
+  /** Marks the process not ready (`/readyz` 503) at once. */
+  onBegin: () => void;
+  /** Releases everything else (timers, pools) once the listeners are closed. */
+  onClosed: () => Promise<void>;
+}
+
+/**
+ * Graceful shutdown (PRODUCT §10): not ready at once, keep serving for `delayS`, then stop
+ * accepting, let in-flight requests finish for at most `timeoutS`, close idle keep-alive sockets.
+ * Resolves with the exit status: 0 after a full drain, 1 when the drain timed out.
+ */
+export async function shutdown(options: ShutdownOptions): Promise<number> {
+  const { servers, delayS, timeoutS, clock, log } = options;
+  options.onBegin();
+  log.info({ delayS, timeoutS }, 'shutdown started: not ready; still serving');
+  if (delayS > 0) await new Promise<void>((resolve) => clock.setTimeout(resolve, delayS * 1000));
+
+  log.info({}, 'closing listeners; draining in-flight requests');
+  const closed = Promise.all(
+    servers.map(
+      (server) =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        }),
+    ),
+  );
+  // A kept-alive connection that finishes its request while draining goes idle: close it then.
+  const sweep = (): void => {
+    for (const server of servers) server.closeIdleConnections();
+    sweepTimer = clock.setTimeout(sweep, 100);
+  };
+  let sweepTimer = clock.setTimeout(sweep, 100);
+  let timer: unknown;
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = clock.setTimeout(() => resolve(true), timeoutS * 1000);
+  });
+  const drainedInTime = !(await Promise.race([closed.then(() => false), timedOut]));
+  clock.clearTimeout(timer);
+  clock.clearTimeout(sweepTimer);
+  if (!drainedInTime) {
+    log.warn({ timeoutS }, 'drain timed out; closing the remaining connections');
+    for (const server of servers) server.closeAllConnections();
+  }
+  await options.onClosed();
+  log.info({ drained: drainedInTime }, 'shutdown complete');
+  return drainedInTime ? 0 : 1;
+}
