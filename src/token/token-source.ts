@@ -125,7 +125,8 @@ export class TokenSource {
     this.expiresAt = 0;
     this.publishState();
     this.opts.log.warn({ credential: this.opts.label }, 'gateway rejected the token; fetching a new one');
-    this.fetchNow();
+    // While failing, the scheduled retry is the next try: the backoff and Retry-After hold (§5.6).
+    if (this.retryTimer === undefined) this.fetchNow();
     return true;
   }
 
