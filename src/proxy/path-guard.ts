@@ -29,7 +29,7 @@ export function checkTarget(target: string): ProxyError | undefined {
 /** Why `path` could be read as another path, or undefined when it cannot. */
 function badPathReason(path: string): string | undefined {
   // Fast path: nothing but unreserved characters and single slashes, no dot segments.
-  if (/^(?:\/[A-Za-z0-9_~\-]+(?:\.[A-Za-z0-9_~\-]+)*)*\/?$/.test(path)) return undefined;
+  if (/^(?:\/[A-Za-z0-9_~-]+(?:\.[A-Za-z0-9_~-]+)*)*\/?$/.test(path)) return undefined;
   if (path.includes('\\')) return 'backslash in path';
   if (/%(?:2f|5c|00)/i.test(path)) return 'encoded slash, backslash or NUL in path';
   if (/%(?![0-9a-fA-F]{2})/.test(path)) return 'malformed percent-encoding in path';

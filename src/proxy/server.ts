@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { BadRequestError, MethodNotAllowedError, UpgradeNotSupportedError } from '../errors.js';
 import type { Log } from '../log.js';
@@ -6,7 +6,7 @@ import type { Metrics } from '../metrics.js';
 import { rawProblemResponse } from '../problem.js';
 
 export interface ProxyServerOptions {
-  forward: (req: IncomingMessage, res: import('node:http').ServerResponse, expectContinue?: boolean) => void;
+  forward: (req: IncomingMessage, res: ServerResponse, expectContinue?: boolean) => void;
   metrics: Metrics;
   log: Log;
 }
