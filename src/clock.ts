@@ -10,10 +10,15 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/** Node runs a timer longer than this after 1 ms instead (`TimeoutOverflowWarning`). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout(fn, ms) {
-    const t = setTimeout(fn, ms);
+    // Cut to the longest timer Node holds: a refresh of a token living for months comes early,
+    // instead of at once and again after every fetch.
+    const t = setTimeout(fn, Math.min(ms, MAX_TIMER_MS));
     t.unref();
     return t;
   },

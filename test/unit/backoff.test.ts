@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { BACKOFF_BASE_MS, BACKOFF_CAP_MS, backoffDelay, expiryMarginMs, refreshOffsetMs } from '../../src/token/backoff.js';
+
+const fixed = (r: number) => () => r;
+
+describe('backoffDelay', () => {
+  it('starts at about 0.5 s and doubles up to a 30 s cap', () => {
+    expect(BACKOFF_BASE_MS).toBe(500);
+    expect(BACKOFF_CAP_MS).toBe(30_000);
+    const ceilings = [1, 2, 3, 4, 5, 6, 7, 8, 20, 1_000].map((n) => backoffDelay(n, fixed(0.999_999)));
+    expect(ceilings).toEqual([499, 999, 1_999, 3_999, 7_999, 15_999, 29_999, 29_999, 29_999, 29_999]);
+  });
+
+  it('is zero when the jitter is zero (full jitter)', () => {
+    for (const n of [1, 2, 5, 10]) expect(backoffDelay(n, fixed(0))).toBe(0);
+  });
+
+  it('scales linearly with the jitter inside the ceiling', () => {
+    expect(backoffDelay(3, fixed(0.5))).toBe(1_000);
+    expect(backoffDelay(1, fixed(0.25))).toBe(125);
+  });
+
+  it('treats an attempt below one as the first', () => {
+    expect(backoffDelay(0, fixed(0.999_999))).toBe(499);
+  });
+
+  it('never waits less than Retry-After, and waits the backoff when it is longer', () => {
+    expect(backoffDelay(1, fixed(0.999_999), 60_000)).toBe(60_000);
+    expect(backoffDelay(1, fixed(0), 2_000)).toBe(2_000);
+    expect(backoffDelay(7, fixed(0.999_999), 1_000)).toBe(29_999);
+    expect(backoffDelay(1, fixed(0.5), 0)).toBe(250);
+  });
+});
+
+describe('expiryMarginMs', () => {
+  it('is a tenth of a short lifetime and 10 s for a long one', () => {
+    expect(expiryMarginMs(8_000)).toBe(800);
+    expect(expiryMarginMs(100_000)).toBe(10_000);
+    expect(expiryMarginMs(3_600_000)).toBe(10_000);
+  });
+});
+
+describe('refreshOffsetMs', () => {
+  it('is the ratio of the lifetime without jitter', () => {
+    expect(refreshOffsetMs(100_000, 0.8, fixed(0))).toBe(80_000);
+    expect(refreshOffsetMs(3_600_000, 0.5, fixed(0))).toBe(1_800_000);
+  });
+
+  it('moves earlier by at most 10 % of the lifetime, never later', () => {
+    for (const r of [0, 0.1, 0.37, 0.5, 0.9, 0.999_999]) {
+      const offset = refreshOffsetMs(100_000, 0.8, fixed(r));
+      expect(offset).toBeLessThanOrEqual(80_000);
+      expect(offset).toBeGreaterThan(70_000 - 1e-6);
+      expect(offset).toBeCloseTo(80_000 - r * 10_000, 6);
+    }
+  });
+
+  it('never becomes negative for a small ratio', () => {
+    expect(refreshOffsetMs(100_000, 0.05, fixed(0.999_999))).toBe(0);
+  });
+});
