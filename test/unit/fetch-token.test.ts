@@ -1,0 +1,177 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Agent } from 'undici';
+import { TokenFetchError } from '../../src/errors.js';
+import type { TokenAuthMethod } from '../../src/config.js';
+import { createTokenFetcher } from '../../src/token/fetch-token.js';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+let server: Server;
+let origin: string;
+let agent: Agent;
+let seen: Seen[];
+let answer: (req: IncomingMessage, res: ServerResponse) => void;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      answer(req, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  agent = new Agent();
+});
+
+afterAll(async () => {
+  await agent.close();
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+beforeEach(() => {
+  seen = [];
+  answer = (_req, res) => json(res, 200, { access_token: 'tok-1', token_type: 'Bearer', expires_in: 600 });
+});
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+function fetcher(options: { authMethod?: TokenAuthMethod; scope?: string; timeoutMs?: number; url?: string } = {}) {
+  return createTokenFetcher({
+    tokenUrl: options.url ?? `${origin}/gw/api/v1/oauth2/token`,
+    authMethod: options.authMethod ?? 'client_secret_post',
+    scope: options.scope,
+    timeoutMs: options.timeoutMs ?? 5_000,
+    defaultTtlS: 300,
+    dispatcher: agent,
+    now: Date.now,
+  });
+}
+
+async function failure(p: Promise<unknown>): Promise<TokenFetchError> {
+  const err = await p.then(
+    () => {
+      throw new Error('expected the fetch to fail');
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(TokenFetchError);
+  return err as TokenFetchError;
+}
+
+/** application/x-www-form-urlencoded decoding, as a token endpoint does it. */
+function formDecode(s: string): string {
+  return decodeURIComponent(s.replace(/\+/g, ' '));
+}
+
+const CREDENTIAL = { clientId: 'my client:1', clientSecret: 'se:cr et%/+&=' };
+
+describe('createTokenFetcher', () => {
+  it('posts the client credentials grant as a form with client_secret_post', async () => {
+    const grant = await fetcher()(CREDENTIAL);
+    expect(grant).toEqual({ accessToken: 'tok-1', lifetimeMs: 600_000 });
+    expect(seen).toHaveLength(1);
+    const req = seen[0]!;
+    expect(req.method).toBe('POST');
+    expect(req.url).toBe('/gw/api/v1/oauth2/token');
+    expect(req.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(req.headers.accept).toBe('application/json');
+    expect(req.headers.authorization).toBeUndefined();
+    expect(Object.fromEntries(new URLSearchParams(req.body))).toEqual({
+      grant_type: 'client_credentials',
+      client_id: 'my client:1',
+      client_secret: 'se:cr et%/+&=',
+    });
+  });
+
+  it('sends HTTP Basic with the id and secret form-encoded before they are joined (RFC 6749 §2.3.1)', async () => {
+    await fetcher({ authMethod: 'client_secret_basic' })(CREDENTIAL);
+    const req = seen[0]!;
+    const auth = req.headers.authorization!;
+    expect(auth.startsWith('Basic ')).toBe(true);
+    const pair = Buffer.from(auth.slice('Basic '.length), 'base64').toString('utf8');
+    expect(pair).toBe('my+client%3A1:se%3Acr+et%25%2F%2B%26%3D');
+    const colon = pair.indexOf(':');
+    expect(formDecode(pair.slice(0, colon))).toBe(CREDENTIAL.clientId);
+    expect(formDecode(pair.slice(colon + 1))).toBe(CREDENTIAL.clientSecret);
+    expect(Object.fromEntries(new URLSearchParams(req.body))).toEqual({ grant_type: 'client_credentials' });
+  });
+
+  it('sends the scope when one is configured', async () => {
+    await fetcher({ scope: 'tickets:read tickets:write' })(CREDENTIAL);
+    expect(new URLSearchParams(seen[0]!.body).get('scope')).toBe('tickets:read tickets:write');
+    await fetcher()(CREDENTIAL);
+    expect(new URLSearchParams(seen[1]!.body).has('scope')).toBe(false);
+  });
+
+  it('reports a rejected client with its OAuth error', async () => {
+    answer = (_req, res) => json(res, 401, { error: 'invalid_client', error_description: 'unknown client' });
+    const err = await failure(fetcher()(CREDENTIAL));
+    expect(err).toMatchObject({ outcome: 'rejected', status: 401, oauthError: 'invalid_client', oauthErrorDescription: 'unknown client' });
+    expect(err.message).not.toContain(CREDENTIAL.clientSecret);
+  });
+
+  it('reports a 429 with its Retry-After', async () => {
+    answer = (_req, res) => json(res, 429, { error: 'slow_down' }, { 'retry-after': '17' });
+    const err = await failure(fetcher()(CREDENTIAL));
+    expect(err).toMatchObject({ outcome: 'rate_limited', status: 429, retryAfterMs: 17_000 });
+  });
+
+  it('gives up with outcome timeout when the endpoint does not answer in time', async () => {
+    answer = () => {
+      /* never answers */
+    };
+    const started = Date.now();
+    const err = await failure(fetcher({ timeoutMs: 200 })(CREDENTIAL));
+    expect(err.outcome).toBe('timeout');
+    expect(err.message).toContain('200 ms');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('gives up with outcome timeout when the body stops half way', async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"access_token":"tok-');
+    };
+    const err = await failure(fetcher({ timeoutMs: 200 })(CREDENTIAL));
+    expect(err.outcome).toBe('timeout');
+  });
+
+  it('reports a refused connection as network_error', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const err = await failure(fetcher({ url: `http://127.0.0.1:${port}/api/v1/oauth2/token` })(CREDENTIAL));
+    expect(err.outcome).toBe('network_error');
+    expect(err.message).toContain('ECONNREFUSED');
+    expect(err.message).not.toContain(CREDENTIAL.clientSecret);
+  });
+
+  it('refuses an oversized body as invalid_response', async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ access_token: 'tok-1', padding: 'x'.repeat(100 * 1024) }));
+    };
+    const err = await failure(fetcher()(CREDENTIAL));
+    expect(err).toMatchObject({ outcome: 'invalid_response', status: 200 });
+  });
+
+  it('accepts a body just under the size limit', async () => {
+    answer = (_req, res) => json(res, 200, { access_token: 'tok-2', expires_in: 60, padding: 'x'.repeat(60 * 1024) });
+    expect(await fetcher()(CREDENTIAL)).toEqual({ accessToken: 'tok-2', lifetimeMs: 60_000 });
+  });
+});
