@@ -18,9 +18,9 @@ export function checkTarget(target: string): ProxyError | undefined {
   if (!(path.length === PREFIX.length ? path === PREFIX : path.startsWith(PREFIX) && path.charCodeAt(PREFIX.length) === 47)) {
     return new NotProxiedError(`only paths under ${PREFIX}/ are forwarded`);
   }
-  // The token endpoint belongs to the proxy: compare decoded and case-folded, as a server might.
-  const rest = decodeForCompare(path.slice(PREFIX.length + 1));
-  if (rest === 'oauth2' || rest.startsWith('oauth2/')) {
+  // The token endpoint belongs to the proxy: compare decoded and case-folded, as a server might,
+  // and without the ";params" some servers drop from a segment (`/oauth2;x/token`).
+  if (/^oauth2(?:[/;]|$)/.test(decodeForCompare(path.slice(PREFIX.length + 1)))) {
     return new NotProxiedError('the token endpoint is not forwarded: the proxy obtains tokens itself');
   }
   return undefined;
