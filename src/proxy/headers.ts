@@ -85,8 +85,20 @@ export function callerResponseHeaders(
   return out;
 }
 
-/** `{baseUrl}/x` becomes `{callerOrigin}/x`; any other location is left alone. */
+/**
+ * `{baseUrl}/x` becomes `{callerOrigin}/x`, and an absolute path `{base path}/x` becomes `/x`
+ * (RFC 9110 §10.2.2 allows a relative Location; the caller resolves it against the proxy);
+ * any other location is left alone.
+ */
 export function rewriteLocation(location: string, baseUrl: string, callerOrigin: string): string {
+  if (location.charCodeAt(0) === 47 /* / */ && location.charCodeAt(1) !== 47) {
+    const slash = baseUrl.indexOf('/', baseUrl.indexOf('//') + 2);
+    if (slash === -1) return location;
+    const basePath = baseUrl.slice(slash);
+    const rest = location.startsWith(basePath) ? location.slice(basePath.length) : undefined;
+    if (rest === undefined || (rest !== '' && rest[0] !== '/' && rest[0] !== '?' && rest[0] !== '#')) return location;
+    return rest[0] === '/' ? rest : `/${rest}`;
+  }
   if (location.length < baseUrl.length || location.slice(0, baseUrl.length).toLowerCase() !== baseUrl.toLowerCase()) {
     return location;
   }

@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+import { callerResponseHeaders, rewriteLocation, upstreamRequestHeaders } from '../../src/proxy/headers.js';
+
+const AUTH = 'Bearer proxy-token';
+const BASE = 'https://gw.example.com/gw';
+const CALLER = 'http://127.0.0.1:8180';
+
+/** [name, value] pairs of a flat raw header list. */
+function pairs(raw: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
+  return out;
+}
+
+describe('upstreamRequestHeaders', () => {
+  it('drops hop-by-hop headers, the caller credentials, Host and Expect, and keeps the rest in case and order', () => {
+    const raw = [
+      'Host', '127.0.0.1:8180',
+      'Accept', 'application/json',
+      'Connection', 'keep-alive',
+      'Keep-Alive', 'timeout=5',
+      'TE', 'trailers',
+      'Trailer', 'X-Checksum',
+      'Upgrade', 'h2c',
+      'Transfer-Encoding', 'chunked',
+      'Proxy-Authorization', 'Basic cHJveHk6cHc=',
+      'Proxy-Connection', 'keep-alive',
+      'Authorization', 'Bearer caller-token',
+      'Expect', '100-continue',
+      'X-Request-ID', 'r-1',
+      'cookie', 'a=1',
+      'Cookie', 'b=2',
+      'content-type', 'application/json',
+    ];
+    expect(pairs(upstreamRequestHeaders(raw, AUTH))).toEqual([
+      ['Accept', 'application/json'],
+      ['X-Request-ID', 'r-1'],
+      ['cookie', 'a=1'],
+      ['Cookie', 'b=2'],
+      ['content-type', 'application/json'],
+      ['authorization', AUTH],
+    ]);
+  });
+
+  it('drops the headers Connection names, in any case and spacing', () => {
+    const raw = ['Connection', 'close, X-Hop ,x-OTHER', 'x-hop', '1', 'X-Other', '2', 'X-Kept', '3', 'connection', 'X-Third', 'X-THIRD', '4'];
+    expect(pairs(upstreamRequestHeaders(raw, AUTH))).toEqual([
+      ['X-Kept', '3'],
+      ['authorization', AUTH],
+    ]);
+  });
+
+  it("replaces the caller's Authorization in any letter case with exactly one of the proxy's", () => {
+    const out = upstreamRequestHeaders(['AUTHORIZATION', 'Basic YTpi', 'authorization', 'Bearer x'], AUTH);
+    expect(pairs(out)).toEqual([['authorization', AUTH]]);
+  });
+
+  it('adds no X-Forwarded headers', () => {
+    const out = upstreamRequestHeaders(['Accept', '*/*'], AUTH);
+    expect(out.filter((_v, i) => i % 2 === 0).some((n) => n.toLowerCase().startsWith('x-forwarded'))).toBe(false);
+  });
+});
+
+describe('callerResponseHeaders', () => {
+  it('drops hop-by-hop headers and those Connection names, keeping the rest in case and order', () => {
+    const raw = [
+      'Content-Type', 'application/json',
+      'Connection', 'keep-alive, X-Hop',
+      'Keep-Alive', 'timeout=5',
+      'X-Hop', 'gone',
+      'Transfer-Encoding', 'chunked',
+      'Trailer', 'X-Checksum',
+      'Upgrade', 'h2c',
+      'Proxy-Authenticate', 'Basic',
+      'Proxy-Connection', 'keep-alive',
+      'TE', 'trailers',
+      'ETag', '"v1"',
+      'content-length', '2',
+    ];
+    expect(pairs(callerResponseHeaders(raw, BASE, CALLER))).toEqual([
+      ['Content-Type', 'application/json'],
+      ['ETag', '"v1"'],
+      ['content-length', '2'],
+    ]);
+  });
+
+  it('keeps repeated Set-Cookie headers, each as it came', () => {
+    const raw = ['Set-Cookie', 'a=1; Path=/', 'set-cookie', 'b=2; HttpOnly', 'Set-Cookie', 'c=3, d=4'];
+    expect(pairs(callerResponseHeaders(raw, BASE, CALLER))).toEqual([
+      ['Set-Cookie', 'a=1; Path=/'],
+      ['set-cookie', 'b=2; HttpOnly'],
+      ['Set-Cookie', 'c=3, d=4'],
+    ]);
+  });
+
+  it('reads raw headers given as Buffers', () => {
+    const raw = [Buffer.from('X-Name'), Buffer.from('caf\xe9', 'latin1'), Buffer.from('Connection'), Buffer.from('close')];
+    expect(pairs(callerResponseHeaders(raw, BASE, CALLER))).toEqual([['X-Name', 'caf\xe9']]);
+  });
+
+  it('rewrites a Location into the gateway to the origin the caller used', () => {
+    const raw = ['Location', 'https://gw.example.com/gw/api/v1/tickets/T-2', 'X-Other', 'https://gw.example.com/gw/api/v1/x'];
+    expect(pairs(callerResponseHeaders(raw, BASE, 'http://localhost:9000'))).toEqual([
+      ['Location', 'http://localhost:9000/api/v1/tickets/T-2'],
+      ['X-Other', 'https://gw.example.com/gw/api/v1/x'],
+    ]);
+  });
+});
+
+describe('rewriteLocation', () => {
+  it.each([
+    ['https://gw.example.com/gw/api/v1/tickets/T-2', `${CALLER}/api/v1/tickets/T-2`],
+    ['https://gw.example.com/gw/api/v1/tickets?page=2#top', `${CALLER}/api/v1/tickets?page=2#top`],
+    ['https://gw.example.com/gw', `${CALLER}/`],
+    ['https://gw.example.com/gw/', `${CALLER}/`],
+    ['https://GW.Example.com/gw/api/v1/x', `${CALLER}/api/v1/x`],
+  ])('rewrites %s into the caller origin', (location, expected) => {
+    expect(rewriteLocation(location, BASE, CALLER)).toBe(expected);
+  });
+
+  it.each([
+    'https://gw.example.com/gwx/api/v1/x',
+    'https://gw.example.com/other/api/v1/x',
+    'https://gw.example.com/',
+    'https://other.example.com/gw/api/v1/x',
+    'http://gw.example.com/gw/api/v1/x',
+    'https://gw.example.com:8443/gw/api/v1/x',
+    'https://gw.example.com.evil.test/gw/api/v1/x',
+    'tickets/T-2',
+    '/other/api/v1/x',
+    '/gwx/api/v1/x',
+  ])('leaves %s alone', (location) => {
+    expect(rewriteLocation(location, BASE, CALLER)).toBe(location);
+  });
+
+  it('strips the path prefix from a Location that is an absolute path into the gateway', () => {
+    expect(rewriteLocation('/gw/api/v1/tickets/T-2', BASE, CALLER)).toBe('/api/v1/tickets/T-2');
+    expect(rewriteLocation('/gw?x=1', BASE, CALLER)).toBe('/?x=1');
+    expect(rewriteLocation('/gw', BASE, CALLER)).toBe('/');
+  });
+
+  it('without a path prefix, rewrites the origin and leaves paths alone', () => {
+    const base = 'https://gw.example.com';
+    expect(rewriteLocation('https://gw.example.com/api/v1/x', base, CALLER)).toBe(`${CALLER}/api/v1/x`);
+    expect(rewriteLocation('https://gw.example.com', base, CALLER)).toBe(`${CALLER}/`);
+    expect(rewriteLocation('https://gw.example.community/api/v1/x', base, CALLER)).toBe('https://gw.example.community/api/v1/x');
+    expect(rewriteLocation('/api/v1/x', base, CALLER)).toBe('/api/v1/x');
+  });
+});
