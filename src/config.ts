@@ -171,7 +171,8 @@ export function loadConfig(sources: ConfigSources): Config {
     out.baseUrl = checkUrl(out.baseUrl as string, name('baseUrl'), out.allowInsecureHttp as boolean, problems);
   }
   if (out.tokenUrl !== undefined) {
-    out.tokenUrl = checkUrl(out.tokenUrl as string, name('tokenUrl'), out.allowInsecureHttp as boolean, problems);
+    // Used as given: unlike BASE_URL, a token endpoint's trailing slash can matter to its server.
+    out.tokenUrl = checkUrl(out.tokenUrl as string, name('tokenUrl'), out.allowInsecureHttp as boolean, problems, false);
   } else if (typeof out.baseUrl === 'string') {
     out.tokenUrl = `${out.baseUrl}/api/v1/oauth2/token`;
   }
@@ -228,7 +229,7 @@ function parseValue(kind: Kind, value: unknown, name: string, problems: string[]
     }
     case 'port':
     case 'int': {
-      const n = typeof value === 'number' ? value : /^\s*-?\d+\s*$/.test(String(value)) ? Number(value) : NaN;
+      const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
       const min = kind.type === 'port' ? 0 : kind.min;
       const max = kind.type === 'port' ? 65535 : (kind.max ?? Number.MAX_SAFE_INTEGER);
       if (!Number.isSafeInteger(n) || n < min || n > max) {
@@ -237,7 +238,8 @@ function parseValue(kind: Kind, value: unknown, name: string, problems: string[]
       return n;
     }
     case 'number': {
-      const n = typeof value === 'number' ? value : String(value).trim() === '' ? NaN : Number(value);
+      // Only numbers and numeric strings: Number(true) is 1 and Number([5]) is 5.
+      const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
       const max = kind.max ?? Infinity;
       const ok = Number.isFinite(n) && (kind.exclusive ? n > kind.min && n < max : n >= kind.min && n <= max);
       if (!ok) {
@@ -255,7 +257,7 @@ function parseValue(kind: Kind, value: unknown, name: string, problems: string[]
   }
 }
 
-function checkUrl(value: string, name: string, allowInsecure: boolean, problems: string[]): string | undefined {
+function checkUrl(value: string, name: string, allowInsecure: boolean, problems: string[], trimSlash = true): string | undefined {
   let url: URL;
   try {
     url = new URL(value);
@@ -281,5 +283,5 @@ function checkUrl(value: string, name: string, allowInsecure: boolean, problems:
     );
     return undefined;
   }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  return `${url.origin}${trimSlash ? url.pathname.replace(/\/+$/, '') : url.pathname}`;
 }

@@ -1,0 +1,429 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { isLoopbackHost, loadConfig, SETTINGS, trimSecret, type Config } from '../../src/config.js';
+import { ConfigError } from '../../src/errors.js';
+
+const FILE = '/etc/ticket-auth-proxy.yaml';
+const SECRET_PATH = '/var/run/secrets/ticket/client-secret';
+const MINIMAL = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET: 'secret-value' };
+
+type Env = Record<string, string | undefined>;
+
+function load(env: Env, file?: unknown, secretFiles: Record<string, string> = {}): Config {
+  return loadConfig({
+    env,
+    file: file === undefined ? undefined : { path: FILE, values: typeof file === 'string' ? parseYaml(file) : file },
+    readSecretFile: (p) => {
+      const content = secretFiles[p];
+      if (content === undefined) throw Object.assign(new Error(`ENOENT: no such file or directory, open '${p}'`), { code: 'ENOENT' });
+      return content;
+    },
+  });
+}
+
+/** The ConfigError `load` throws; fails the test when it throws nothing. */
+function configError(env: Env, file?: unknown, secretFiles?: Record<string, string>): ConfigError {
+  try {
+    load(env, file, secretFiles);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError, the configuration loaded');
+}
+
+describe('loadConfig defaults and sources', () => {
+  it('fills every default of PRODUCT §3', () => {
+    expect(load(MINIMAL)).toEqual({
+      baseUrl: 'https://gw.example.com',
+      clientId: 'app',
+      clientSecret: 'secret-value',
+      clientSecretFile: undefined,
+      allowInsecureHttp: false,
+      listenHost: '127.0.0.1',
+      listenPort: 8180,
+      adminHost: '0.0.0.0',
+      adminPort: 8181,
+      configFile: undefined,
+      tokenUrl: 'https://gw.example.com/api/v1/oauth2/token',
+      tokenScope: undefined,
+      tokenAuthMethod: 'client_secret_post',
+      tokenRefreshRatio: 0.8,
+      tokenDefaultTtlS: 300,
+      tokenWaitTimeoutMs: 5000,
+      tokenFetchTimeoutMs: 10000,
+      upstreamTimeoutMs: 30000,
+      replayBodyLimitBytes: 65536,
+      passthroughBasic: false,
+      tokenCacheMax: 1000,
+      shutdownDelayS: 0,
+      shutdownTimeoutS: 15,
+      logLevel: 'info',
+      accessLog: false,
+    });
+  });
+
+  it('is frozen', () => {
+    expect(Object.isFrozen(load(MINIMAL))).toBe(true);
+  });
+
+  it('names every file key as its env name in lower camelCase', () => {
+    for (const s of SETTINGS) {
+      const camel = s.env.toLowerCase().replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+      expect(s.key).toBe(camel);
+    }
+  });
+
+  const everyEnv: Env = {
+    BASE_URL: 'https://gw.example.com/gw/',
+    CLIENT_ID: 'app',
+    CLIENT_SECRET_FILE: SECRET_PATH,
+    ALLOW_INSECURE_HTTP: 'true',
+    LISTEN_HOST: '0.0.0.0',
+    LISTEN_PORT: '9180',
+    ADMIN_HOST: '::1',
+    ADMIN_PORT: '9181',
+    CONFIG_FILE: FILE,
+    TOKEN_URL: 'http://idp.internal/oauth/token',
+    TOKEN_SCOPE: 'tickets.read tickets.write',
+    TOKEN_AUTH_METHOD: 'client_secret_basic',
+    TOKEN_REFRESH_RATIO: '0.5',
+    TOKEN_DEFAULT_TTL_S: '60',
+    TOKEN_WAIT_TIMEOUT_MS: '0',
+    TOKEN_FETCH_TIMEOUT_MS: '2000',
+    UPSTREAM_TIMEOUT_MS: '1000',
+    REPLAY_BODY_LIMIT_BYTES: '0',
+    PASSTHROUGH_BASIC: 'true',
+    TOKEN_CACHE_MAX: '5',
+    SHUTDOWN_DELAY_S: '2.5',
+    SHUTDOWN_TIMEOUT_S: '30',
+    LOG_LEVEL: 'debug',
+    ACCESS_LOG: 'yes',
+  };
+  const everyParsed: Config = {
+    baseUrl: 'https://gw.example.com/gw',
+    clientId: 'app',
+    clientSecret: 'from-file',
+    clientSecretFile: SECRET_PATH,
+    allowInsecureHttp: true,
+    listenHost: '0.0.0.0',
+    listenPort: 9180,
+    adminHost: '::1',
+    adminPort: 9181,
+    configFile: FILE,
+    tokenUrl: 'http://idp.internal/oauth/token',
+    tokenScope: 'tickets.read tickets.write',
+    tokenAuthMethod: 'client_secret_basic',
+    tokenRefreshRatio: 0.5,
+    tokenDefaultTtlS: 60,
+    tokenWaitTimeoutMs: 0,
+    tokenFetchTimeoutMs: 2000,
+    upstreamTimeoutMs: 1000,
+    replayBodyLimitBytes: 0,
+    passthroughBasic: true,
+    tokenCacheMax: 5,
+    shutdownDelayS: 2.5,
+    shutdownTimeoutS: 30,
+    logLevel: 'debug',
+    accessLog: true,
+  };
+
+  it('parses every setting from the environment', () => {
+    expect(load(everyEnv, undefined, { [SECRET_PATH]: 'from-file\n' })).toEqual(everyParsed);
+  });
+
+  it('parses every setting from the YAML file under its camelCase key', () => {
+    const yaml = [
+      'baseUrl: https://gw.example.com/gw/',
+      'clientId: app',
+      `clientSecretFile: ${SECRET_PATH}`,
+      'allowInsecureHttp: true',
+      'listenHost: 0.0.0.0',
+      'listenPort: 9180',
+      "adminHost: '::1'",
+      'adminPort: 9181',
+      `configFile: ${FILE}`,
+      'tokenUrl: http://idp.internal/oauth/token',
+      'tokenScope: tickets.read tickets.write',
+      'tokenAuthMethod: client_secret_basic',
+      'tokenRefreshRatio: 0.5',
+      'tokenDefaultTtlS: 60',
+      'tokenWaitTimeoutMs: 0',
+      'tokenFetchTimeoutMs: 2000',
+      'upstreamTimeoutMs: 1000',
+      'replayBodyLimitBytes: 0',
+      'passthroughBasic: true',
+      'tokenCacheMax: 5',
+      'shutdownDelayS: 2.5',
+      'shutdownTimeoutS: 30',
+      'logLevel: debug',
+      'accessLog: true',
+    ].join('\n');
+    expect(load({}, yaml, { [SECRET_PATH]: 'from-file\n' })).toEqual(everyParsed);
+  });
+
+  it('lets the environment win over the file', () => {
+    const config = load(
+      { LISTEN_PORT: '7000', CLIENT_ID: 'env-app' },
+      { baseUrl: 'https://gw.example.com', clientId: 'file-app', clientSecret: 'x', listenPort: 6000, adminPort: 6001 },
+    );
+    expect(config).toMatchObject({ listenPort: 7000, clientId: 'env-app', adminPort: 6001 });
+  });
+
+  it('ignores an empty environment variable, keeping the file value', () => {
+    const config = load({ ...MINIMAL, LISTEN_PORT: '' }, { listenPort: 6000 });
+    expect(config.listenPort).toBe(6000);
+  });
+
+  it('takes an empty YAML file as no settings', () => {
+    expect(load(MINIMAL, '').listenPort).toBe(8180);
+    expect(load(MINIMAL, '# only comments\n').listenPort).toBe(8180);
+  });
+
+  it('accepts the commented example configuration', () => {
+    const example = readFileSync(new URL('../../config/ticket-auth-proxy.example.yaml', import.meta.url), 'utf8');
+    const config = load({}, example, { '/var/run/secrets/ticket-auth-proxy/client-secret': 'example-secret\n' });
+    expect(config).toMatchObject({ baseUrl: 'https://tickets.example.com', clientSecret: 'example-secret', listenPort: 8180 });
+  });
+});
+
+describe('loadConfig value rules', () => {
+  it.each([
+    ['true', true],
+    ['TRUE', true],
+    ['1', true],
+    ['yes', true],
+    ['false', false],
+    ['0', false],
+    ['No', false],
+  ])('reads the bool %j as %s', (value, expected) => {
+    expect(load({ ...MINIMAL, ACCESS_LOG: value }).accessLog).toBe(expected);
+  });
+
+  it('refuses a bool it cannot read, naming the setting', () => {
+    expect(configError({ ...MINIMAL, PASSTHROUGH_BASIC: 'maybe' }).problems).toEqual(['PASSTHROUGH_BASIC must be true or false (got "maybe")']);
+  });
+
+  it.each([
+    ['LISTEN_PORT', '-1'],
+    ['LISTEN_PORT', '65536'],
+    ['ADMIN_PORT', 'http'],
+    ['TOKEN_DEFAULT_TTL_S', '0'],
+    ['TOKEN_FETCH_TIMEOUT_MS', '1.5'],
+    ['TOKEN_CACHE_MAX', '1e3'],
+    ['REPLAY_BODY_LIMIT_BYTES', '-5'],
+    ['UPSTREAM_TIMEOUT_MS', '99999999999999999999'],
+  ])('refuses %s=%s', (name, value) => {
+    const problems = configError({ ...MINIMAL, [name]: value }).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(new RegExp(`^${name} must be`));
+  });
+
+  it('accepts ports from 0 to 65535 and integers at their minimum', () => {
+    expect(load({ ...MINIMAL, LISTEN_PORT: '0', ADMIN_PORT: '65535', TOKEN_DEFAULT_TTL_S: '1' })).toMatchObject({
+      listenPort: 0,
+      adminPort: 65535,
+      tokenDefaultTtlS: 1,
+    });
+  });
+
+  it.each(['0', '1', '-0.1', '1.5', 'abc', ''])('refuses TOKEN_REFRESH_RATIO=%j in the file, outside (0, 1)', (value) => {
+    const problems = configError(MINIMAL, { tokenRefreshRatio: value === '' ? ' ' : value }).problems;
+    expect(problems).toEqual([expect.stringMatching(/^tokenRefreshRatio in .* \(TOKEN_REFRESH_RATIO\) must be a number between 0 and 1, exclusive/)]);
+  });
+
+  it.each(['0.01', '0.5', '0.99'])('accepts TOKEN_REFRESH_RATIO=%s', (value) => {
+    expect(load({ ...MINIMAL, TOKEN_REFRESH_RATIO: value }).tokenRefreshRatio).toBe(Number(value));
+  });
+
+  it('refuses a YAML boolean or list where a number belongs', () => {
+    const problems = configError(MINIMAL, { shutdownDelayS: true, tokenRefreshRatio: [0.5], listenPort: [8080] }).problems;
+    expect(problems).toHaveLength(3);
+    expect(problems.join('\n')).toContain('shutdownDelayS');
+    expect(problems.join('\n')).toContain('tokenRefreshRatio');
+    expect(problems.join('\n')).toContain('listenPort');
+  });
+
+  it('refuses a value outside an enum, listing the allowed ones', () => {
+    expect(configError({ ...MINIMAL, TOKEN_AUTH_METHOD: 'private_key_jwt' }).problems).toEqual([
+      'TOKEN_AUTH_METHOD must be one of client_secret_post, client_secret_basic (got "private_key_jwt")',
+    ]);
+    expect(configError({ ...MINIMAL, LOG_LEVEL: 'verbose' }).problems[0]).toMatch(/^LOG_LEVEL must be one of fatal, error, warn, info/);
+  });
+
+  it('reads hosts, without the brackets of an IPv6 literal', () => {
+    expect(load({ ...MINIMAL, LISTEN_HOST: '[::1]', ADMIN_HOST: 'proxy.internal' })).toMatchObject({ listenHost: '::1', adminHost: 'proxy.internal' });
+    expect(configError({ ...MINIMAL, LISTEN_HOST: 'not a host!' }).problems[0]).toMatch(/^LISTEN_HOST must be a host name or IP address/);
+  });
+});
+
+describe('loadConfig URL rules', () => {
+  it.each([
+    ['https://gw.example.com', 'https://gw.example.com'],
+    ['https://gw.example.com/', 'https://gw.example.com'],
+    ['https://gw.example.com/gw', 'https://gw.example.com/gw'],
+    ['https://gw.example.com/gw/', 'https://gw.example.com/gw'],
+    ['https://GW.Example.com:8443/gw', 'https://gw.example.com:8443/gw'],
+    ['http://127.0.0.1:8080', 'http://127.0.0.1:8080'],
+    ['http://localhost:8080/', 'http://localhost:8080'],
+    ['http://[::1]:8080', 'http://[::1]:8080'],
+  ])('accepts BASE_URL %s as %s', (value, expected) => {
+    const config = load({ ...MINIMAL, BASE_URL: value });
+    expect(config.baseUrl).toBe(expected);
+    expect(config.tokenUrl).toBe(`${expected}/api/v1/oauth2/token`);
+  });
+
+  it('allows http: for a non-loopback gateway only with ALLOW_INSECURE_HTTP', () => {
+    const problems = configError({ ...MINIMAL, BASE_URL: 'http://gw.example.com' }).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^BASE_URL uses http: for a non-loopback host \(gw\.example\.com\).*ALLOW_INSECURE_HTTP=true/);
+    expect(load({ ...MINIMAL, BASE_URL: 'http://gw.example.com', ALLOW_INSECURE_HTTP: 'true' }).baseUrl).toBe('http://gw.example.com');
+  });
+
+  it.each([
+    ['gw.example.com', /must be an absolute https URL/],
+    ['ftp://gw.example.com', /must be an absolute https URL/],
+    ['https://user:pw@gw.example.com', /must not carry credentials/],
+    ['https://gw.example.com/?tenant=1', /must not have a query or fragment/],
+    ['https://gw.example.com/#top', /must not have a query or fragment/],
+  ])('refuses BASE_URL %s', (value, reason) => {
+    const problems = configError({ ...MINIMAL, BASE_URL: value }).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^BASE_URL /);
+    expect(problems[0]).toMatch(reason);
+  });
+
+  it('keeps a password in BASE_URL out of the message', () => {
+    expect(configError({ ...MINIMAL, BASE_URL: 'https://user:pw-9x7@gw.example.com' }).message).not.toContain('pw-9x7');
+  });
+
+  it('applies the same rules to TOKEN_URL', () => {
+    expect(configError({ ...MINIMAL, TOKEN_URL: 'http://idp.example.com/token' }).problems[0]).toMatch(/^TOKEN_URL uses http:/);
+    expect(configError({ ...MINIMAL, TOKEN_URL: 'https://idp.example.com/token?x=1' }).problems[0]).toMatch(/^TOKEN_URL must not have a query/);
+    expect(load({ ...MINIMAL, TOKEN_URL: 'https://idp.example.com/oauth2/token' }).tokenUrl).toBe('https://idp.example.com/oauth2/token');
+  });
+
+  it('keeps the trailing slash of TOKEN_URL: the token endpoint is used as given', () => {
+    expect(load({ ...MINIMAL, TOKEN_URL: 'https://idp.example.com/o/token/' }).tokenUrl).toBe('https://idp.example.com/o/token/');
+  });
+
+  it('requires BASE_URL', () => {
+    expect(configError({ CLIENT_ID: 'app', CLIENT_SECRET: 's' }).problems).toEqual([
+      'BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com',
+    ]);
+  });
+});
+
+describe('loadConfig credentials', () => {
+  it('reads the secret from CLIENT_SECRET_FILE, trimmed', () => {
+    const config = load({ BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH }, undefined, {
+      [SECRET_PATH]: '  s3cr3t value \r\n\n',
+    });
+    expect(config.clientSecret).toBe('s3cr3t value');
+    expect(config.clientSecretFile).toBe(SECRET_PATH);
+  });
+
+  it('trims CLIENT_SECRET too', () => {
+    expect(load({ ...MINIMAL, CLIENT_SECRET: ' secret-value\n' }).clientSecret).toBe('secret-value');
+    expect(trimSecret('\tx y\n')).toBe('x y');
+  });
+
+  it('refuses CLIENT_SECRET and CLIENT_SECRET_FILE together', () => {
+    const err = configError({ ...MINIMAL, CLIENT_SECRET_FILE: SECRET_PATH }, undefined, { [SECRET_PATH]: 'x' });
+    expect(err.problems).toEqual(['CLIENT_SECRET and CLIENT_SECRET_FILE are both set: set only one (the file is preferred)']);
+  });
+
+  it('refuses an unreadable secret file, naming the file and the reason', () => {
+    const err = configError({ BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH });
+    expect(err.problems).toEqual([`CLIENT_SECRET_FILE names a file that cannot be read (ENOENT): ${SECRET_PATH}`]);
+  });
+
+  it('refuses an empty secret file', () => {
+    const err = configError({ BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH }, undefined, { [SECRET_PATH]: ' \n' });
+    expect(err.problems).toEqual([`CLIENT_SECRET_FILE names a file that is empty: ${SECRET_PATH}`]);
+  });
+
+  it('requires CLIENT_ID and a secret without pass-through credentials', () => {
+    expect(configError({ BASE_URL: 'https://gw' }).problems).toEqual([
+      'CLIENT_ID is required: the client identifier from the workspace settings',
+      'CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings',
+    ]);
+  });
+
+  it('makes the configured credentials optional with PASSTHROUGH_BASIC, but not half of them', () => {
+    const config = load({ BASE_URL: 'https://gw', PASSTHROUGH_BASIC: 'true' });
+    expect(config).toMatchObject({ passthroughBasic: true, clientId: undefined, clientSecret: undefined });
+    expect(configError({ BASE_URL: 'https://gw', PASSTHROUGH_BASIC: 'true', CLIENT_ID: 'app' }).problems).toEqual([
+      'CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings',
+    ]);
+  });
+});
+
+describe('loadConfig errors', () => {
+  it('refuses an unknown file key', () => {
+    expect(configError(MINIMAL, { baseURL: 'https://gw', listen_port: 1 }).problems).toEqual([
+      `baseURL in ${FILE} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
+      `listen_port in ${FILE} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
+    ]);
+  });
+
+  it('refuses a file that is not a mapping', () => {
+    expect(configError(MINIMAL, '- baseUrl\n- clientId\n').problems).toEqual([`${FILE} must hold a YAML mapping of settings (got a list)`]);
+    expect(configError(MINIMAL, 'just text').problems).toEqual([`${FILE} must hold a YAML mapping of settings (got string)`]);
+  });
+
+  it('names the file key and the env name of a bad file value', () => {
+    expect(configError(MINIMAL, { adminPort: 'eighty' }).problems).toEqual([
+      `adminPort in ${FILE} (ADMIN_PORT) must be a port number from 0 to 65535 (got "eighty")`,
+    ]);
+  });
+
+  it('reports every problem at once, each naming its setting', () => {
+    const err = configError(
+      {
+        BASE_URL: 'http://gw.example.com',
+        LISTEN_PORT: 'x',
+        TOKEN_REFRESH_RATIO: '2',
+        TOKEN_AUTH_METHOD: 'basic',
+        ACCESS_LOG: 'sometimes',
+        CLIENT_SECRET_FILE: SECRET_PATH,
+      },
+      { tokenCacheMax: 0, bogus: 1 },
+    );
+    const names = ['bogus', 'LISTEN_PORT', 'TOKEN_AUTH_METHOD', 'TOKEN_REFRESH_RATIO', 'TOKEN_CACHE_MAX', 'ACCESS_LOG', 'BASE_URL', 'CLIENT_SECRET_FILE', 'CLIENT_ID'];
+    expect(err.problems).toHaveLength(names.length);
+    for (const name of names) {
+      expect(err.problems.filter((p) => p.includes(name))).not.toHaveLength(0);
+      expect(err.message).toContain(name);
+    }
+    expect(err.message).toMatch(/^invalid configuration \(9 problems\):\n {2}- /);
+  });
+
+  it('never shows the secret in the message', () => {
+    const secret = 'hunter2-S3cr3t';
+    const messages = [
+      configError({ ...MINIMAL, CLIENT_SECRET: secret, CLIENT_SECRET_FILE: SECRET_PATH, LISTEN_PORT: 'x' }, undefined, { [SECRET_PATH]: secret }).message,
+      configError({ ...MINIMAL, CLIENT_SECRET: `"${secret}\n`, BASE_URL: 'http://gw.example.com' }).message,
+      configError({ ...MINIMAL, CLIENT_SECRET: undefined, LISTEN_PORT: '-1' }, { clientSecret: [secret] }).message,
+      configError({ ...MINIMAL, CLIENT_SECRET: undefined, BASE_URL: 'nope' }, { clientSecret: { value: secret } }).message,
+      configError({ ...MINIMAL, CLIENT_SECRET: undefined, ADMIN_PORT: '-1' }, { clientSecret: true, client_secret: secret }).message,
+    ];
+    expect(messages[0]).toContain('both set');
+    for (const m of messages) {
+      expect(m).toMatch(/BASE_URL|LISTEN_PORT|ADMIN_PORT|CLIENT_SECRET/);
+      expect(m).not.toContain(secret);
+      expect(m).not.toContain('hunter2');
+    }
+  });
+});
+
+describe('isLoopbackHost', () => {
+  it.each(['localhost', 'LOCALHOST', 'api.localhost', '127.0.0.1', '127.1.2.3', '::1', '[::1]'])('counts %s as loopback', (host) => {
+    expect(isLoopbackHost(host)).toBe(true);
+  });
+
+  it.each(['gw.example.com', 'localhost.example.com', '10.0.0.1', '128.0.0.1', '0.0.0.0', '::', '::2'])('does not count %s', (host) => {
+    expect(isLoopbackHost(host)).toBe(false);
+  });
+});
