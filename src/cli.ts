@@ -8,6 +8,7 @@ export interface CliArgs {
 /** Parses the command line; throws an Error with a usage message on anything unknown. */
 export function parseArgs(argv: readonly string[]): CliArgs {
   let command: CliArgs['command'] = 'run';
+  let check = false;
   let configFile: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -17,11 +18,14 @@ export function parseArgs(argv: readonly string[]): CliArgs {
       const value = argv[++i];
       if (value === undefined || value.startsWith('-')) throw new Error(`${arg} needs a file name`);
       configFile = value;
-    } else if (arg.startsWith('--config=')) configFile = arg.slice('--config='.length);
-    else if (arg === 'check' && command === 'run') command = 'check';
+    } else if (arg.startsWith('--config=')) {
+      configFile = arg.slice('--config='.length);
+      if (configFile === '') throw new Error('--config needs a file name');
+    } else if (arg === 'check' && !check) check = true;
     else throw new Error(`unknown argument ${JSON.stringify(arg)}; see --help`);
   }
-  return { command, configFile };
+  // --help and --version win wherever they stand, as they do after `check`.
+  return { command: command === 'run' && check ? 'check' : command, configFile };
 }
 
 export function helpText(version: string): string {

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { SETTINGS } from '../../src/config.js';
+import { helpText, parseArgs } from '../../src/cli.js';
+
+describe('parseArgs', () => {
+  it.each([
+    [[], { command: 'run', configFile: undefined }],
+    [['check'], { command: 'check', configFile: undefined }],
+    [['--config', 'proxy.yaml'], { command: 'run', configFile: 'proxy.yaml' }],
+    [['-c', 'proxy.yaml'], { command: 'run', configFile: 'proxy.yaml' }],
+    [['--config=/etc/p.yaml'], { command: 'run', configFile: '/etc/p.yaml' }],
+    [['check', '--config', 'proxy.yaml'], { command: 'check', configFile: 'proxy.yaml' }],
+    [['--config', 'proxy.yaml', 'check'], { command: 'check', configFile: 'proxy.yaml' }],
+    [['--help'], { command: 'help', configFile: undefined }],
+    [['-h'], { command: 'help', configFile: undefined }],
+    [['--version'], { command: 'version', configFile: undefined }],
+    [['-v'], { command: 'version', configFile: undefined }],
+    [['--version', '--help'], { command: 'help', configFile: undefined }],
+    [['--help', '--version'], { command: 'help', configFile: undefined }],
+    [['check', '--help'], { command: 'help', configFile: undefined }],
+    [['--help', 'check'], { command: 'help', configFile: undefined }],
+    [['--version', 'check'], { command: 'version', configFile: undefined }],
+  ])('reads %j', (argv, expected) => {
+    expect(parseArgs(argv)).toEqual(expected);
+  });
+
+  it.each([
+    [['--config'], '--config needs a file name'],
+    [['-c', '--help'], '-c needs a file name'],
+    [['--config='], '--config needs a file name'],
+    [['--port', '80'], 'unknown argument "--port"; see --help'],
+    [['run'], 'unknown argument "run"; see --help'],
+    [['check', 'check'], 'unknown argument "check"; see --help'],
+  ])('refuses %j', (argv, message) => {
+    expect(() => parseArgs(argv)).toThrow(message);
+  });
+});
+
+describe('helpText', () => {
+  it('names the version, both commands and every setting with its file key', () => {
+    const text = helpText('1.2.3');
+    expect(text).toContain('ticket-auth-proxy 1.2.3');
+    expect(text).toContain('check [--config FILE]');
+    for (const s of SETTINGS) expect(text).toMatch(new RegExp(`${s.env}\\s+${s.key}`));
+  });
+});
