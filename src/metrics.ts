@@ -111,6 +111,11 @@ export function createMetrics(registry: Registry): Metrics {
   for (const m of METHODS) childrenFor(m);
   const replayedTrue = unauthorized.labels('true');
   const replayedFalse = unauthorized.labels('false');
+  // Known series are exported at 0 from the start (binding a label child does not create one), so
+  // an alert on increase() sees the first rejected fetch or gateway 401, not only the second.
+  for (const c of fetchChildren.values()) c.count.inc(0);
+  replayedTrue.inc(0);
+  replayedFalse.inc(0);
 
   return {
     configuredToken: {

@@ -1,0 +1,169 @@
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../../src/metrics.js';
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+function parse(text: string): { types: Map<string, string>; samples: Sample[] } {
+  const types = new Map<string, string>();
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const type = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (type) types.set(type[1]!, type[2]!);
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
+    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return { types, samples };
+}
+
+async function scrape(registry: Registry) {
+  return parse(await registry.metrics());
+}
+
+function labelSets(samples: Sample[], name: string): string[] {
+  return [...new Set(samples.filter((s) => s.name === name).map((s) => Object.keys(s.labels).sort().join(',')))];
+}
+
+function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
+  return samples.find(
+    (s) => s.name === name && Object.keys(s.labels).length === Object.keys(labels).length && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  )?.value;
+}
+
+const OUTCOMES = ['success', 'rejected', 'rate_limited', 'server_error', 'network_error', 'timeout', 'invalid_response'];
+
+describe('createMetrics', () => {
+  it('registers the metrics of PRODUCT §8 under their exact names and types', async () => {
+    const registry = new Registry();
+    createMetrics(registry);
+    const { types } = await scrape(registry);
+    const ours = Object.fromEntries([...types].filter(([name]) => name.startsWith('ticket_auth_proxy_')));
+    expect(ours).toEqual({
+      ticket_auth_proxy_token_fetches_total: 'counter',
+      ticket_auth_proxy_token_fetch_duration_seconds: 'histogram',
+      ticket_auth_proxy_token_expiry_timestamp_seconds: 'gauge',
+      ticket_auth_proxy_token_last_success_timestamp_seconds: 'gauge',
+      ticket_auth_proxy_token_consecutive_failures: 'gauge',
+      ticket_auth_proxy_requests_total: 'counter',
+      ticket_auth_proxy_request_duration_seconds: 'histogram',
+      ticket_auth_proxy_upstream_unauthorized_total: 'counter',
+      ticket_auth_proxy_token_cache_entries: 'gauge',
+    });
+  });
+
+  it("includes prom-client's default process and Node.js metrics", async () => {
+    const registry = new Registry();
+    createMetrics(registry);
+    const { types } = await scrape(registry);
+    expect(types.has('process_cpu_user_seconds_total')).toBe(true);
+    expect(types.has('nodejs_eventloop_lag_seconds')).toBe(true);
+  });
+
+  it('carries exactly the labels of PRODUCT §8', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    metrics.configuredToken.onFetch!('success', 0.1);
+    metrics.observeRequest('GET', 200, 0.01);
+    metrics.upstreamUnauthorized(true);
+    const { samples } = await scrape(registry);
+    expect(labelSets(samples, 'ticket_auth_proxy_token_fetches_total')).toEqual(['outcome']);
+    expect(labelSets(samples, 'ticket_auth_proxy_token_fetch_duration_seconds_bucket')).toEqual(['le,outcome']);
+    expect(labelSets(samples, 'ticket_auth_proxy_token_fetch_duration_seconds_count')).toEqual(['outcome']);
+    expect(labelSets(samples, 'ticket_auth_proxy_requests_total')).toEqual(['code,method']);
+    expect(labelSets(samples, 'ticket_auth_proxy_request_duration_seconds_bucket')).toEqual(['le,method']);
+    expect(labelSets(samples, 'ticket_auth_proxy_request_duration_seconds_sum')).toEqual(['method']);
+    expect(labelSets(samples, 'ticket_auth_proxy_upstream_unauthorized_total')).toEqual(['replayed']);
+    for (const gauge of [
+      'ticket_auth_proxy_token_expiry_timestamp_seconds',
+      'ticket_auth_proxy_token_last_success_timestamp_seconds',
+      'ticket_auth_proxy_token_consecutive_failures',
+      'ticket_auth_proxy_token_cache_entries',
+    ]) {
+      expect(labelSets(samples, gauge)).toEqual(['']);
+    }
+  });
+
+  it('shows every fetch outcome and both replayed values from the start, and the gauges at 0', async () => {
+    const registry = new Registry();
+    createMetrics(registry);
+    const { samples } = await scrape(registry);
+    const outcomes = samples.filter((s) => s.name === 'ticket_auth_proxy_token_fetches_total').map((s) => s.labels.outcome);
+    expect(outcomes.sort()).toEqual([...OUTCOMES].sort());
+    for (const o of OUTCOMES) expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { outcome: o })).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { replayed: 'true' })).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { replayed: 'false' })).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds')).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds')).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures')).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_cache_entries')).toBe(0);
+  });
+
+  it('counts fetches by outcome, from both the configured and pass-through credentials', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    metrics.configuredToken.onFetch!('success', 0.2);
+    metrics.configuredToken.onFetch!('rejected', 0.05);
+    metrics.passthroughToken.onFetch!('rejected', 0.05);
+    metrics.passthroughToken.onFetch!('timeout', 10);
+    const { samples } = await scrape(registry);
+    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { outcome: 'success' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { outcome: 'rejected' })).toBe(2);
+    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { outcome: 'timeout' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_token_fetch_duration_seconds_sum', { outcome: 'timeout' })).toBe(10);
+    expect(value(samples, 'ticket_auth_proxy_token_fetch_duration_seconds_count', { outcome: 'rejected' })).toBe(2);
+  });
+
+  it("publishes the configured credential's token state in seconds", async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    metrics.configuredToken.onState!({ expiresAtMs: 1_767_225_900_000, lastSuccessAtMs: 1_767_225_600_500, consecutiveFailures: 3 });
+    metrics.setTokenCacheEntries(12);
+    const { samples } = await scrape(registry);
+    expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds')).toBe(1_767_225_900);
+    expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds')).toBe(1_767_225_600.5);
+    expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures')).toBe(3);
+    expect(value(samples, 'ticket_auth_proxy_token_cache_entries')).toBe(12);
+    expect(metrics.passthroughToken.onState).toBeUndefined();
+  });
+
+  it('counts requests by method and status code, and their duration by method', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    metrics.observeRequest('GET', 200, 0.02);
+    metrics.observeRequest('GET', 200, 0.03);
+    metrics.observeRequest('GET', 503, 5);
+    metrics.observeRequest('POST', 201, 0.1);
+    metrics.upstreamUnauthorized(true);
+    metrics.upstreamUnauthorized(false);
+    metrics.upstreamUnauthorized(false);
+    const { samples } = await scrape(registry);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(2);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '503' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'POST', code: '201' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_count', { method: 'GET' })).toBe(3);
+    expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_sum', { method: 'POST' })).toBe(0.1);
+    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { replayed: 'true' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { replayed: 'false' })).toBe(2);
+  });
+
+  it('labels unknown methods other, however many there are', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    metrics.observeRequest('PROPFIND', 207, 0.01);
+    for (let i = 0; i < 100; i++) metrics.observeRequest(`X-METHOD-${i}`, 404, 0.01);
+    metrics.observeRequest('PROPFIND', 207, 0.01);
+    const { samples } = await scrape(registry);
+    const methods = new Set(samples.filter((s) => s.name === 'ticket_auth_proxy_requests_total').map((s) => s.labels.method));
+    expect(methods).toEqual(new Set(['other']));
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'other', code: '207' })).toBe(2);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'other', code: '404' })).toBe(100);
+    expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_count', { method: 'other' })).toBe(102);
+  });
+});
