@@ -139,7 +139,7 @@ export class TokenSource {
     this.fetchNow();
   }
 
-  /** Whether a fetch is in flight or a retry is scheduled (for the pass-through cache). */
+  /** Whether the last fetch failed, so a retry is due (for the pass-through cache). */
   get failing(): boolean {
     return this.failures > 0;
   }

@@ -418,6 +418,19 @@ describe('TokenSource secret reload', () => {
     expect(t.source.current()).toBe('tok-old-secret');
   });
 
+  it('fetches with the new secret at once when the fetch with the old one fails meanwhile', async () => {
+    const t = setup();
+    t.jitter.value = 0.999;
+    t.source.start();
+    await settle();
+    t.source.setCredential({ clientId: ID, clientSecret: SECRET_2 });
+    t.fetcher.last.fail(rejected());
+    await settle();
+    expect(t.fetcher.calls).toHaveLength(2);
+    expect(t.fetcher.last.credential.clientSecret).toBe(SECRET_2);
+    expect(t.fetcher.last.at).toBe(T0);
+  });
+
   it('keeps the current token in use until it expires when the new secret is rejected', async () => {
     const t = setup();
     t.jitter.value = 0.999;
