@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import {
+  BadRequestError,
   MethodNotAllowedError,
   ProxyError,
   UpstreamTimeoutError,
@@ -152,16 +153,22 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.replayed) body = this.copy === undefined ? null : Buffer.concat(this.copy, this.copyBytes);
     else if (this.hasBody) body = this.req;
     if (this.expectContinue && !this.replayed) this.res.writeContinue();
-    this.ctx.pool.dispatch(
-      {
-        path: this.ctx.basePath + this.req.url!,
-        method: this.req.method! as Dispatcher.HttpMethod,
-        headers: upstreamRequestHeaders(this.req.rawHeaders, `Bearer ${token}`),
-        body,
-        headersTimeout: this.ctx.upstreamTimeoutMs,
-      },
-      this,
-    );
+    try {
+      this.ctx.pool.dispatch(
+        {
+          path: this.ctx.basePath + this.req.url!,
+          method: this.req.method! as Dispatcher.HttpMethod,
+          headers: upstreamRequestHeaders(this.req.rawHeaders, `Bearer ${token}`),
+          body,
+          headersTimeout: this.ctx.upstreamTimeoutMs,
+        },
+        this,
+      );
+    } catch (err) {
+      // The client refused the request itself (a header or method it will not send).
+      this.finished = true;
+      answerProblem(this.ctx, this.req, this.res, new BadRequestError(`the request cannot be forwarded (${(err as { code?: string }).code ?? 'invalid'})`, { cause: err }), this.started);
+    }
   }
 
   /** No token could be had (or another failure before dispatch). */
