@@ -1,0 +1,299 @@
+/**
+ * An embedded mock of the Ticket Service gateway (its interface document, and RFC 6749 for the
+ * token endpoint): issues short-lived opaque tokens to known clients and serves tickets to
+ * callers that hold a valid one. It backs `npm run demo`, the integration tests (with the fault
+ * controls and request records below) and the benchmark.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface MockTicketServiceOptions {
+  /** Client id to secret; default `{ 'demo-client': 'demo-secret' }`. */
+  clients?: Record<string, string>;
+  /** Lifetime of issued tokens; default 60 s. */
+  tokenTtlS?: number;
+  /** A path prefix before `/api/v1`, e.g. `/gw`; default none. */
+  pathPrefix?: string;
+  host?: string;
+  port?: number;
+}
+
+export interface TokenRequestRecord {
+  at: number;
+  clientId: string | undefined;
+  authMethod: 'post' | 'basic' | 'none';
+  scope: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface ApiRequestRecord {
+  method: string;
+  /** Path and query exactly as received. */
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  bodyLength: number;
+  bodySha256: string;
+  aborted: boolean;
+  tokenValid: boolean;
+}
+
+/** The next answer(s) of the token endpoint, in place of the normal one. */
+export type TokenFault =
+  | { status: number; body?: string | object; headers?: Record<string, string>; times?: number }
+  | { kind: 'hang'; times?: number }
+  | { kind: 'reset'; times?: number }
+  | { kind: 'delay'; ms: number; times?: number };
+
+export interface MockTicketService {
+  readonly url: string;
+  readonly port: number;
+  readonly tokenRequests: TokenRequestRecord[];
+  readonly apiRequests: ApiRequestRecord[];
+  /** Every token ever issued (tests search the proxy's output for them). */
+  issuedTokens(): string[];
+  /** Queues a fault for the next `times` (default 1, `Infinity` allowed) token requests. */
+  setTokenFault(fault: TokenFault): void;
+  clearTokenFaults(): void;
+  setClientSecret(clientId: string, secret: string): void;
+  /** Every token issued so far becomes invalid at once. */
+  revokeAll(): void;
+  /** While on, every API call is answered 401 whatever its token. */
+  rejectAllTokens(on: boolean): void;
+  /** Emits `request` (ApiRequestRecord) when an API request ends or aborts, and `token` (TokenRequestRecord). */
+  readonly events: EventEmitter;
+  close(): Promise<void>;
+}
+
+const TICKETS = [
+  { id: 'TCK-1001', title: 'Printer on floor 3 jams on duplex', status: 'open', priority: 'normal' },
+  { id: 'TCK-1002', title: 'VPN drops every 30 minutes', status: 'in_progress', priority: 'high' },
+  { id: 'TCK-1003', title: 'New starter needs a laptop', status: 'open', priority: 'low' },
+  { id: 'TCK-1004', title: 'Invoice export misses the VAT column', status: 'resolved', priority: 'normal' },
+];
+
+interface Issued {
+  clientId: string;
+  expiresAt: number;
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+}
+
+/** Starts the mock on loopback (port 0 by default) and resolves once it listens. */
+export async function createMockTicketService(options: MockTicketServiceOptions = {}): Promise<MockTicketService> {
+  const clients = new Map(Object.entries(options.clients ?? { 'demo-client': 'demo-secret' }));
+  const ttlS = options.tokenTtlS ?? 60;
+  const prefix = (options.pathPrefix ?? '').replace(/\/$/, '');
+  const api = `${prefix}/api/v1`;
+  const tokens = new Map<string, Issued>();
+  const issued: string[] = [];
+  const faults: (TokenFault & { left: number })[] = [];
+  const tokenRequests: TokenRequestRecord[] = [];
+  const apiRequests: ApiRequestRecord[] = [];
+  const events = new EventEmitter();
+  const sockets = new Set<Socket>();
+  let rejectAll = false;
+
+  const issue = (clientId: string): string => {
+    const token = `mock_${randomBytes(16).toString('hex')}`;
+    tokens.set(token, { clientId, expiresAt: Date.now() + ttlS * 1000 });
+    issued.push(token);
+    return token;
+  };
+
+  const valid = (req: IncomingMessage): Issued | undefined => {
+    const m = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '');
+    const t = m ? tokens.get(m[1]!) : undefined;
+    return t && t.expiresAt > Date.now() && !rejectAll ? t : undefined;
+  };
+
+  const handleToken = (req: IncomingMessage, res: ServerResponse, body: Buffer): void => {
+    const form = new URLSearchParams(body.toString('utf8'));
+    let clientId = form.get('client_id') ?? undefined;
+    let secret = form.get('client_secret') ?? undefined;
+    let authMethod: TokenRequestRecord['authMethod'] = clientId !== undefined ? 'post' : 'none';
+    const basic = /^Basic (\S+)$/i.exec(req.headers.authorization ?? '');
+    if (basic) {
+      const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+      const colon = decoded.indexOf(':');
+      const dec = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
+      clientId = dec(decoded.slice(0, colon));
+      secret = dec(decoded.slice(colon + 1));
+      authMethod = 'basic';
+    }
+    const record: TokenRequestRecord = { at: Date.now(), clientId, authMethod, scope: form.get('scope') ?? undefined, headers: req.headers };
+    tokenRequests.push(record);
+    events.emit('token', record);
+
+    const fault = faults[0];
+    if (fault) {
+      if (--fault.left <= 0) faults.shift();
+      if ('kind' in fault) {
+        if (fault.kind === 'hang') return;
+        if (fault.kind === 'reset') {
+          req.socket.destroy();
+          return;
+        }
+        setTimeout(() => answerToken(res, form, clientId, secret, authMethod), fault.ms);
+        return;
+      }
+      const text = typeof fault.body === 'string' ? fault.body : JSON.stringify(fault.body ?? { error: 'server_error' });
+      res.writeHead(fault.status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...fault.headers });
+      res.end(text);
+      return;
+    }
+    answerToken(res, form, clientId, secret, authMethod);
+  };
+
+  const answerToken = (
+    res: ServerResponse,
+    form: URLSearchParams,
+    clientId: string | undefined,
+    secret: string | undefined,
+    authMethod: TokenRequestRecord['authMethod'],
+  ): void => {
+    const noStore = { 'cache-control': 'no-store' };
+    if (form.get('grant_type') !== 'client_credentials') {
+      json(res, 400, { error: form.has('grant_type') ? 'unsupported_grant_type' : 'invalid_request' }, noStore);
+      return;
+    }
+    if (clientId === undefined || secret === undefined) {
+      json(res, 400, { error: 'invalid_request', error_description: 'client_id and client_secret are required' }, noStore);
+      return;
+    }
+    if (clients.get(clientId) !== secret) {
+      const challenge: Record<string, string> = authMethod === 'basic' ? { 'www-authenticate': 'Basic realm="tickets"' } : {};
+      json(res, 401, { error: 'invalid_client', error_description: 'client authentication failed' }, { ...noStore, ...challenge });
+      return;
+    }
+    json(res, 200, { access_token: issue(clientId), token_type: 'Bearer', expires_in: ttlS }, noStore);
+  };
+
+  const handleApi = (req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, rest: string, query: URLSearchParams): void => {
+    const holder = valid(req);
+    record.tokenValid = holder !== undefined;
+    if (!holder) {
+      json(res, 401, { error: 'invalid_token' }, { 'www-authenticate': 'Bearer error="invalid_token"' });
+      return;
+    }
+    if (rest === '/tickets' && (req.method === 'GET' || req.method === 'HEAD')) {
+      json(res, 200, { workspace: holder.clientId, tickets: TICKETS });
+    } else if (rest === '/echo' || rest.startsWith('/echo/')) {
+      json(res, 200, { method: req.method, url: req.url, headers: req.headers, bodyLength: record.bodyLength, bodySha256: record.bodySha256 });
+    } else if (rest === '/upload') {
+      json(res, 200, { length: record.bodyLength, sha256: record.bodySha256 });
+    } else if (rest === '/download') {
+      const total = Number(query.get('bytes') ?? 1024);
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(total) });
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      let sent = 0;
+      const pump = (): void => {
+        while (sent < total) {
+          const n = Math.min(chunk.length, total - sent);
+          sent += n;
+          if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) {
+            res.once('drain', pump);
+            return;
+          }
+        }
+        res.end();
+      };
+      pump();
+    } else if (rest === '/slow') {
+      const timer = setTimeout(() => json(res, 200, { slept: Number(query.get('ms')) }), Number(query.get('ms') ?? 1000));
+      res.on('close', () => clearTimeout(timer));
+    } else if (rest === '/hang') {
+      // Never answers; the record shows whether the caller went away.
+    } else if (rest === '/redirect') {
+      res.writeHead(302, { location: query.get('to') ?? '/', 'content-length': '0' });
+      res.end();
+    } else if (rest === '/fail-midway') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': '1000' });
+      res.write(Buffer.alloc(100, 'y'), () => res.socket?.destroy());
+    } else if (rest === '/headers') {
+      const raw: string[] = [];
+      for (const pair of query.getAll('set')) {
+        const colon = pair.indexOf(':');
+        raw.push(pair.slice(0, colon), pair.slice(colon + 1));
+      }
+      const body = '{}';
+      raw.push('content-type', 'application/json', 'content-length', String(body.length));
+      res.writeHead(200, raw);
+      res.end(body);
+    } else {
+      json(res, 404, { error: 'not_found' });
+    }
+  };
+
+  const server = createServer((req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+    const hash = createHash('sha256');
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const isToken = path === `${api}/oauth2/token`;
+    req.on('data', (c: Buffer) => {
+      length += c.length;
+      hash.update(c);
+      if (isToken && length < 65536) chunks.push(c);
+    });
+    req.on('error', () => {});
+    req.on('end', () => {
+      if (isToken) {
+        if (req.method !== 'POST') json(res, 405, { error: 'invalid_request' });
+        else handleToken(req, res, Buffer.concat(chunks));
+        return;
+      }
+      const record: ApiRequestRecord = {
+        method: req.method ?? 'GET',
+        url,
+        headers: req.headers,
+        bodyLength: length,
+        bodySha256: hash.digest('hex'),
+        aborted: false,
+        tokenValid: false,
+      };
+      apiRequests.push(record);
+      res.on('close', () => {
+        if (!res.writableFinished) record.aborted = true;
+        events.emit('request', record);
+      });
+      if (path === api || path.startsWith(`${api}/`)) handleApi(req, res, record, path.slice(api.length), query);
+      else json(res, 404, { error: 'not_found' });
+    });
+  });
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://${options.host ?? '127.0.0.1'}:${port}${prefix}`,
+    port,
+    tokenRequests,
+    apiRequests,
+    events,
+    issuedTokens: () => [...issued],
+    setTokenFault: (fault) => faults.push({ ...fault, left: fault.times ?? 1 }),
+    clearTokenFaults: () => void faults.splice(0),
+    setClientSecret: (id, secret) => void clients.set(id, secret),
+    revokeAll: () => tokens.clear(),
+    rejectAllTokens: (on) => {
+      rejectAll = on;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
+  };
+}

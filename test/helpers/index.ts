@@ -1,0 +1,220 @@
+/**
+ * Integration-test harness: the built proxy started as a user starts it (`node dist/main.js`),
+ * as a child process on ports from `listen(0)`, and small tools to talk to it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
+
+export const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+
+export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
+
+export interface ProxyHandle {
+  proxyUrl: string;
+  adminUrl: string;
+  proxyPort: number;
+  adminPort: number;
+  child: ChildProcess;
+  /** Everything the process wrote so far, stdout and stderr. */
+  output(): string;
+  /** Its JSON log lines so far. */
+  lines(): LogLine[];
+  waitForLog(predicate: (line: LogLine) => boolean, timeoutMs: number): Promise<LogLine>;
+  waitForExit(timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends `signal` (SIGTERM by default) and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const live = new Set<ChildProcess>();
+afterAll(() => {
+  // Nothing outlives its test file, even when a test failed before its own clean-up.
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** Polls `fn` until it returns true, or rejects at the deadline. */
+export async function pollUntil(fn: () => boolean | Promise<boolean>, options: { timeoutMs: number; intervalMs?: number }): Promise<void> {
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    let ok = false;
+    try {
+      ok = await fn();
+    } catch {
+      ok = false;
+    }
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${options.timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, options.intervalMs ?? 25));
+  }
+}
+
+/** Starts `node dist/main.js` with exactly `env` (plus PATH and ephemeral loopback ports). */
+export function startProxy(env: Record<string, string>, options: { args?: string[] } = {}): Promise<ProxyHandle> {
+  const child = spawn(process.execPath, [MAIN, ...(options.args ?? [])], {
+    env: { PATH: process.env.PATH, LISTEN_HOST: '127.0.0.1', LISTEN_PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  live.add(child);
+  let out = '';
+  let pending = '';
+  const parsed: LogLine[] = [];
+  const watchers = new Set<() => void>();
+  const onData = (chunk: string): void => {
+    out += chunk;
+    pending += chunk;
+    let nl: number;
+    while ((nl = pending.indexOf('\n')) !== -1) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      try {
+        parsed.push(JSON.parse(line) as LogLine);
+      } catch {
+        // not a log line
+      }
+    }
+    for (const w of watchers) w();
+  };
+  child.stdout!.setEncoding('utf8').on('data', onData);
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => {
+    out += c;
+    for (const w of watchers) w();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('exit', (code, signal) => {
+      live.delete(child);
+      resolve({ code, signal });
+      for (const w of watchers) w();
+    });
+  });
+
+  const waitForLog = (predicate: (line: LogLine) => boolean, timeoutMs: number): Promise<LogLine> =>
+    new Promise((resolve, reject) => {
+      let seen = 0;
+      const check = (): void => {
+        for (; seen < parsed.length; seen++) {
+          if (predicate(parsed[seen]!)) {
+            done();
+            resolve(parsed[seen]!);
+            return;
+          }
+        }
+        if (child.exitCode !== null || child.signalCode !== null) {
+          done();
+          reject(new Error(`proxy exited before the expected log line; output:\n${out}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`expected log line not seen within ${timeoutMs} ms; output:\n${out}`));
+      }, timeoutMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        watchers.delete(check);
+      };
+      watchers.add(check);
+      check();
+    });
+
+  const waitForExit = (timeoutMs: number) =>
+    Promise.race([
+      exited,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`proxy did not exit within ${timeoutMs} ms`)), timeoutMs).unref()),
+    ]);
+
+  return waitForLog((l) => l.msg === 'listeners up', 15_000).then((up) => {
+    const proxy = up.proxy as { port: number };
+    const admin = up.admin as { port: number };
+    return {
+      proxyUrl: `http://127.0.0.1:${proxy.port}`,
+      adminUrl: `http://127.0.0.1:${admin.port}`,
+      proxyPort: proxy.port,
+      adminPort: admin.port,
+      child,
+      output: () => out,
+      lines: () => [...parsed],
+      waitForLog,
+      waitForExit,
+      stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        return waitForExit(20_000);
+      },
+    };
+  });
+}
+
+/** Runs `node dist/main.js ...args` to completion with exactly `env` (plus PATH). */
+export function runCli(args: string[], env: Record<string, string>, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    live.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`command did not finish within ${timeoutMs} ms; stdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      live.delete(child);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Writes raw bytes on a fresh connection and resolves with everything read until the server
+ * closes it, or until one complete response (by Content-Length or chunked end) has arrived.
+ */
+export function rawRequest(port: number, raw: string | Buffer, options: { timeoutMs?: number } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let data = Buffer.alloc(0);
+    const finish = (): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(data.toString('latin1'));
+    };
+    const timer = setTimeout(() => {
+      socket.destroy();
+      if (data.length > 0) resolve(data.toString('latin1'));
+      else reject(new Error(`no answer within ${options.timeoutMs ?? 5000} ms`));
+    }, options.timeoutMs ?? 5000);
+    socket.on('data', (chunk: Buffer) => {
+      data = Buffer.concat([data, chunk]);
+      if (completeResponse(data.toString('latin1'))) finish();
+    });
+    socket.on('end', finish);
+    socket.on('error', () => finish());
+    socket.write(raw);
+  });
+}
+
+function completeResponse(text: string): boolean {
+  const head = text.indexOf('\r\n\r\n');
+  if (head === -1) return false;
+  const headers = text.slice(0, head).toLowerCase();
+  if (/^http\/1\.1 1\d\d/.test(headers)) return completeResponse(text.slice(head + 4));
+  const length = /\r\ncontent-length: *(\d+)/.exec(headers);
+  if (length) return text.length - head - 4 >= Number(length[1]);
+  if (/\r\ntransfer-encoding: *chunked/.test(headers)) return text.endsWith('\r\n0\r\n\r\n');
+  return false;
+}
+
+/** The body of a raw response (de-chunked when chunked). */
+export function rawBody(response: string): string {
+  const head = response.indexOf('\r\n\r\n');
+  const body = response.slice(head + 4);
+  if (!/\r\ntransfer-encoding: *chunked/i.test(response.slice(0, head))) return body;
+  let out = '';
+  let rest = body;
+  for (;;) {
+    const nl = rest.indexOf('\r\n');
+    const size = parseInt(rest.slice(0, nl), 16);
+    if (!size) return out;
+    out += rest.slice(nl + 2, nl + 2 + size);
+    rest = rest.slice(nl + 2 + size + 2);
+  }
+}
