@@ -94,13 +94,12 @@ async function main(): Promise<void> {
 
   const log = createLogger(config.logLevel);
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
-  let app;
-  try {
-    app = await startApp({ config, log, clock: systemClock, random: Math.random, registry: new Registry() });
-  } catch (err) {
+  // Signals are handled from before the listeners open: a SIGTERM during start-up still drains.
+  const app = startApp({ config, log, clock: systemClock, random: Math.random, registry: new Registry() });
+  app.catch((err: unknown) => {
     log.error({ reason: (err as Error).message }, 'start failed');
     fail((err as Error).message, 1);
-  }
+  });
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -109,13 +108,15 @@ async function main(): Promise<void> {
     }
     stopping = true;
     log.info({ signal }, 'signal received');
-    app.shutdown().then(
-      (status) => process.exit(status),
-      (err: unknown) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    app
+      .then((started) => started.shutdown())
+      .then(
+        (status) => process.exit(status),
+        (err: unknown) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
