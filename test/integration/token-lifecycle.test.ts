@@ -1,0 +1,181 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
+import { pollUntil, startProxy, type ProxyHandle } from '../helpers/index.js';
+
+const running: { proxies: ProxyHandle[]; gateways: MockTicketService[]; secrets: string[] } = { proxies: [], gateways: [], secrets: [] };
+
+afterEach(async () => {
+  for (const p of running.proxies.splice(0)) {
+    await p.stop();
+    const out = p.output();
+    for (const secret of running.secrets) expect(out).not.toContain(secret);
+    for (const g of running.gateways) for (const token of g.issuedTokens()) expect(out).not.toContain(token);
+  }
+  for (const g of running.gateways.splice(0)) await g.close();
+  running.secrets = [];
+});
+
+async function setup(env: Record<string, string> = {}, options: { tokenTtlS?: number; secret?: string; fault?: Parameters<MockTicketService['setTokenFault']>[0] } = {}) {
+  const secret = options.secret ?? `s-${randomBytes(6).toString('hex')}`;
+  running.secrets.push(secret);
+  const gateway = await createMockTicketService({ clients: { client: secret }, tokenTtlS: options.tokenTtlS ?? 600 });
+  running.gateways.push(gateway);
+  if (options.fault) gateway.setTokenFault(options.fault);
+  const proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: secret, ...env });
+  running.proxies.push(proxy);
+  return { gateway, proxy, secret };
+}
+
+async function metric(proxy: ProxyHandle, pattern: RegExp): Promise<number> {
+  const text = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
+  const m = new RegExp(`^${pattern.source}`, 'm').exec(text);
+  return m ? Number(m[1]) : NaN;
+}
+
+const ready = (proxy: ProxyHandle) => async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200;
+
+describe('token lifecycle (PRODUCT §5)', () => {
+  it('fetches a token at start, before any request, and turns ready when it is held', async () => {
+    const { gateway, proxy } = await setup();
+    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+    expect(gateway.tokenRequests).toHaveLength(1);
+    expect(gateway.tokenRequests[0]).toMatchObject({ clientId: 'client', authMethod: 'post' });
+    expect(gateway.apiRequests).toHaveLength(0);
+    expect(await metric(proxy, /ticket_auth_proxy_token_expiry_timestamp_seconds (\S+)/)).toBeGreaterThan(Date.now() / 1000 + 500);
+  });
+
+  it('makes exactly one fetch for many concurrent requests at a cold start', async () => {
+    const { gateway, proxy } = await setup({}, { fault: { kind: 'delay', ms: 800 } });
+    const answers = await Promise.all(Array.from({ length: 50 }, () => fetch(`${proxy.proxyUrl}/api/v1/tickets`).then((r) => r.status)));
+    expect(answers).toEqual(Array(50).fill(200));
+    expect(gateway.tokenRequests).toHaveLength(1);
+  });
+
+  it('sends client_secret_basic credentials and the scope when configured', async () => {
+    const { gateway, proxy } = await setup({ TOKEN_AUTH_METHOD: 'client_secret_basic', TOKEN_SCOPE: 'tickets.read' });
+    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+    expect(gateway.tokenRequests[0]).toMatchObject({ clientId: 'client', authMethod: 'basic', scope: 'tickets.read' });
+  });
+
+  it('refreshes ahead of expiry so that callers never meet an expired token', async () => {
+    const { gateway, proxy } = await setup({}, { tokenTtlS: 3 });
+    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+    // Requests across three token lifetimes all succeed; the mock answers 401 to any expired token.
+    const statuses: number[] = [];
+    await pollUntil(
+      async () => {
+        statuses.push((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status);
+        return gateway.tokenRequests.length >= 4;
+      },
+      { timeoutMs: 15_000, intervalMs: 50 },
+    );
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(gateway.apiRequests.every((r) => r.tokenValid)).toBe(true);
+  });
+
+  it('answers 503 token_unavailable with Retry-After when no token can be had, and counts the failures', async () => {
+    const { proxy } = await setup({ TOKEN_WAIT_TIMEOUT_MS: '300' }, { fault: { status: 503, body: { error: 'temporarily_unavailable' }, headers: { 'retry-after': '2' }, times: Infinity } });
+    const res = await fetch(`${proxy.proxyUrl}/api/v1/tickets`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await res.json()).toMatchObject({ code: 'token_unavailable', status: 503 });
+    await pollUntil(async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="server_error"\} (\d+)/)) >= 1, { timeoutMs: 5000 });
+    expect(await metric(proxy, /ticket_auth_proxy_token_consecutive_failures (\d+)/)).toBeGreaterThanOrEqual(1);
+    expect(await metric(proxy, /ticket_auth_proxy_token_expiry_timestamp_seconds (\S+)/)).toBe(0);
+    const readyz = await fetch(`${proxy.adminUrl}/readyz`);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.json()).toMatchObject({ status: 'not_ready' });
+    const line = await proxy.waitForLog((l) => l.msg === 'token fetch failed', 5000);
+    expect(line).toMatchObject({ outcome: 'server_error', status: 503, error: 'temporarily_unavailable', attempt: 1 });
+    expect(line.retryInMs).toBeGreaterThanOrEqual(2000);
+  });
+
+  it('recovers once the token endpoint answers again', async () => {
+    const { gateway, proxy } = await setup({}, { fault: { status: 500, times: 2 } });
+    await pollUntil(ready(proxy), { timeoutMs: 15_000 });
+    expect(gateway.tokenRequests).toHaveLength(3);
+    expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    expect(await metric(proxy, /ticket_auth_proxy_token_consecutive_failures (\d+)/)).toBe(0);
+  });
+
+  it('logs a rejected client at error level with the OAuth error code', async () => {
+    const { proxy } = await setup({}, { fault: { status: 401, body: { error: 'invalid_client', error_description: 'unknown client' }, times: Infinity } });
+    const line = await proxy.waitForLog((l) => l.outcome === 'rejected', 5000);
+    expect(line).toMatchObject({ level: 50, error: 'invalid_client', status: 401 });
+    await pollUntil(async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="rejected"\} (\d+)/)) >= 1, { timeoutMs: 5000 });
+  });
+
+  it('replays a small POST once, byte for byte, after a 401 with a fresh token', async () => {
+    const { gateway, proxy } = await setup();
+    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+    gateway.revokeAll();
+    const body = randomBytes(20_000);
+    const res = await fetch(`${proxy.proxyUrl}/api/v1/upload`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+    expect(res.status).toBe(200);
+    const sha = createHash('sha256').update(body).digest('hex');
+    expect(await res.json()).toMatchObject({ length: body.length, sha256: sha });
+    const uploads = gateway.apiRequests.filter((r) => r.url.endsWith('/upload'));
+    expect(uploads).toHaveLength(2);
+    expect(uploads[0]!.tokenValid).toBe(false);
+    expect(uploads[1]).toMatchObject({ tokenValid: true, bodyLength: body.length, bodySha256: sha });
+    expect(gateway.tokenRequests).toHaveLength(2);
+    expect(await metric(proxy, /ticket_auth_proxy_upstream_unauthorized_total\{replayed="true"\} (\d+)/)).toBe(1);
+  });
+
+  it('returns the 401 when the body was too large to replay', async () => {
+    const { gateway, proxy } = await setup({ REPLAY_BODY_LIMIT_BYTES: '1024' });
+    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+    gateway.revokeAll();
+    const res = await fetch(`${proxy.proxyUrl}/api/v1/upload`, { method: 'POST', body: randomBytes(5000) });
+    expect(res.status).toBe(401);
+    expect(gateway.apiRequests.filter((r) => r.url.endsWith('/upload'))).toHaveLength(1);
+    expect(await metric(proxy, /ticket_auth_proxy_upstream_unauthorized_total\{replayed="false"\} (\d+)/)).toBe(1);
+    // The token was still dropped and a new one fetched, so the next request succeeds.
+    expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+  });
+
+  it('forces at most one refresh per 5 s when the gateway rejects every token', async () => {
+    const { gateway, proxy } = await setup();
+    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+    gateway.rejectAllTokens(true);
+    const statuses = [];
+    for (let i = 0; i < 20; i++) statuses.push((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status);
+    expect(statuses.every((s) => s === 401)).toBe(true);
+    // One fetch at start, at most one forced refresh within these requests (they take far less than 5 s).
+    expect(gateway.tokenRequests.length).toBeLessThanOrEqual(2);
+  });
+
+  it('picks up a rotated secret file, Kubernetes ..data swap included, and fetches with it at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tap-secret-'));
+    const { symlinkSync, mkdirSync } = await import('node:fs');
+    const oldSecret = `old-${randomBytes(6).toString('hex')}`;
+    const newSecret = `new-${randomBytes(6).toString('hex')}`;
+    running.secrets.push(oldSecret, newSecret);
+    mkdirSync(join(dir, '..2026_a'));
+    writeFileSync(join(dir, '..2026_a', 'client-secret'), `${oldSecret}\n`);
+    symlinkSync('..2026_a', join(dir, '..data'));
+    symlinkSync('..data/client-secret', join(dir, 'client-secret'));
+    const gateway = await createMockTicketService({ clients: { client: oldSecret }, tokenTtlS: 600 });
+    running.gateways.push(gateway);
+    const proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET_FILE: join(dir, 'client-secret') });
+    running.proxies.push(proxy);
+    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+    expect(gateway.tokenRequests).toHaveLength(1);
+
+    gateway.setClientSecret('client', newSecret);
+    mkdirSync(join(dir, '..2026_b'));
+    writeFileSync(join(dir, '..2026_b', 'client-secret'), `${newSecret}\n`);
+    symlinkSync('..2026_b', join(dir, '..data_tmp'));
+    renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
+
+    await proxy.waitForLog((l) => l.msg === 'secret file changed', 5000);
+    await pollUntil(() => gateway.tokenRequests.length === 2, { timeoutMs: 5000 });
+    await proxy.waitForLog((l) => l.msg === 'token fetched' && proxy.lines().filter((x) => x.msg === 'token fetched').length === 2, 5000);
+    expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+  });
+});
