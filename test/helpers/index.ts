@@ -37,7 +37,7 @@ afterAll(() => {
 export async function pollUntil(fn: () => boolean | Promise<boolean>, options: { timeoutMs: number; intervalMs?: number }): Promise<void> {
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
-    let ok = false;
+    let ok: boolean;
     try {
       ok = await fn();
     } catch {
