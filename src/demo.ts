@@ -14,6 +14,8 @@ const ADMIN_PORT = process.env.ADMIN_PORT ?? '8181';
 const mock = await createMockTicketService({ clients: { [CLIENT_ID]: CLIENT_SECRET }, tokenTtlS: 60 });
 const proxy = spawn(process.execPath, [fileURLToPath(new URL('./main.js', import.meta.url))], {
   stdio: ['ignore', 'pipe', 'inherit'],
+  // Its own process group: a terminal's Ctrl-C reaches the demo only, which stops the proxy once.
+  detached: true,
   env: {
     PATH: process.env.PATH,
     BASE_URL: mock.url,
@@ -55,6 +57,9 @@ const stop = (): void => {
 };
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
+process.on('exit', () => {
+  if (proxy.exitCode === null) proxy.kill('SIGKILL');
+});
 proxy.on('exit', (code) => {
   void mock.close().then(() => process.exit(stopping ? 0 : (code ?? 1)));
 });

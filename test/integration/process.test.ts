@@ -90,6 +90,33 @@ describe('command line (PRODUCT §2)', () => {
   });
 });
 
+describe('npm run demo (PRODUCT §2)', () => {
+  it('starts the mock and the proxy, prints the curl line, serves the ticket list and stops on Ctrl-C', async () => {
+    const { spawn } = await import('node:child_process');
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    const demo = spawn(process.execPath, [new URL('../../dist/demo.js', import.meta.url).pathname], {
+      env: { PATH: process.env.PATH, LISTEN_PORT: String(port), ADMIN_PORT: String(port + 1) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    demo.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    const exited = new Promise<number | null>((resolve) => demo.on('exit', (code) => resolve(code)));
+    try {
+      await pollUntil(() => out.includes('curl -s'), { timeoutMs: 15_000 });
+      const line = /curl -s (http:\S+)/.exec(out)![1]!;
+      expect(line).toBe(`http://127.0.0.1:${port}/api/v1/tickets`);
+      const res = await fetch(line);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { tickets: unknown[] }).tickets.length).toBeGreaterThan(0);
+    } finally {
+      demo.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+    expect(out).toContain('shutdown complete');
+    expect(out).not.toContain('demo-secret');
+  });
+});
+
 describe('admin listener (PRODUCT §8)', () => {
   it('serves /livez, /readyz and every contract metric on its own port', async () => {
     const proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET });
