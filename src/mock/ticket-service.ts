@@ -49,6 +49,8 @@ export type TokenFault =
 export interface MockTicketService {
   readonly url: string;
   readonly port: number;
+  /** TCP connections accepted so far (keep-alive checks). */
+  readonly connections: () => number;
   readonly tokenRequests: TokenRequestRecord[];
   readonly apiRequests: ApiRequestRecord[];
   /** Every token ever issued (tests search the proxy's output for them). */
@@ -269,7 +271,9 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
       else json(res, 404, { error: 'not_found' });
     });
   });
+  let accepted = 0;
   server.on('connection', (socket: Socket) => {
+    accepted++;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -279,6 +283,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
   return {
     url: `http://${options.host ?? '127.0.0.1'}:${port}${prefix}`,
     port,
+    connections: () => accepted,
     tokenRequests,
     apiRequests,
     events,

@@ -197,6 +197,28 @@ describe('forwarding (PRODUCT §4)', () => {
     expect((peakKb() - before) * 1024).toBeLessThan(128 * 1024 * 1024);
   });
 
+  it('streams a 100 MB upload to the gateway intact, holding little of it in memory', async () => {
+    const size = 100 * 1024 * 1024;
+    const chunk = Buffer.alloc(1024 * 1024, 3);
+    const peakKb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${proxy.child.pid}/status`, 'utf8'))![1]);
+    const before = peakKb();
+    async function* body() {
+      for (let sent = 0; sent < size; sent += chunk.length) yield chunk;
+    }
+    const res = await request(`${proxy.proxyUrl}/api/v1/upload`, { dispatcher: agent, method: 'PUT', body: body() });
+    expect(res.statusCode).toBe(200);
+    const hash = createHash('sha256');
+    for (let i = 0; i < size / chunk.length; i++) hash.update(chunk);
+    expect(await res.body.json()).toEqual({ length: size, sha256: hash.digest('hex') });
+    expect((peakKb() - before) * 1024).toBeLessThan(128 * 1024 * 1024);
+  });
+
+  it('keeps upstream connections alive and reuses them', async () => {
+    const before = gateway.connections();
+    for (let i = 0; i < 20; i++) expect((await get('/api/v1/tickets')).status).toBe(200);
+    expect(gateway.connections() - before).toBeLessThanOrEqual(1);
+  });
+
   it('aborts the upstream request when the caller disconnects', async () => {
     const controller = new AbortController();
     const pending = request(`${proxy.proxyUrl}/api/v1/hang`, { dispatcher: agent, signal: controller.signal }).catch((e: Error) => e);

@@ -81,6 +81,16 @@ describe('command line (PRODUCT §2)', () => {
     expect(broken.stderr).toContain(file);
   });
 
+  it('warns when the proxy listener is bound to a non-loopback address', async () => {
+    const proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, LISTEN_HOST: '0.0.0.0' });
+    try {
+      const line = await proxy.waitForLog((l) => l.level === 40 && String(l.msg).includes('not on loopback'), 5000);
+      expect(line).toMatchObject({ host: '0.0.0.0' });
+    } finally {
+      await proxy.stop();
+    }
+  });
+
   it('accepts the commented example configuration as it ships, with its secret file in place', () => {
     const text = readFileSync(new URL('../../config/ticket-auth-proxy.example.yaml', import.meta.url), 'utf8');
     // Every setting has a key in the example, set or commented out.
