@@ -11,7 +11,7 @@ import { createMetrics } from './metrics.js';
 import { createForwarder } from './proxy/forward.js';
 import { createProxyServer } from './proxy/server.js';
 import { shutdown } from './shutdown.js';
-import { createTokenFetcher } from './token/fetch-token.js';
+import { tokenFetcherFromConfig } from './token/fetch-token.js';
 import { watchSecretFile } from './token/secret-file.js';
 import { TokenSource } from './token/token-source.js';
 
@@ -55,15 +55,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     keepAliveMaxTimeout: 600_000,
     connect: { timeout: Math.min(config.upstreamTimeoutMs, 10_000) },
   });
-  const fetchToken = createTokenFetcher({
-    tokenUrl: config.tokenUrl,
-    authMethod: config.tokenAuthMethod,
-    scope: config.tokenScope,
-    timeoutMs: config.tokenFetchTimeoutMs,
-    defaultTtlS: config.tokenDefaultTtlS,
-    dispatcher: tokenDispatcher,
-    now: () => clock.now(),
-  });
+  const fetchToken = tokenFetcherFromConfig(config, tokenDispatcher, () => clock.now());
 
   let configured: TokenSource | undefined;
   let stopWatch: (() => void) | undefined;

@@ -9,7 +9,7 @@ import { systemClock } from './clock.js';
 import { loadConfig, type Config } from './config.js';
 import { ConfigError } from './errors.js';
 import { createLogger } from './log.js';
-import { createTokenFetcher } from './token/fetch-token.js';
+import { tokenFetcherFromConfig } from './token/fetch-token.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -48,15 +48,7 @@ async function check(config: Config): Promise<never> {
     fail('check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)');
   }
   const dispatcher = new Agent({ connect: { timeout: config.tokenFetchTimeoutMs } });
-  const fetchToken = createTokenFetcher({
-    tokenUrl: config.tokenUrl,
-    authMethod: config.tokenAuthMethod,
-    scope: config.tokenScope,
-    timeoutMs: config.tokenFetchTimeoutMs,
-    defaultTtlS: config.tokenDefaultTtlS,
-    dispatcher,
-    now: Date.now,
-  });
+  const fetchToken = tokenFetcherFromConfig(config, dispatcher, Date.now);
   const started = Date.now();
   try {
     const grant = await fetchToken({ clientId: config.clientId, clientSecret: config.clientSecret });

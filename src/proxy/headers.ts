@@ -3,32 +3,13 @@
  * (`[name, value, name, value, ...]`) so names keep their case and repeated fields their order.
  */
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1), plus the ones the proxy replaces or handles itself. */
-const DROP_REQUEST = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'proxy-authorization',
-  'authorization',
-  'host',
-  'expect',
-  'http2-settings',
-]);
+/** Hop-by-hop headers (RFC 9110 §7.6.1): never forwarded in either direction. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
 
-const DROP_RESPONSE = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'proxy-authenticate',
-]);
+/** Plus the caller's credentials and what the proxy sets or handles itself (`Expect`: §4.7). */
+const DROP_REQUEST = new Set([...HOP_BY_HOP, 'proxy-authorization', 'authorization', 'host', 'expect', 'http2-settings']);
+
+const DROP_RESPONSE = new Set([...HOP_BY_HOP, 'proxy-authenticate']);
 
 /** Names listed in `Connection` values (RFC 9110 §7.6.1): hop-by-hop for this message. */
 function connectionNamed(raw: readonly string[]): Set<string> | undefined {

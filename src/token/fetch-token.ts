@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { request } from 'undici';
 import { TokenFetchError } from '../errors.js';
-import type { TokenAuthMethod } from '../config.js';
+import type { Config, TokenAuthMethod } from '../config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
 
 /** One set of client credentials. */
@@ -22,6 +22,23 @@ export interface TokenFetcherOptions {
   /** The token endpoint's own connection pool, apart from the forwarding one. */
   dispatcher: Dispatcher;
   now: () => number;
+}
+
+/** The fetcher for the configured token endpoint. */
+export function tokenFetcherFromConfig(
+  config: Pick<Config, 'tokenUrl' | 'tokenAuthMethod' | 'tokenScope' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
+  dispatcher: Dispatcher,
+  now: () => number,
+): FetchToken {
+  return createTokenFetcher({
+    tokenUrl: config.tokenUrl,
+    authMethod: config.tokenAuthMethod,
+    scope: config.tokenScope,
+    timeoutMs: config.tokenFetchTimeoutMs,
+    defaultTtlS: config.tokenDefaultTtlS,
+    dispatcher,
+    now,
+  });
 }
 
 /** A token response larger than this is not a token response. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
@@ -202,10 +203,10 @@ describe('forwarding (PRODUCT §4)', () => {
     const chunk = Buffer.alloc(1024 * 1024, 3);
     const peakKb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${proxy.child.pid}/status`, 'utf8'))![1]);
     const before = peakKb();
-    async function* body() {
+    const body = Readable.from((function* () {
       for (let sent = 0; sent < size; sent += chunk.length) yield chunk;
-    }
-    const res = await request(`${proxy.proxyUrl}/api/v1/upload`, { dispatcher: agent, method: 'PUT', body: body() });
+    })());
+    const res = await request(`${proxy.proxyUrl}/api/v1/upload`, { dispatcher: agent, method: 'PUT', body });
     expect(res.statusCode).toBe(200);
     const hash = createHash('sha256');
     for (let i = 0; i < size / chunk.length; i++) hash.update(chunk);
