@@ -26,7 +26,6 @@ export async function shutdown(options: ShutdownOptions): Promise<number> {
   log.info({ delayS, timeoutS }, 'shutdown started: not ready; still serving');
   if (delayS > 0) await new Promise<void>((resolve) => clock.setTimeout(resolve, delayS * 1000));
 
-  log.info({}, 'closing listeners; draining in-flight requests');
   const closed = Promise.all(
     servers.map(
       (server) =>
@@ -36,6 +35,8 @@ export async function shutdown(options: ShutdownOptions): Promise<number> {
         }),
     ),
   );
+  // Logged once no new connection can be accepted.
+  log.info({}, 'listeners closed; draining in-flight requests');
   // A kept-alive connection that finishes its request while draining goes idle: close it then.
   const sweep = (): void => {
     for (const server of servers) server.closeIdleConnections();

@@ -178,7 +178,7 @@ describe('shutdown (PRODUCT §10)', () => {
     expect(readyz.status).toBe(503);
     expect(await readyz.json()).toMatchObject({ reason: 'shutting down' });
     expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
-    await proxy.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('closing listeners'), 5000);
+    await proxy.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('listeners closed'), 5000);
     const refused = await new Promise<boolean>((resolve) => {
       const s = connect(port, '127.0.0.1');
       s.on('connect', () => (s.destroy(), resolve(false)));
