@@ -128,6 +128,13 @@ export async function startApp(deps: AppDeps): Promise<App> {
     throw err;
   }
   listening = true;
+  if (config.passthroughBasic) {
+    // PRODUCT §6 is not built yet: say so rather than ignore the setting silently.
+    log.warn(
+      {},
+      'PASSTHROUGH_BASIC is set but pass-through credentials are not supported yet: Basic credentials are replaced by the configured ones',
+    );
+  }
   if (!isLoopbackHost(config.listenHost)) {
     log.warn(
       { host: config.listenHost },

@@ -91,6 +91,20 @@ describe('command line (PRODUCT §2)', () => {
     }
   });
 
+  it('warns that PASSTHROUGH_BASIC is not supported yet and answers 401 credentials_required without configured credentials', async () => {
+    const proxy = await startProxy({ BASE_URL: gateway.url, PASSTHROUGH_BASIC: 'true' });
+    try {
+      await proxy.waitForLog((l) => l.level === 40 && String(l.msg).includes('PASSTHROUGH_BASIC'), 5000);
+      expect((await fetch(`${proxy.adminUrl}/readyz`)).status).toBe(200);
+      const res = await fetch(`${proxy.proxyUrl}/api/v1/tickets`, { headers: { authorization: 'Basic Y2xpZW50OnM=' } });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ code: 'credentials_required' });
+      expect(gateway.apiRequests.some((r) => r.headers.authorization === 'Basic Y2xpZW50OnM=')).toBe(false);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
   it('accepts the commented example configuration as it ships, with its secret file in place', () => {
     const text = readFileSync(new URL('../../config/ticket-auth-proxy.example.yaml', import.meta.url), 'utf8');
     // Every setting has a key in the example, set or commented out.
