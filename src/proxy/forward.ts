@@ -12,7 +12,7 @@ import type { Log } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { sendProblem } from '../problem.js';
 import type { TokenSource } from '../token/token-source.js';
-import { callerResponseHeaders, upstreamRequestHeaders } from './headers.js';
+import { callerResponseHeaders, type ParsedHeaders, readRequestHeaders, type RequestHeaders } from './headers.js';
 import { checkTarget } from './path-guard.js';
 
 /** Picks the token source for a request (the configured credential, or §6 pass-through ones). */
@@ -36,6 +36,8 @@ export interface ForwarderOptions {
 /** Shared, built once: everything a request needs besides itself. */
 interface Context extends ForwarderOptions {
   basePath: string;
+  lastToken: string;
+  lastAuthorization: string;
 }
 
 const kHandler = Symbol('forwardHandler');
@@ -46,7 +48,12 @@ type TrackedResponse = ServerResponse & { [kHandler]?: ForwardHandler };
  * `checkContinue` event: `100 Continue` is sent once the request is known to be forwarded.
  */
 export function createForwarder(options: ForwarderOptions): (req: IncomingMessage, res: ServerResponse, expectContinue?: boolean) => void {
-  const ctx: Context = { ...options, basePath: new URL(options.baseUrl).pathname.replace(/\/$/, '') };
+  const ctx: Context = {
+    ...options,
+    basePath: new URL(options.baseUrl).pathname.replace(/\/$/, ''),
+    lastToken: '',
+    lastAuthorization: '',
+  };
   return function forward(req, res, expectContinue = false) {
     const started = performance.now();
     const method = req.method!;
@@ -68,6 +75,15 @@ export function createForwarder(options: ForwarderOptions): (req: IncomingMessag
     if (token !== undefined) handler.dispatch(token);
     else source.get().then(handler.dispatch.bind(handler), handler.fail.bind(handler));
   };
+}
+
+/** `Bearer <token>`, built once per token rather than once per request. */
+function authorizationFor(ctx: Context, token: string): string {
+  if (ctx.lastToken !== token) {
+    ctx.lastToken = token;
+    ctx.lastAuthorization = `Bearer ${token}`;
+  }
+  return ctx.lastAuthorization;
 }
 
 /** Answers with a problem and records the request. */
@@ -124,6 +140,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   private readonly hasBody: boolean;
   private copy: Buffer[] | undefined;
   private copyBytes = 0;
+  private readonly headers: RequestHeaders;
+  private waitingForDrain = false;
 
   constructor(
     private readonly ctx: Context,
@@ -133,13 +151,16 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     private readonly started: number,
     private readonly expectContinue: boolean,
   ) {
-    const length = req.headers['content-length'];
-    this.hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+    this.headers = readRequestHeaders(req.rawHeaders);
+    const length = this.headers.contentLength;
+    this.hasBody = (length !== undefined && length !== '0') || this.headers.transferEncoding;
     if (this.hasBody && ctx.replayBodyLimitBytes > 0 && (length === undefined || Number(length) <= ctx.replayBodyLimitBytes)) {
       this.copy = [];
     }
+    // The proxy's Authorization goes last; dispatch() sets its value.
+    this.headers.forward.push('authorization', '');
     res[kHandler] = this;
-    res.once('close', onCallerClose);
+    res.on('close', onCallerClose);
   }
 
   dispatch(token: string): void {
@@ -153,12 +174,14 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.replayed) body = this.copy === undefined ? null : Buffer.concat(this.copy, this.copyBytes);
     else if (this.hasBody) body = this.req;
     if (this.expectContinue && !this.replayed) this.res.writeContinue();
+    const headers = this.headers.forward;
+    headers[headers.length - 1] = authorizationFor(this.ctx, token);
     try {
       this.ctx.pool.dispatch(
         {
           path: this.ctx.basePath + this.req.url!,
           method: this.req.method! as Dispatcher.HttpMethod,
-          headers: upstreamRequestHeaders(this.req.rawHeaders, `Bearer ${token}`),
+          headers,
           body,
           headersTimeout: this.ctx.upstreamTimeoutMs,
         },
@@ -200,7 +223,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     else this.copy.push(chunk);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, parsed: ParsedHeaders): void {
     if (statusCode < 200 || this.finished) return;
     if (statusCode === 401) {
       const replay = !this.replayed && this.canReplay() && this.source.invalidate(this.token);
@@ -212,18 +235,19 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       }
     }
     this.status = statusCode;
-    const headers = callerResponseHeaders(
-      (controller.rawHeaders ?? []) as (Buffer | string)[],
-      this.ctx.baseUrl,
-      this.req.headers.host !== undefined ? `http://${this.req.headers.host}` : this.ctx.listenOrigin,
-    );
-    this.res.writeHead(statusCode, headers);
-    this.res.on('drain', onCallerDrain);
+    const host = this.headers.host;
+    const callerOrigin = parsed.location === undefined ? '' : host !== undefined ? `http://${host}` : this.ctx.listenOrigin;
+    this.res.writeHead(statusCode, callerResponseHeaders(parsed, this.ctx.baseUrl, callerOrigin));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.discarding || this.finished) return;
-    if (!this.res.write(chunk)) controller.pause();
+    if (this.res.write(chunk)) return;
+    controller.pause();
+    if (!this.waitingForDrain) {
+      this.waitingForDrain = true;
+      this.res.on('drain', onCallerDrain);
+    }
   }
 
   onResponseEnd(): void {

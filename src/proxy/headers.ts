@@ -1,6 +1,7 @@
 /**
- * Header rules in both directions (PRODUCT §4.5-4.6). Headers travel as Node's flat raw lists
- * (`[name, value, name, value, ...]`) so names keep their case and repeated fields their order.
+ * Header rules in both directions (PRODUCT §4.5-4.6). Request headers travel as Node's flat raw
+ * list (`[name, value, name, value, ...]`), so names keep their case and repeated fields their
+ * order; response headers start from the object undici parses for every response.
  */
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1): never forwarded in either direction. */
@@ -11,59 +12,84 @@ const DROP_REQUEST = new Set([...HOP_BY_HOP, 'proxy-authorization', 'authorizati
 
 const DROP_RESPONSE = new Set([...HOP_BY_HOP, 'proxy-authenticate']);
 
-/** Names listed in `Connection` values (RFC 9110 §7.6.1): hop-by-hop for this message. */
-function connectionNamed(raw: readonly string[]): Set<string> | undefined {
-  let named: Set<string> | undefined;
+/** What the forwarder needs to know of a request, read in the same pass as its headers. */
+export interface RequestHeaders {
+  /** The caller's headers to send upstream, as a flat raw list; the proxy's `Authorization` goes last. */
+  forward: string[];
+  /** `Content-Length` as sent, when sent. */
+  contentLength: string | undefined;
+  /** A `Transfer-Encoding` was sent: the request has a body of unknown length. */
+  transferEncoding: boolean;
+  /** `Host` as sent, when sent (for rewriting a `Location`). */
+  host: string | undefined;
+}
+
+/**
+ * Reads the caller's raw headers once: what goes upstream (less hop-by-hop headers and the
+ * caller's credentials; `Host` is left to the client, which sets the gateway's) and the facts
+ * the forwarder needs, without building Node's `req.headers` object.
+ */
+export function readRequestHeaders(raw: readonly string[]): RequestHeaders {
+  const forward: string[] = [];
+  let contentLength: string | undefined;
+  let transferEncoding = false;
+  let host: string | undefined;
+  let connection: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection') {
-      for (const token of raw[i + 1]!.split(',')) {
-        const t = token.trim().toLowerCase();
-        if (t !== '') (named ??= new Set()).add(t);
-      }
-    }
+    const name = raw[i]!;
+    const value = raw[i + 1]!;
+    const lower = name.toLowerCase();
+    if (!DROP_REQUEST.has(lower)) {
+      if (lower === 'content-length') contentLength = value;
+      forward.push(name, value);
+    } else if (lower === 'transfer-encoding') transferEncoding = true;
+    else if (lower === 'host') host ??= value;
+    else if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
+  }
+  const named = connection === undefined ? undefined : connectionNamed(connection);
+  return { forward: named === undefined ? forward : without(forward, named, true), contentLength, transferEncoding, host };
+}
+
+/** Fields a `Connection` header names (RFC 9110 §7.6.1), lower-cased; none for the usual values. */
+function connectionNamed(value: string): Set<string> | undefined {
+  if (value === 'keep-alive' || value === 'close') return undefined;
+  let named: Set<string> | undefined;
+  for (const token of value.split(',')) {
+    const t = token.trim().toLowerCase();
+    if (t !== '' && t !== 'keep-alive' && t !== 'close') (named ??= new Set()).add(t);
   }
   return named;
 }
 
-/**
- * The headers to send upstream: the caller's, less hop-by-hop ones and its credentials, plus the
- * proxy's `Authorization`. `Host` is left to the client, which sets the gateway's.
- */
-export function upstreamRequestHeaders(raw: readonly string[], authorization: string): string[] {
-  const named = connectionNamed(raw);
-  const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    const lower = name.toLowerCase();
-    if (DROP_REQUEST.has(lower) || (named !== undefined && named.has(lower))) continue;
-    out.push(name, raw[i + 1]!);
+/** A flat header list less the named fields. */
+function without<T extends string | string[]>(list: readonly T[], named: Set<string>, lowerCase: boolean): T[] {
+  const kept: T[] = [];
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i] as string;
+    if (!named.has(lowerCase ? name.toLowerCase() : name)) kept.push(list[i]!, list[i + 1]!);
   }
-  out.push('authorization', authorization);
-  return out;
+  return kept;
 }
+
+/** Response headers as undici hands them over: names lower-cased, repeated fields as arrays. */
+export type ParsedHeaders = Record<string, string | string[] | undefined>;
 
 /**
  * The headers to send back: the gateway's, less hop-by-hop ones, with a `Location` that points
- * into the gateway rewritten to the origin the caller used (PRODUCT §4.6).
+ * into the gateway rewritten to the origin the caller used (PRODUCT §4.6). Starts from the object
+ * undici parses for every response anyway, so nothing is decoded twice; names go back lower-cased
+ * (case-insensitive in HTTP), repeated fields in their order.
  */
-export function callerResponseHeaders(
-  raw: readonly (Buffer | string)[],
-  baseUrl: string,
-  callerOrigin: string,
-): string[] {
-  const strings: string[] = new Array<string>(raw.length);
-  for (let i = 0; i < raw.length; i++) strings[i] = typeof raw[i] === 'string' ? (raw[i] as string) : (raw[i] as Buffer).toString('latin1');
-  const named = connectionNamed(strings);
-  const out: string[] = [];
-  for (let i = 0; i < strings.length; i += 2) {
-    const name = strings[i]!;
-    const lower = name.toLowerCase();
-    if (DROP_RESPONSE.has(lower) || (named !== undefined && named.has(lower))) continue;
-    let value = strings[i + 1]!;
-    if (lower === 'location') value = rewriteLocation(value, baseUrl, callerOrigin);
-    out.push(name, value);
+export function callerResponseHeaders(headers: ParsedHeaders, baseUrl: string, callerOrigin: string): (string | string[])[] {
+  const out: (string | string[])[] = [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || DROP_RESPONSE.has(name)) continue;
+    out.push(name, name === 'location' && typeof value === 'string' ? rewriteLocation(value, baseUrl, callerOrigin) : value);
   }
-  return out;
+  const connection = headers.connection;
+  const named = connection === undefined ? undefined : connectionNamed(Array.isArray(connection) ? connection.join(',') : connection);
+  return named === undefined ? out : without(out, named, false);
 }
 
 /**

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { callerResponseHeaders, rewriteLocation, upstreamRequestHeaders } from '../../src/proxy/headers.js';
+import { callerResponseHeaders, readRequestHeaders, rewriteLocation } from '../../src/proxy/headers.js';
 
-const AUTH = 'Bearer proxy-token';
 const BASE = 'https://gw.example.com/gw';
 const CALLER = 'http://127.0.0.1:8180';
 
@@ -12,7 +11,7 @@ function pairs(raw: readonly string[]): [string, string][] {
   return out;
 }
 
-describe('upstreamRequestHeaders', () => {
+describe('readRequestHeaders', () => {
   it('drops hop-by-hop headers, the caller credentials, Host and Expect, and keeps the rest in case and order', () => {
     const raw = [
       'Host', '127.0.0.1:8180',
@@ -32,77 +31,76 @@ describe('upstreamRequestHeaders', () => {
       'Cookie', 'b=2',
       'content-type', 'application/json',
     ];
-    expect(pairs(upstreamRequestHeaders(raw, AUTH))).toEqual([
+    expect(pairs(readRequestHeaders(raw).forward)).toEqual([
       ['Accept', 'application/json'],
       ['X-Request-ID', 'r-1'],
       ['cookie', 'a=1'],
       ['Cookie', 'b=2'],
       ['content-type', 'application/json'],
-      ['authorization', AUTH],
     ]);
   });
 
-  it('drops the headers Connection names, in any case and spacing', () => {
+  it('drops the headers Connection names, in any case and spacing, across repeated Connection fields', () => {
     const raw = ['Connection', 'close, X-Hop ,x-OTHER', 'x-hop', '1', 'X-Other', '2', 'X-Kept', '3', 'connection', 'X-Third', 'X-THIRD', '4'];
-    expect(pairs(upstreamRequestHeaders(raw, AUTH))).toEqual([
-      ['X-Kept', '3'],
-      ['authorization', AUTH],
-    ]);
+    expect(pairs(readRequestHeaders(raw).forward)).toEqual([['X-Kept', '3']]);
   });
 
-  it("replaces the caller's Authorization in any letter case with exactly one of the proxy's", () => {
-    const out = upstreamRequestHeaders(['AUTHORIZATION', 'Basic YTpi', 'authorization', 'Bearer x'], AUTH);
-    expect(pairs(out)).toEqual([['authorization', AUTH]]);
+  it("drops the caller's Authorization in any letter case (the proxy adds its own)", () => {
+    expect(readRequestHeaders(['AUTHORIZATION', 'Basic YTpi', 'authorization', 'Bearer x', 'Accept', '*/*']).forward).toEqual(['Accept', '*/*']);
   });
 
   it('adds no X-Forwarded headers', () => {
-    const out = upstreamRequestHeaders(['Accept', '*/*'], AUTH);
+    const out = readRequestHeaders(['Accept', '*/*']).forward;
     expect(out.filter((_v, i) => i % 2 === 0).some((n) => n.toLowerCase().startsWith('x-forwarded'))).toBe(false);
+  });
+
+  it('reads Content-Length, Transfer-Encoding and Host in the same pass', () => {
+    expect(readRequestHeaders(['host', 'localhost:9000', 'Content-Length', '12'])).toMatchObject({
+      contentLength: '12',
+      transferEncoding: false,
+      host: 'localhost:9000',
+    });
+    expect(readRequestHeaders(['Transfer-Encoding', 'chunked'])).toMatchObject({
+      contentLength: undefined,
+      transferEncoding: true,
+      host: undefined,
+    });
   });
 });
 
 describe('callerResponseHeaders', () => {
-  it('drops hop-by-hop headers and those Connection names, keeping the rest in case and order', () => {
-    const raw = [
-      'Content-Type', 'application/json',
-      'Connection', 'keep-alive, X-Hop',
-      'Keep-Alive', 'timeout=5',
-      'X-Hop', 'gone',
-      'Transfer-Encoding', 'chunked',
-      'Trailer', 'X-Checksum',
-      'Upgrade', 'h2c',
-      'Proxy-Authenticate', 'Basic',
-      'Proxy-Connection', 'keep-alive',
-      'TE', 'trailers',
-      'ETag', '"v1"',
-      'content-length', '2',
-    ];
-    expect(pairs(callerResponseHeaders(raw, BASE, CALLER))).toEqual([
-      ['Content-Type', 'application/json'],
-      ['ETag', '"v1"'],
-      ['content-length', '2'],
-    ]);
+  it('drops hop-by-hop headers and those Connection names, keeping the rest in order', () => {
+    const parsed = {
+      'content-type': 'application/json',
+      connection: 'keep-alive, X-Hop',
+      'keep-alive': 'timeout=5',
+      'x-hop': 'gone',
+      'transfer-encoding': 'chunked',
+      trailer: 'X-Checksum',
+      upgrade: 'h2c',
+      'proxy-authenticate': 'Basic',
+      'proxy-connection': 'keep-alive',
+      te: 'trailers',
+      etag: '"v1"',
+      'content-length': '2',
+    };
+    expect(callerResponseHeaders(parsed, BASE, CALLER)).toEqual(['content-type', 'application/json', 'etag', '"v1"', 'content-length', '2']);
+  });
+
+  it('drops what repeated Connection fields name', () => {
+    expect(callerResponseHeaders({ connection: ['close', 'X-A'], 'x-a': '1', 'x-b': '2' }, BASE, CALLER)).toEqual(['x-b', '2']);
   });
 
   it('keeps repeated Set-Cookie headers, each as it came', () => {
-    const raw = ['Set-Cookie', 'a=1; Path=/', 'set-cookie', 'b=2; HttpOnly', 'Set-Cookie', 'c=3, d=4'];
-    expect(pairs(callerResponseHeaders(raw, BASE, CALLER))).toEqual([
-      ['Set-Cookie', 'a=1; Path=/'],
-      ['set-cookie', 'b=2; HttpOnly'],
-      ['Set-Cookie', 'c=3, d=4'],
-    ]);
-  });
-
-  it('reads raw headers given as Buffers', () => {
-    const raw = [Buffer.from('X-Name'), Buffer.from('caf\xe9', 'latin1'), Buffer.from('Connection'), Buffer.from('close')];
-    expect(pairs(callerResponseHeaders(raw, BASE, CALLER))).toEqual([['X-Name', 'caf\xe9']]);
+    const parsed = { 'set-cookie': ['a=1; Path=/', 'b=2; HttpOnly', 'c=3, d=4'] };
+    expect(callerResponseHeaders(parsed, BASE, CALLER)).toEqual(['set-cookie', ['a=1; Path=/', 'b=2; HttpOnly', 'c=3, d=4']]);
   });
 
   it('rewrites a Location into the gateway to the origin the caller used', () => {
-    const raw = ['Location', 'https://gw.example.com/gw/api/v1/tickets/T-2', 'X-Other', 'https://gw.example.com/gw/api/v1/x'];
-    expect(pairs(callerResponseHeaders(raw, BASE, 'http://localhost:9000'))).toEqual([
-      ['Location', 'http://localhost:9000/api/v1/tickets/T-2'],
-      ['X-Other', 'https://gw.example.com/gw/api/v1/x'],
+    const parsed = { location: 'https://gw.example.com/gw/api/v1/tickets/T-2', 'x-other': 'https://gw.example.com/gw/api/v1/x' };
+    expect(callerResponseHeaders(parsed, BASE, 'http://localhost:9000')).toEqual([
+      'location', 'http://localhost:9000/api/v1/tickets/T-2',
+      'x-other', 'https://gw.example.com/gw/api/v1/x',
     ]);
   });
 });

@@ -1,4 +1,4 @@
-import { Registry } from 'prom-client';
+import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/metrics.js';
 
@@ -165,5 +165,38 @@ describe('createMetrics', () => {
     expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'other', code: '207' })).toBe(2);
     expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'other', code: '404' })).toBe(100);
     expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_count', { method: 'other' })).toBe(102);
+  });
+
+  it("exports request durations exactly as prom-client's own histogram would, buckets, bounds and all", async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    const reference = new Registry();
+    const histogram = new Histogram({
+      name: 'ticket_auth_proxy_request_duration_seconds',
+      help: 'reference',
+      labelNames: ['method'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [reference],
+    });
+    const seen: [string, number][] = [['GET', 0], ['GET', 0.005], ['GET', 0.0051], ['POST', 0.1], ['GET', 29.9], ['GET', 30], ['GET', 31], ['DELETE', 1e-9]];
+    for (const [method, seconds] of seen) {
+      metrics.observeRequest(method, 200, seconds);
+      histogram.labels(method).observe(seconds);
+    }
+    const ours = (await registry.metrics()).split('\n').filter((l) => l.startsWith('ticket_auth_proxy_request_duration_seconds'));
+    const theirs = (await reference.metrics()).split('\n').filter((l) => l.startsWith('ticket_auth_proxy_request_duration_seconds'));
+    expect(ours.length).toBeGreaterThan(0);
+    expect(ours.sort()).toEqual(theirs.sort());
+  });
+
+  it('adds requests counted since the last scrape at each scrape', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    metrics.observeRequest('GET', 200, 0.01);
+    expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(1);
+    metrics.observeRequest('GET', 200, 0.01);
+    metrics.observeRequest('GET', 200, 0.01);
+    expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(3);
+    expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(3);
   });
 });

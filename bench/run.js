@@ -1,0 +1,409 @@
+// `npm run bench`: what the proxy costs per request, beside the two baselines, in one run.
+//
+// Starts on loopback an upstream (bench/upstream.js), the mock token endpoint, the product as a
+// user starts it (node dist/main.js with environment settings) and the two baselines in
+// bench/baselines/; loads each scenario with wrk when it is on PATH, else autocannon; runs the
+// candidates interleaved (A B C, A B C, ...) after a warm-up and reports medians of the rounds.
+// See bench/README.md for how to read it.
+//
+// Settings (environment): BENCH_DURATION_S (5), BENCH_ROUNDS (3), BENCH_WARMUP_S (2),
+// BENCH_SCENARIOS (get-1k,post-64k,get-1m), BENCH_LOAD (wrk|autocannon; default wrk if found),
+// BENCH_UPSTREAM (nginx|node; default nginx if found), BENCH_NODE_OPTIONS (extra node flags for
+// every candidate, e.g. --max-semi-space-size=8), BENCH_PROFILE=1 (the product writes a CPU
+// profile per candidate and scenario to bench/results/profiles/<candidate>/; read one with
+// bench/profile-top.js).
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createMockTicketService } from '../dist/mock/ticket-service.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const env = process.env;
+const durationS = Number(env.BENCH_DURATION_S ?? 5);
+const rounds = Number(env.BENCH_ROUNDS ?? 3);
+const warmupS = Number(env.BENCH_WARMUP_S ?? 2);
+const nodeFlags = (env.BENCH_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
+const hasWrk = spawnSync('wrk', ['--version']).error === undefined;
+const loadTool = env.BENCH_LOAD ?? (hasWrk ? 'wrk' : 'autocannon');
+const hasNginx = spawnSync('nginx', ['-v']).error === undefined;
+const upstreamKind = env.BENCH_UPSTREAM ?? (hasNginx ? 'nginx' : 'node');
+const clockTicks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+const SCENARIOS = {
+  'get-1k': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0 },
+  'post-64k': { method: 'POST', path: '/api/v1/tickets', connections: 50, bodyBytes: 64 * 1024 },
+  'get-1m': { method: 'GET', path: '/api/v1/blob', connections: 50, bodyBytes: 0 },
+};
+const scenarioNames = (env.BENCH_SCENARIOS ?? Object.keys(SCENARIOS).join(',')).split(',');
+const BASELINE = 'undici-minimal';
+const profileFlags = (name) =>
+  env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${join(root, 'bench/results/profiles', name)}`] : [];
+const PRODUCT = 'ticket-auth-proxy';
+
+const work = mkdtempSync(join(tmpdir(), 'tap-bench-'));
+chmodSync(work, 0o755); // nginx's worker runs as an unprivileged user when the bench runs as root
+const children = new Set();
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+  rmSync(work, { recursive: true, force: true });
+});
+process.on('SIGINT', () => process.exit(130));
+
+// ---------------------------------------------------------------------------------------------
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a node process and resolves once `ready` says so (a line on stdout, or a poll). */
+function startNode(name, args, { env: extraEnv = {}, readyLine = /^ready /m, ready } = {}) {
+  const child = spawn(process.execPath, [...nodeFlags, ...args], {
+    cwd: root,
+    env: { ...env, ...extraEnv, NODE_OPTIONS: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let output = '';
+  const collect = (chunk) => {
+    if (output.length < 64 * 1024) output += chunk;
+  };
+  child.stdout.setEncoding('utf8').on('data', collect);
+  child.stderr.setEncoding('utf8').on('data', collect);
+  const started = new Promise((resolve, reject) => {
+    const deadline = setTimeout(() => reject(new Error(`${name} did not start within 20 s:\n${output}`)), 20_000);
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${output}`)));
+    const done = () => {
+      clearTimeout(deadline);
+      resolve({ name, child, pid: child.pid, output: () => output });
+    };
+    if (ready) ready().then(done, reject);
+    else child.stdout.on('data', () => readyLine.test(output) && done());
+  });
+  return started;
+}
+
+async function pollOk(url, deadlineMs = 20_000, headers = {}) {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    try {
+      const response = await fetch(url, { headers });
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > until) throw new Error(`${url} did not answer 200 within ${deadlineMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function stop({ child }) {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+  children.delete(child);
+}
+
+/** CPU time (user + system) of a process, in microseconds. */
+function cpuMicros(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / clockTicks;
+}
+
+/** Peak resident set of a process (VmHWM), in MB. */
+function peakRssMb(pid) {
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : NaN;
+}
+
+function median(values) {
+  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load generators: each resolves { requests, rps, p50Ms, p99Ms, errors }.
+
+function run(command, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c) => (stderr += c));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      children.delete(child);
+      if (code === 0) resolve(stdout);
+      else reject(new Error(`${command} exited ${code}: ${stderr || stdout}`));
+    });
+  });
+}
+
+function wrkDuration(text) {
+  const match = /^([\d.]+)(us|ms|s|m)$/.exec(text);
+  if (!match) return NaN;
+  const scale = { us: 1e-3, ms: 1, s: 1e3, m: 60e3 }[match[2]];
+  return Number(match[1]) * scale;
+}
+
+async function loadWrk(url, scenario, seconds) {
+  const args = ['-t1', `-c${scenario.connections}`, `-d${seconds}s`, '--latency', '--timeout', '10s'];
+  if (scenario.method === 'POST') {
+    const script = join(work, `post-${scenario.bodyBytes}.lua`);
+    writeFileSync(
+      script,
+      `wrk.method = "POST"\nwrk.body = string.rep("x", ${scenario.bodyBytes})\nwrk.headers["Content-Type"] = "application/octet-stream"\n`,
+    );
+    args.push('-s', script);
+  }
+  const out = await run('wrk', [...args, url]);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const errors = non2xx + (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
+  return {
+    requests,
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
+    p50Ms: wrkDuration(/^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? ''),
+    p99Ms: wrkDuration(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? ''),
+    errors,
+  };
+}
+
+async function loadAutocannon(url, scenario, seconds) {
+  const out = await run(process.execPath, [join(root, 'bench/load-autocannon.js'), JSON.stringify({ url, seconds, ...scenario })]);
+  return JSON.parse(out);
+}
+
+const load = loadTool === 'wrk' ? loadWrk : loadAutocannon;
+
+// ---------------------------------------------------------------------------------------------
+
+async function startCandidates(upstreamOrigin, tokenService, secretFile) {
+  const staticToken = 'bench-static-token';
+  const minimalPort = await freePort();
+  const httpProxyPort = await freePort();
+  const productPort = await freePort();
+  const adminPort = await freePort();
+  const tokenFetchesBefore = tokenService.tokenRequests.length;
+  const [minimal, httpProxy, product] = await Promise.all([
+    startNode(BASELINE, [...profileFlags(BASELINE), 'bench/baselines/undici-minimal.js', upstreamOrigin, String(minimalPort), staticToken]),
+    startNode('http-proxy', [...profileFlags('http-proxy'), 'bench/baselines/http-proxy.js', upstreamOrigin, String(httpProxyPort), staticToken]),
+    startNode(PRODUCT, [...profileFlags(PRODUCT), 'dist/main.js'], {
+      env: {
+        BASE_URL: upstreamOrigin,
+        TOKEN_URL: `${tokenService.url}/api/v1/oauth2/token`,
+        CLIENT_ID: 'bench-client',
+        CLIENT_SECRET_FILE: secretFile,
+        LISTEN_PORT: String(productPort),
+        ADMIN_PORT: String(adminPort),
+        LOG_LEVEL: 'info',
+      },
+      ready: () => pollOk(`http://127.0.0.1:${adminPort}/readyz`),
+    }),
+  ]);
+  minimal.url = `http://127.0.0.1:${minimalPort}`;
+  httpProxy.url = `http://127.0.0.1:${httpProxyPort}`;
+  product.url = `http://127.0.0.1:${productPort}`;
+  product.tokenFetches = () => tokenService.tokenRequests.length - tokenFetchesBefore;
+  return [minimal, httpProxy, product];
+}
+
+async function runScenario(name, upstreamOrigin, tokenService, secretFile) {
+  const scenario = SCENARIOS[name];
+  if (!scenario) throw new Error(`BENCH_SCENARIOS: unknown scenario ${name} (known: ${Object.keys(SCENARIOS).join(', ')})`);
+  const candidates = await startCandidates(upstreamOrigin, tokenService, secretFile);
+  const samples = Object.fromEntries(candidates.map((c) => [c.name, []]));
+  try {
+    for (const candidate of candidates) await load(candidate.url + scenario.path, scenario, warmupS);
+    for (let round = 0; round < rounds; round++) {
+      for (const candidate of candidates) {
+        const cpuBefore = cpuMicros(candidate.pid);
+        const result = await load(candidate.url + scenario.path, scenario, durationS);
+        const cpu = cpuMicros(candidate.pid) - cpuBefore;
+        samples[candidate.name].push({ ...result, cpuUsPerRequest: cpu / result.requests });
+        process.stderr.write(
+          `  ${name} round ${round + 1} ${candidate.name.padEnd(17)} ${result.rps.toFixed(0).padStart(6)} req/s  ` +
+            `${(cpu / result.requests).toFixed(1).padStart(6)} µs/req  p99 ${result.p99Ms.toFixed(2)} ms  errors ${result.errors}\n`,
+        );
+      }
+    }
+    const summary = {};
+    for (const candidate of candidates) {
+      const s = samples[candidate.name];
+      summary[candidate.name] = {
+        rps: median(s.map((x) => x.rps)),
+        p50Ms: median(s.map((x) => x.p50Ms)),
+        p99Ms: median(s.map((x) => x.p99Ms)),
+        cpuUsPerRequest: median(s.map((x) => x.cpuUsPerRequest)),
+        peakRssMb: peakRssMb(candidate.pid),
+        errors: s.reduce((a, x) => a + x.errors, 0),
+        rounds: s,
+      };
+    }
+    const product = candidates.find((c) => c.name === PRODUCT);
+    summary[PRODUCT].tokenFetches = product.tokenFetches();
+    // Ratios per round (the machine's speed drifts within a run), then their median.
+    const ratio = (other, key) => median(samples[PRODUCT].map((x, i) => x[key] / samples[other][i][key]));
+    const ratios = {};
+    for (const other of [BASELINE, 'http-proxy']) {
+      ratios[other] = {
+        cpu: ratio(other, 'cpuUsPerRequest'),
+        rps: ratio(other, 'rps'),
+        p99: ratio(other, 'p99Ms'),
+        peakRss: summary[PRODUCT].peakRssMb / summary[other].peakRssMb,
+        cpuSpread: samples[PRODUCT].map((x, i) => x.cpuUsPerRequest / samples[other][i].cpuUsPerRequest),
+      };
+    }
+    return { scenario: { name, ...scenario }, summary, ratios };
+  } finally {
+    await Promise.all(candidates.map(stop));
+  }
+}
+
+function fmt(value, digits = 0) {
+  return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
+}
+
+function report(results, machine) {
+  const lines = [];
+  lines.push(`# ticket-auth-proxy benchmark`, '');
+  lines.push(
+    `${machine.cpu} × ${machine.cores}, ${machine.memGiB} GiB, Node ${machine.node}, load: ${machine.load}, upstream: ${machine.upstream}, ` +
+      `${rounds} rounds × ${durationS} s after ${warmupS} s warm-up${nodeFlags.length ? `, node ${nodeFlags.join(' ')}` : ''}`,
+    '',
+  );
+  for (const { scenario, summary, ratios } of results) {
+    const body = scenario.bodyBytes ? ` (${scenario.bodyBytes / 1024} KB body)` : '';
+    lines.push(`## ${scenario.name}: ${scenario.method} ${scenario.path}${body}, ${scenario.connections} connections`, '');
+    lines.push('| candidate | req/s | p50 ms | p99 ms | CPU µs/req | peak RSS MB | errors |');
+    lines.push('|---|--:|--:|--:|--:|--:|--:|');
+    for (const [name, s] of Object.entries(summary)) {
+      lines.push(`| ${name} | ${fmt(s.rps)} | ${fmt(s.p50Ms, 2)} | ${fmt(s.p99Ms, 2)} | ${fmt(s.cpuUsPerRequest, 1)} | ${fmt(s.peakRssMb)} | ${s.errors} |`);
+    }
+    lines.push('');
+    lines.push('| product / | CPU per request | req/s | p99 | peak RSS | CPU ratio per round |');
+    lines.push('|---|--:|--:|--:|--:|---|');
+    for (const [other, r] of Object.entries(ratios)) {
+      lines.push(`| ${other} | ${fmt(r.cpu, 2)} | ${fmt(r.rps, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.peakRss, 2)} | ${r.cpuSpread.map((x) => fmt(x, 2)).join(' ')} |`);
+    }
+    lines.push('', `Token fetches by the product during the scenario: ${summary[PRODUCT].tokenFetches} (one token lifetime).`, '');
+  }
+  const get1k = results.find((r) => r.scenario.name === 'get-1k');
+  if (get1k) {
+    const toMin = get1k.ratios[BASELINE];
+    const toHttpProxy = get1k.ratios['http-proxy'];
+    const verdict = (ok) => (ok ? 'met' : 'NOT met');
+    lines.push('## Targets (get-1k)', '');
+    lines.push(`- CPU per request ≤ 1.0× ${BASELINE}: ${fmt(toMin.cpu, 2)}× (${verdict(toMin.cpu <= 1.0)})`);
+    lines.push(`- req/s ≥ 2× http-proxy: ${fmt(toHttpProxy.rps, 2)}× (${verdict(toHttpProxy.rps >= 2)})`);
+    lines.push(`- p99 ≤ 1.1× ${BASELINE}: ${fmt(toMin.p99, 2)}× (${verdict(toMin.p99 <= 1.1)})`);
+    lines.push(`- peak RSS ≤ 1.1× ${BASELINE}: ${fmt(toMin.peakRss, 2)}× (${verdict(toMin.peakRss <= 1.1)})`);
+    const fetches = results.map((r) => r.summary[PRODUCT].tokenFetches);
+    lines.push(`- one token fetch per token lifetime: ${fetches.join(', ')} (${verdict(fetches.every((n) => n === 1))})`);
+    lines.push('');
+  }
+  return lines.join('\n');
+}
+
+/**
+ * nginx as the upstream, when installed: at ~20 µs per request it leaves the CPU to the proxies.
+ * The same routes as bench/upstream.js.
+ */
+async function startNginx() {
+  const port = await freePort();
+  const dir = join(work, 'nginx');
+  mkdirSync(join(dir, 'www/api/v1'), { recursive: true });
+  for (const temp of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, temp), { recursive: true });
+  const list = JSON.stringify({
+    items: Array.from({ length: 12 }, (_, i) => ({ id: `T-${1000 + i}`, title: `Printer on floor ${i} is jammed`, status: 'open' })),
+  }).padEnd(1024, ' ');
+  writeFileSync(join(dir, 'www/api/v1/tickets'), list);
+  writeFileSync(join(dir, 'www/api/v1/blob'), Buffer.alloc(1024 * 1024, 'x'));
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log stderr warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  keepalive_requests 1000000; keepalive_timeout 60s; client_max_body_size 2m;
+  default_type application/json;
+  server {
+    listen 127.0.0.1:${port};
+    root ${dir}/www;
+    location /api/v1/ {
+      if ($http_authorization !~ "^Bearer ") { return 401; }
+      if ($request_method = POST) { return 201 '{"received":true}'; }
+    }
+  }
+}
+`,
+  );
+  const child = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(child);
+  const upstream = { name: 'nginx', child, pid: child.pid };
+  await pollOk(`http://127.0.0.1:${port}/api/v1/tickets`, 10_000, { authorization: 'Bearer probe' });
+  return { upstream, origin: `http://127.0.0.1:${port}` };
+}
+
+async function startUpstream() {
+  if (upstreamKind === 'nginx') return startNginx();
+  const upstream = await startNode('upstream', ['bench/upstream.js', '0']);
+  return { upstream, origin: `http://127.0.0.1:${/ready (\d+)/.exec(upstream.output())[1]}` };
+}
+
+async function main() {
+  const started = Date.now();
+  const { upstream, origin: upstreamOrigin } = await startUpstream();
+  const tokenService = await createMockTicketService({ clients: { 'bench-client': 'bench-secret' }, tokenTtlS: 3600 });
+  const secretFile = join(work, 'client-secret');
+  writeFileSync(secretFile, 'bench-secret\n', { mode: 0o600 });
+  const machine = {
+    cpu: cpus()[0]?.model.trim() ?? 'unknown CPU',
+    cores: cpus().length,
+    memGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.versions.node,
+    load: loadTool === 'wrk' ? 'wrk -t1' : 'autocannon (1 worker)',
+    upstream: upstreamKind,
+  };
+  process.stderr.write(`bench: ${machine.load} against ${upstreamKind}, ${rounds} rounds × ${durationS} s, scenarios ${scenarioNames.join(', ')}\n`);
+  const results = [];
+  try {
+    for (const name of scenarioNames) results.push(await runScenario(name, upstreamOrigin, tokenService, secretFile));
+  } finally {
+    await stop(upstream);
+    await tokenService.close();
+  }
+  const markdown = report(results, machine);
+  process.stdout.write(markdown + '\n');
+  const dir = join(root, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, nodeFlags }, results }, null, 2) + '\n');
+  process.stderr.write(`bench: ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}\n`);
+}
+
+main().catch((err) => {
+  console.error(`bench: ${err.message}`);
+  process.exit(1);
+});
