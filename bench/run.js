@@ -9,7 +9,8 @@
 // Settings (environment): BENCH_DURATION_S (5), BENCH_ROUNDS (3), BENCH_WARMUP_S (2),
 // BENCH_SCENARIOS (get-1k,post-64k,get-1m), BENCH_LOAD (wrk|autocannon; default wrk if found),
 // BENCH_UPSTREAM (nginx|node; default nginx if found), BENCH_NODE_OPTIONS (extra node flags for
-// every candidate, e.g. --max-semi-space-size=8), BENCH_PROFILE=1 (the product writes a CPU
+// every candidate, e.g. --max-semi-space-size=8), BENCH_PRODUCT_NODE_OPTIONS (NODE_OPTIONS for the
+// product; default: what the Dockerfile sets, so the product runs as the image runs it), BENCH_PROFILE=1 (the product writes a CPU
 // profile per candidate and scenario to bench/results/profiles/<candidate>/; read one with
 // bench/profile-top.js).
 import { spawn, spawnSync } from 'node:child_process';
@@ -39,6 +40,7 @@ const SCENARIOS = {
 };
 const scenarioNames = (env.BENCH_SCENARIOS ?? Object.keys(SCENARIOS).join(',')).split(',');
 const BASELINE = 'undici-minimal';
+const productNodeOptions = env.BENCH_PRODUCT_NODE_OPTIONS ?? imageNodeOptions();
 const profileFlags = (name) =>
   env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${join(root, 'bench/results/profiles', name)}`] : [];
 const PRODUCT = 'ticket-auth-proxy';
@@ -53,6 +55,18 @@ process.on('exit', () => {
 process.on('SIGINT', () => process.exit(130));
 
 // ---------------------------------------------------------------------------------------------
+
+/** The `NODE_OPTIONS` the container image sets (`ENV NODE_OPTIONS=...` in the Dockerfile). */
+function imageNodeOptions() {
+  let dockerfile = '';
+  try {
+    dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+  } catch {
+    return '';
+  }
+  const match = /^ENV\s+NODE_OPTIONS=(?:"([^"]*)"|(\S*))/m.exec(dockerfile);
+  return match ? (match[1] ?? match[2] ?? '') : '';
+}
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -69,7 +83,7 @@ function freePort() {
 function startNode(name, args, { env: extraEnv = {}, readyLine = /^ready /m, ready } = {}) {
   const child = spawn(process.execPath, [...nodeFlags, ...args], {
     cwd: root,
-    env: { ...env, ...extraEnv, NODE_OPTIONS: '' },
+    env: { ...env, NODE_OPTIONS: '', ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
@@ -213,6 +227,7 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile) {
         LISTEN_PORT: String(productPort),
         ADMIN_PORT: String(adminPort),
         LOG_LEVEL: 'info',
+        NODE_OPTIONS: productNodeOptions,
       },
       ready: () => pollOk(`http://127.0.0.1:${adminPort}/readyz`),
     }),
@@ -285,7 +300,8 @@ function report(results, machine) {
   lines.push(`# ticket-auth-proxy benchmark`, '');
   lines.push(
     `${machine.cpu} × ${machine.cores}, ${machine.memGiB} GiB, Node ${machine.node}, load: ${machine.load}, upstream: ${machine.upstream}, ` +
-      `${rounds} rounds × ${durationS} s after ${warmupS} s warm-up${nodeFlags.length ? `, node ${nodeFlags.join(' ')}` : ''}`,
+      `${rounds} rounds × ${durationS} s after ${warmupS} s warm-up${nodeFlags.length ? `, node ${nodeFlags.join(' ')}` : ''}; ` +
+      `the product with NODE_OPTIONS=${productNodeOptions ? `"${productNodeOptions}"` : '(none)'}`,
     '',
   );
   for (const { scenario, summary, ratios } of results) {
@@ -399,7 +415,7 @@ async function main() {
   const dir = join(root, 'bench/results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, nodeFlags }, results }, null, 2) + '\n');
+  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, nodeFlags, productNodeOptions }, results }, null, 2) + '\n');
   process.stderr.write(`bench: ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}\n`);
 }
 
