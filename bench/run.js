@@ -58,13 +58,14 @@ process.on('SIGINT', () => process.exit(130));
 
 /** The `NODE_OPTIONS` the container image sets (`ENV NODE_OPTIONS=...` in the Dockerfile). */
 function imageNodeOptions() {
-  let dockerfile = '';
+  let dockerfile;
   try {
     dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
   } catch {
     return '';
   }
-  const match = /^ENV\s+NODE_OPTIONS=(?:"([^"]*)"|(\S*))/m.exec(dockerfile);
+  // In an ENV instruction, on its own or among others continued over several lines.
+  const match = /^\s*(?:ENV\s+)?NODE_OPTIONS=(?:"([^"]*)"|(\S*))/m.exec(dockerfile);
   return match ? (match[1] ?? match[2] ?? '') : '';
 }
 

@@ -1,0 +1,144 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Arg, Cmd, Copy, DockerfileParser, Entrypoint, Env, type Instruction } from 'dockerfile-ast';
+import { validate } from 'dockerfile-utils';
+import { describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..', '..');
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+const dockerignore = readFileSync(join(root, '.dockerignore'), 'utf8');
+
+const SECRET_NAME = /SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|PRIVATE_KEY|CREDENTIAL/i;
+
+/** The instructions of each stage, in order (the lines before the first FROM are left out). */
+function stages(instructions: Instruction[]): Instruction[][] {
+  const out: Instruction[][] = [];
+  for (const instruction of instructions) {
+    if (instruction.getKeyword() === 'FROM') out.push([instruction]);
+    else out.at(-1)?.push(instruction);
+  }
+  return out;
+}
+
+const runs = (stage: Instruction[]): string[] =>
+  stage.filter((i) => i.getKeyword() === 'RUN').map((i) => i.getArgumentsContent() ?? '');
+
+/**
+ * What the image must be (issue: packaging): multi-stage, a lockfile install, production
+ * dependencies only at run time, a numeric non-root user, node as PID 1 in exec form, no
+ * HEALTHCHECK, no secret in ENV or ARG. Returns one line per broken rule.
+ */
+export function policyViolations(content: string): string[] {
+  const violations: string[] = [];
+  const parsed = DockerfileParser.parse(content);
+  const instructions = parsed.getInstructions();
+  const all = stages(instructions);
+  const final = all.at(-1) ?? [];
+  if (all.length < 2) violations.push('not multi-stage: the build must not ship its dev dependencies');
+
+  const users = final.filter((i) => i.getKeyword() === 'USER');
+  const user = users.at(-1)?.getArgumentsContent()?.trim();
+  if (user === undefined) violations.push('the final stage sets no USER (it would run as root)');
+  else if (!/^\d+(:\d+)?$/.test(user)) violations.push(`USER ${user} is not numeric (runAsNonRoot cannot verify a name)`);
+  else if (user.split(':')[0] === '0') violations.push('USER 0 is root');
+
+  const cmds = final.filter((i): i is Cmd => i instanceof Cmd);
+  const cmd = cmds.at(-1);
+  if (cmd === undefined) violations.push('the final stage has no CMD');
+  else if (cmd.getOpeningBracket() === null) violations.push('CMD is in shell form (a shell would be PID 1 and swallow SIGTERM)');
+  else {
+    const argv = cmd.getJSONStrings().map((s) => s.getJSONValue());
+    if (JSON.stringify(argv) !== JSON.stringify(['node', 'dist/main.js'])) violations.push(`CMD is ${JSON.stringify(argv)}, not ["node","dist/main.js"]`);
+  }
+  if (final.some((i) => i instanceof Entrypoint)) violations.push('the final stage has an ENTRYPOINT (node must be PID 1)');
+  if (instructions.some((i) => i.getKeyword() === 'HEALTHCHECK')) violations.push('HEALTHCHECK (Kubernetes ignores it; probes do the job)');
+
+  const allRuns = all.flatMap(runs);
+  if (allRuns.some((r) => /\bnpm\s+(install|i)\b/.test(r))) violations.push('npm install (not a lockfile install)');
+  if (!allRuns.some((r) => /\bnpm\s+ci\b/.test(r))) violations.push('no npm ci (lockfile install)');
+  for (const run of runs(final)) {
+    if (/\bnpm\s+ci\b/.test(run) && !/--omit=dev/.test(run)) violations.push('the final stage installs dev dependencies');
+  }
+  // node_modules in the final stage must come from a stage that installed with --omit=dev.
+  for (const copy of final.filter((i): i is Copy => i instanceof Copy && /node_modules/.test(i.getArgumentsContent() ?? ''))) {
+    const from = copy.getFromFlag()?.getValue() ?? undefined;
+    const source = all.find((s) => (s[0]?.getArgumentsContent() ?? '').split(/\s+/).at(-1) === from);
+    if (source === undefined || !runs(source).some((r) => /\bnpm\s+ci\b.*--omit=dev/.test(r))) {
+      violations.push(`node_modules copied from ${from ?? 'the build context'}, not from a --omit=dev install`);
+    }
+  }
+
+  for (const i of instructions) {
+    const names =
+      i instanceof Env ? i.getProperties().map((p) => p.getName()) : i instanceof Arg ? [i.getProperty()?.getName() ?? ''] : [];
+    for (const name of names) if (SECRET_NAME.test(name)) violations.push(`${i.getKeyword()} ${name} looks like a secret (image layers are readable)`);
+  }
+
+  const finalEnv = new Map(final.filter((i): i is Env => i instanceof Env).flatMap((e) => e.getProperties().map((p) => [p.getName(), p.getValue()] as const)));
+  if (finalEnv.get('NODE_ENV') !== 'production') violations.push('the final stage does not set NODE_ENV=production');
+  const exposed = final.filter((i) => i.getKeyword() === 'EXPOSE').flatMap((i) => (i.getArgumentsContent() ?? '').split(/\s+/));
+  for (const port of ['8180', '8181']) if (!exposed.includes(port)) violations.push(`port ${port} is not exposed`);
+  return violations;
+}
+
+describe('Dockerfile', () => {
+  it('passes the dockerfile-utils linter without errors or warnings', () => {
+    const diagnostics = validate(dockerfile);
+    const shown = diagnostics.map((d) => `line ${d.range.start.line + 1}: ${d.message} (severity ${d.severity})`);
+    expect(shown).toEqual([]);
+  });
+
+  it('meets the image policy', () => {
+    expect(policyViolations(dockerfile)).toEqual([]);
+  });
+
+  it('builds with the same heap setting that npm start passes', () => {
+    const nodeOptions = /NODE_OPTIONS=(\S+)/.exec(dockerfile)?.[1];
+    const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
+    expect(nodeOptions).toBe('--max-semi-space-size=16');
+    expect(start).toContain(nodeOptions);
+  });
+
+  it('leaves out of the build context what the image must not contain', () => {
+    const lines = dockerignore.split('\n').map((l) => l.trim());
+    for (const entry of ['node_modules', '.git', 'dist', '.cache']) expect(lines).toContain(entry);
+  });
+});
+
+describe('the image policy', () => {
+  const good = `FROM node:24-slim AS build
+RUN npm ci
+FROM node:24-slim AS deps
+RUN npm ci --omit=dev
+FROM node:24-slim
+ENV NODE_ENV=production
+COPY --from=deps /app/node_modules ./node_modules
+USER 65532:65532
+EXPOSE 8180 8181
+CMD ["node", "dist/main.js"]
+`;
+
+  it('accepts a small Dockerfile that follows it', () => {
+    expect(policyViolations(good)).toEqual([]);
+  });
+
+  it.each([
+    ['a single stage', good.split('\n').slice(4).join('\n').replace('ENV', 'RUN npm ci --omit=dev\nENV'), /not multi-stage/],
+    ['a named user', good.replace('USER 65532:65532', 'USER node'), /not numeric/],
+    ['root', good.replace('USER 65532:65532', 'USER 0:0'), /root/],
+    ['no user', good.replace('USER 65532:65532\n', ''), /no USER/],
+    ['a shell-form CMD', good.replace('CMD ["node", "dist/main.js"]', 'CMD node dist/main.js'), /shell form/],
+    ['another command', good.replace('dist/main.js', 'dist/demo.js'), /not \["node","dist\/main.js"\]/],
+    ['an ENTRYPOINT', good.replace('CMD', 'ENTRYPOINT ["/bin/sh", "-c"]\nCMD'), /ENTRYPOINT/],
+    ['a HEALTHCHECK', good.replace('CMD', 'HEALTHCHECK CMD node -e 1\nCMD'), /HEALTHCHECK/],
+    ['npm install', good.replace('RUN npm ci\n', 'RUN npm install\n'), /npm install/],
+    ['dev dependencies at run time', good.replace('--from=deps', '--from=build'), /not from a --omit=dev install/],
+    ['a secret in ENV', good.replace('ENV NODE_ENV=production', 'ENV NODE_ENV=production CLIENT_SECRET=s3cr3t'), /CLIENT_SECRET looks like a secret/],
+    ['a token in ARG', good.replace('FROM node:24-slim AS build', 'FROM node:24-slim AS build\nARG NPM_TOKEN'), /NPM_TOKEN looks like a secret/],
+    ['no NODE_ENV', good.replace('ENV NODE_ENV=production\n', ''), /NODE_ENV=production/],
+    ['a port missing', good.replace('EXPOSE 8180 8181', 'EXPOSE 8180'), /port 8181/],
+  ])('refuses %s', (_name, content, message) => {
+    const violations = policyViolations(content);
+    expect(violations.some((v) => message.test(v)), violations.join('\n')).toBe(true);
+  });
+});
