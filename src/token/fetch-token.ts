@@ -44,9 +44,12 @@ export function tokenFetcherFromConfig(
 /** A token response larger than this is not a token response. */
 const MAX_BODY_BYTES = 64 * 1024;
 
-/** RFC 6749 §2.3.1: id and secret are form-urlencoded before they are joined for Basic. */
+/**
+ * RFC 6749 §2.3.1: id and secret are form-urlencoded (Appendix B) before they are joined for
+ * Basic: the same encoder as the form body, which also encodes `!'()~`.
+ */
 function formEncode(s: string): string {
-  return encodeURIComponent(s).replace(/%20/g, '+');
+  return new URLSearchParams([['', s]]).toString().slice(1);
 }
 
 /** Creates the function that requests a token from the token endpoint with `undici`. */

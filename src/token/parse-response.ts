@@ -9,6 +9,15 @@ export interface TokenGrant {
 /** `Retry-After` is honoured up to this (PRODUCT §5.6). */
 export const RETRY_AFTER_CAP_MS = 5 * 60_000;
 
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
+const LONG_DAY = '(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)';
+const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
+const TIME = '\\d{2}:\\d{2}:\\d{2}';
+/** RFC 9110 §5.6.7: IMF-fixdate, the obsolete RFC 850 form and asctime. */
+const HTTP_DATE = new RegExp(
+  `^(?:${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT|${LONG_DAY}, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT|${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4})$`,
+);
+
 /**
  * Parses `Retry-After` (RFC 9110 §10.2.3: delay-seconds or an HTTP-date) into milliseconds,
  * capped at five minutes. Undefined when absent or unparseable.
@@ -19,6 +28,8 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   let ms: number;
   if (/^\d+$/.test(v)) ms = Number(v) * 1000;
   else {
+    // Only the three HTTP-date forms: Date.parse alone takes '1' or 'junk 2024' for dates.
+    if (!HTTP_DATE.test(v)) return undefined;
     const at = Date.parse(v);
     if (Number.isNaN(at)) return undefined;
     ms = Math.max(0, at - now);

@@ -174,10 +174,17 @@ export class TokenSource {
   }
 
   private onSuccess(grant: TokenGrant, startedAt: number, generation: number): void {
-    this.inflight = false;
-    if (this.stopped) return;
     const now = this.clock.now();
     const lifetime = grant.lifetimeMs;
+    if (now >= startedAt + lifetime - expiryMarginMs(lifetime)) {
+      // Useless on arrival (a lifetime shorter than the fetch took): taken as it came, it would be
+      // refreshed at once, again and again. A failure instead, so the backoff applies.
+      const message = `token arrived with no usable life left (lifetime ${lifetime} ms, the fetch took ${now - startedAt} ms)`;
+      this.onFailure(new TokenFetchError('invalid_response', message), startedAt, generation);
+      return;
+    }
+    this.inflight = false;
+    if (this.stopped) return;
     this.token = grant.accessToken;
     this.expiresAt = startedAt + lifetime;
     this.usableUntil = this.expiresAt - expiryMarginMs(lifetime);

@@ -419,11 +419,11 @@ describe('loadConfig errors', () => {
 });
 
 describe('isLoopbackHost', () => {
-  it.each(['localhost', 'LOCALHOST', 'api.localhost', '127.0.0.1', '127.1.2.3', '::1', '[::1]'])('counts %s as loopback', (host) => {
+  it.each(['localhost', 'LOCALHOST', 'api.localhost', '127.0.0.1', '127.1.2.3', '::1', '[::1]', '::ffff:127.0.0.1', '[::ffff:7f00:1]'])('counts %s as loopback', (host) => {
     expect(isLoopbackHost(host)).toBe(true);
   });
 
-  it.each(['gw.example.com', 'localhost.example.com', '10.0.0.1', '128.0.0.1', '0.0.0.0', '::', '::2'])('does not count %s', (host) => {
+  it.each(['gw.example.com', 'localhost.example.com', '10.0.0.1', '128.0.0.1', '0.0.0.0', '::', '::2', '::ffff:a00:1'])('does not count %s', (host) => {
     expect(isLoopbackHost(host)).toBe(false);
   });
 });

@@ -110,6 +110,12 @@ describe('createTokenFetcher', () => {
     expect(Object.fromEntries(new URLSearchParams(req.body))).toEqual({ grant_type: 'client_credentials' });
   });
 
+  it("form-encodes the characters encodeURIComponent leaves alone (!'()~) for Basic", async () => {
+    await fetcher({ authMethod: 'client_secret_basic' })({ clientId: "id!'()~*", clientSecret: 's~(x)' });
+    const pair = Buffer.from(seen[0]!.headers.authorization!.slice('Basic '.length), 'base64').toString('utf8');
+    expect(pair).toBe('id%21%27%28%29%7E*:s%7E%28x%29');
+  });
+
   it('sends the scope when one is configured', async () => {
     await fetcher({ scope: 'tickets:read tickets:write' })(CREDENTIAL);
     expect(new URLSearchParams(seen[0]!.body).get('scope')).toBe('tickets:read tickets:write');

@@ -189,6 +189,15 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter(new Date(SENT_AT - 60_000).toUTCString(), SENT_AT)).toBe(0);
     expect(parseRetryAfter(undefined, SENT_AT)).toBeUndefined();
   });
+
+  it('reads all three HTTP-date forms, and nothing else that Date.parse would take', () => {
+    expect(parseRetryAfter('Thu, 01 Jan 2026 12:00:30 GMT', SENT_AT)).toBe(30_000);
+    expect(parseRetryAfter('Thursday, 01-Jan-26 12:00:30 GMT', SENT_AT)).toBe(30_000);
+    expect(parseRetryAfter('Thu Jan  1 12:00:30 2026', SENT_AT)).toBe(30_000);
+    for (const junk of ['1.5', '-3', 'soon', 'junk 2024', '2026-01-01T12:00:30Z', 'Tue 3']) {
+      expect(parseRetryAfter(junk, SENT_AT), junk).toBeUndefined();
+    }
+  });
 });
 
 describe('jwtExpiry', () => {

@@ -110,6 +110,25 @@ describe('TokenSource refresh schedule', () => {
 });
 
 describe('TokenSource backoff', () => {
+  it('takes a token that arrives with no usable life left as a failure and backs off, instead of refetching at once', async () => {
+    const t = setup();
+    t.jitter.value = 0.999;
+    t.source.start();
+    await t.clock.advance(2_000);
+    t.fetcher.last.succeed('tok-late', 1_000);
+    await settle();
+    expect(t.source.current()).toBeUndefined();
+    expect(t.fetches.at(-1)?.outcome).toBe('invalid_response');
+    expect(t.source.state.consecutiveFailures).toBe(1);
+    await t.clock.advance(498);
+    expect(t.fetcher.calls).toHaveLength(1);
+    await t.clock.advance(1);
+    expect(t.fetcher.calls).toHaveLength(2);
+    t.fetcher.last.succeed('tok-B', LIFETIME);
+    await settle();
+    expect(t.source.current()).toBe('tok-B');
+  });
+
   it('waits 0.5, 1, 2, 4 ... seconds up to a 30 s cap between failed fetches when the jitter is at its top', async () => {
     const t = setup();
     t.jitter.value = 0.999;
