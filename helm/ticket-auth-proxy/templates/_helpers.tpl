@@ -1,0 +1,228 @@
+{{/*
+Named templates. The ones marked "for parent charts" are the sidecar interface: a chart that
+lists ticket-auth-proxy as a dependency (without an alias) includes them with its own context,
+and they read this chart's values from .Values "ticket-auth-proxy" there.
+*/}}
+
+{{/* This chart's values, as YAML: its own, or a parent chart's "ticket-auth-proxy" section. */}}
+{{- define "ticket-auth-proxy.values" -}}
+{{- $sub := index .Values "ticket-auth-proxy" -}}
+{{- if kindIs "map" $sub -}}
+{{- toYaml $sub -}}
+{{- else -}}
+{{- toYaml .Values -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The same in every context: release name plus chart name, at most 63 characters. */}}
+{{- define "ticket-auth-proxy.fullname" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- if $v.fullnameOverride -}}
+{{- $v.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains "ticket-auth-proxy" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-ticket-auth-proxy" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ticket-auth-proxy.selectorLabels" -}}
+app.kubernetes.io/name: ticket-auth-proxy
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "ticket-auth-proxy.labels" -}}
+{{ include "ticket-auth-proxy.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "ticket-auth-proxy.appVersion" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "ticket-auth-proxy-%s" (.Chart.Version | replace "+" "_") }}
+{{- end -}}
+
+{{/* The Secret holding client-id and client-secret; refuses to render without credentials. */}}
+{{- define "ticket-auth-proxy.secretName" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- if $v.existingSecret -}}
+{{- $v.existingSecret -}}
+{{- else if $v.createSecret -}}
+{{- if not (and $v.clientId $v.clientSecret) -}}
+{{- fail "ticket-auth-proxy: createSecret needs clientId and clientSecret" -}}
+{{- end -}}
+{{- include "ticket-auth-proxy.fullname" . -}}
+{{- else -}}
+{{- fail "ticket-auth-proxy: set existingSecret (a Secret with the keys client-id and client-secret), or createSecret with clientId and clientSecret" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* For parent charts: a pod annotation that changes when the chart-created Secret does. */}}
+{{- define "ticket-auth-proxy.checksum" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+checksum/ticket-auth-proxy-secret: {{ printf "%s\n%s\n%v" $v.clientId $v.clientSecret $v.createSecret | sha256sum }}
+{{- end -}}
+
+{{/* For parent charts: the least terminationGracePeriodSeconds for the proxy to drain. */}}
+{{- define "ticket-auth-proxy.terminationGracePeriodSeconds" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- $least := add1 (add $v.shutdown.keepServingSeconds $v.shutdown.drainTimeoutSeconds) -}}
+{{- if lt (int $v.terminationGracePeriodSeconds) (int $least) -}}
+{{- fail (printf "ticket-auth-proxy: terminationGracePeriodSeconds (%v) must exceed shutdown.keepServingSeconds + shutdown.drainTimeoutSeconds (%v)" $v.terminationGracePeriodSeconds (sub $least 1)) -}}
+{{- end -}}
+{{- $v.terminationGracePeriodSeconds -}}
+{{- end -}}
+
+{{/* This chart's appVersion, also from a parent chart's context (where .Chart is the parent). */}}
+{{- define "ticket-auth-proxy.appVersion" -}}
+{{- $sub := and .Subcharts (index .Subcharts "ticket-auth-proxy") -}}
+{{- if $sub -}}
+{{- $sub.Chart.AppVersion -}}
+{{- else -}}
+{{- .Chart.AppVersion -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where the client secret is mounted. */}}
+{{- define "ticket-auth-proxy.secretDir" -}}/var/run/secrets/ticket-auth-proxy{{- end -}}
+
+{{/*
+The proxy container. Arguments: (dict "ctx" $ "role" "standalone"|"native"|"classic").
+*/}}
+{{- define "ticket-auth-proxy.container" -}}
+{{- $ctx := .ctx -}}
+{{- $role := .role -}}
+{{- $v := include "ticket-auth-proxy.values" $ctx | fromYaml -}}
+{{- $keepServing := int $v.shutdown.keepServingSeconds -}}
+{{- if eq $role "native" }}{{ $keepServing = 0 }}{{ end -}}
+{{- $preStopSleep := and (gt $keepServing 0) (semverCompare ">=1.30.0-0" $ctx.Capabilities.KubeVersion.Version) -}}
+{{- $image := printf "%s:%s" $v.image.repository ($v.image.tag | default (include "ticket-auth-proxy.appVersion" $ctx)) -}}
+{{- if $v.image.digest }}{{ $image = printf "%s@%s" $v.image.repository $v.image.digest }}{{ end -}}
+name: ticket-auth-proxy
+image: {{ $image | quote }}
+imagePullPolicy: {{ $v.image.pullPolicy }}
+{{- if eq $role "native" }}
+# A native sidecar: started before the app's containers, stopped after them.
+restartPolicy: Always
+{{- end }}
+ports:
+  - name: proxy
+    containerPort: {{ $v.proxyPort }}
+    protocol: TCP
+  - name: admin
+    containerPort: {{ $v.adminPort }}
+    protocol: TCP
+env:
+  - name: BASE_URL
+    value: {{ required "ticket-auth-proxy: baseUrl is required (the gateway's https base URL)" $v.baseUrl | quote }}
+  {{- with $v.tokenUrl }}
+  - name: TOKEN_URL
+    value: {{ . | quote }}
+  {{- end }}
+  {{- with $v.tokenScope }}
+  - name: TOKEN_SCOPE
+    value: {{ . | quote }}
+  {{- end }}
+  - name: TOKEN_AUTH_METHOD
+    value: {{ $v.tokenAuthMethod | quote }}
+  - name: CLIENT_ID
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "ticket-auth-proxy.secretName" $ctx }}
+        key: client-id
+  # The secret as a file: a rotated Secret reaches the proxy without a restart.
+  - name: CLIENT_SECRET_FILE
+    value: {{ include "ticket-auth-proxy.secretDir" $ctx }}/client-secret
+  - name: LISTEN_HOST
+    value: {{ if eq $role "standalone" }}"0.0.0.0"{{ else }}"127.0.0.1"{{ end }}
+  - name: LISTEN_PORT
+    value: {{ $v.proxyPort | quote }}
+  - name: ADMIN_HOST
+    value: "0.0.0.0"
+  - name: ADMIN_PORT
+    value: {{ $v.adminPort | quote }}
+  - name: LOG_LEVEL
+    value: {{ $v.logLevel | quote }}
+  - name: ACCESS_LOG
+    value: {{ $v.accessLog | quote }}
+  - name: SHUTDOWN_DELAY_S
+    value: {{ if $preStopSleep }}"0"{{ else }}{{ $keepServing | quote }}{{ end }}
+  - name: SHUTDOWN_TIMEOUT_S
+    value: {{ $v.shutdown.drainTimeoutSeconds | quote }}
+  {{- with $v.nodeOptions }}
+  - name: NODE_OPTIONS
+    value: {{ . | quote }}
+  {{- end }}
+  {{- with $v.extraEnv }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+volumeMounts:
+  - name: ticket-auth-proxy-credentials
+    mountPath: {{ include "ticket-auth-proxy.secretDir" $ctx }}
+    readOnly: true
+{{- if $preStopSleep }}
+lifecycle:
+  preStop:
+    # Keeps serving while the endpoints update and the app finishes; no shell needed.
+    sleep:
+      seconds: {{ $keepServing }}
+{{- end }}
+startupProbe:
+  httpGet:
+    path: /livez
+    port: admin
+  periodSeconds: 1
+  failureThreshold: 30
+livenessProbe:
+  httpGet:
+    path: /livez
+    port: admin
+  periodSeconds: 10
+  timeoutSeconds: 2
+  failureThreshold: 3
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: admin
+  periodSeconds: 5
+  timeoutSeconds: 2
+  failureThreshold: 2
+resources:
+  {{- toYaml $v.resources | nindent 2 }}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  runAsGroup: 65532
+  readOnlyRootFilesystem: true
+  allowPrivilegeEscalation: false
+  capabilities:
+    drop: [ALL]
+  seccompProfile:
+    type: RuntimeDefault
+{{- end -}}
+
+{{/*
+For parent charts: the proxy as one entry of a pod's containers list: under initContainers
+(native, the default) or containers (sidecar.native: false). Usage:
+  initContainers:
+    {{- include "ticket-auth-proxy.sidecarContainer" . | nindent 4 }}
+*/}}
+{{- define "ticket-auth-proxy.sidecarContainer" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- $role := ternary "native" "classic" $v.sidecar.native -}}
+- {{ include "ticket-auth-proxy.container" (dict "ctx" . "role" $role) | nindent 2 | trim }}
+{{- end -}}
+
+{{/* For parent charts: whether the sidecar goes under initContainers ("true") or containers. */}}
+{{- define "ticket-auth-proxy.sidecarIsNative" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- ternary "true" "false" $v.sidecar.native -}}
+{{- end -}}
+
+{{/* For parent charts: the volume the sidecar mounts, as one entry of a pod's volumes list. */}}
+{{- define "ticket-auth-proxy.sidecarVolumes" -}}
+- name: ticket-auth-proxy-credentials
+  secret:
+    secretName: {{ include "ticket-auth-proxy.secretName" . }}
+    # Mounted into the proxy's container only.
+    defaultMode: 0444
+    items:
+      - key: client-secret
+        path: client-secret
+{{- end -}}

@@ -1,0 +1,289 @@
+/**
+ * The Helm chart, rendered by a real helm (test/packaging/helm-binary.ts) and every object
+ * validated against the Kubernetes API schemas of `kubernetes-models`, then read the way the
+ * kubelet would: security context, probes, ports, environment, mounts, shutdown timing.
+ */
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { Secret, Service } from 'kubernetes-models/v1';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { SETTINGS } from '../../src/config.js';
+import { helm } from './helm-binary.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const chart = join(root, 'helm', 'ticket-auth-proxy');
+const ciValues = readdirSync(join(chart, 'ci')).filter((f) => f.endsWith('-values.yaml')).sort();
+const KNOWN_ENV = new Set([...SETTINGS.map((s) => s.env), 'NODE_OPTIONS']);
+
+// A loose view of the rendered objects: the tests read them as a user reads the YAML.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Obj = Record<string, any>;
+
+const MODELS: Record<string, { new (data: any): { validate(): void } }> = {
+  'apps/v1/Deployment': Deployment,
+  'v1/Service': Service,
+  'v1/Secret': Secret,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+};
+
+function parse(text: string): Obj[] {
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as Obj | null)
+    .filter((o): o is Obj => o !== null && typeof o === 'object');
+}
+
+async function render(args: string[], chartDir = chart): Promise<Obj[]> {
+  const result = await helm(['template', 'rel', chartDir, '--namespace', 'tickets', ...args]);
+  if (result.code !== 0) throw new Error(`helm template ${args.join(' ')} failed:\n${result.stderr}`);
+  return parse(result.stdout);
+}
+
+async function renderError(args: string[]): Promise<string> {
+  const result = await helm(['template', 'rel', chart, ...args]);
+  expect(result.code, 'helm template should have failed').not.toBe(0);
+  return result.stderr;
+}
+
+const find = (objects: Obj[], kind: string): Obj | undefined => objects.find((o) => o.kind === kind);
+const env = (container: Obj): Obj => Object.fromEntries((container.env ?? []).map((e: Obj) => [e.name, e]));
+
+/** Validates against the API schema; a ServiceMonitor (a CRD) is checked by hand. */
+function validateObject(o: Obj): void {
+  if (o.apiVersion === 'monitoring.coreos.com/v1' && o.kind === 'ServiceMonitor') {
+    expect(o.spec.selector.matchLabels).toBeTypeOf('object');
+    expect(o.spec.endpoints[0]).toMatchObject({ port: 'admin', path: '/metrics' });
+    return;
+  }
+  const Model = MODELS[`${o.apiVersion}/${o.kind}`];
+  expect(Model, `no schema for ${o.apiVersion} ${o.kind}`).toBeDefined();
+  new Model!(o).validate();
+}
+
+/** What every proxy container must be, whatever the mode. */
+function expectSecureProxy(container: Obj, volumes: Obj[]): void {
+  expect(container.securityContext).toEqual({
+    runAsNonRoot: true,
+    runAsUser: 65532,
+    runAsGroup: 65532,
+    readOnlyRootFilesystem: true,
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ['ALL'] },
+    seccompProfile: { type: 'RuntimeDefault' },
+  });
+  const ports = Object.fromEntries(container.ports.map((p: Obj) => [p.name, p.containerPort]));
+  expect(ports).toEqual({ proxy: 8180, admin: 8181 });
+  expect(container.startupProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
+  expect(container.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
+  expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+
+  const vars = env(container);
+  for (const name of Object.keys(vars)) expect(KNOWN_ENV, `${name} is not a setting the proxy reads`).toContain(name);
+  expect(vars.CLIENT_SECRET, 'the secret must not travel in the environment').toBeUndefined();
+  expect(vars.CLIENT_ID?.valueFrom?.secretKeyRef?.key).toBe('client-id');
+  // The secret file sits in the mounted Secret volume, whose Secret is the one CLIENT_ID comes from.
+  const mount = container.volumeMounts.find((m: Obj) => vars.CLIENT_SECRET_FILE.value.startsWith(`${m.mountPath}/`));
+  expect(mount?.readOnly).toBe(true);
+  const volume: Obj | undefined = volumes.find((v) => v.name === mount.name);
+  expect(volume?.secret?.secretName).toBe(vars.CLIENT_ID.valueFrom.secretKeyRef.name);
+  const file = vars.CLIENT_SECRET_FILE.value.slice(mount.mountPath.length + 1);
+  expect(volume!.secret.items).toContainEqual({ key: 'client-secret', path: file });
+  expect(vars.NODE_OPTIONS?.value).toBe('--max-semi-space-size=16');
+}
+
+function shutdownSeconds(container: Obj): number {
+  const vars = env(container);
+  return (container.lifecycle?.preStop?.sleep?.seconds ?? 0) + Number(vars.SHUTDOWN_DELAY_S.value) + Number(vars.SHUTDOWN_TIMEOUT_S.value);
+}
+
+let work: string;
+beforeAll(() => {
+  work = mkdtempSync(join(tmpdir(), 'tap-helm-'));
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('the chart', () => {
+  it('passes helm lint --strict', async () => {
+    const result = await helm(['lint', '--strict', chart, '-f', join(chart, 'ci', 'standalone-values.yaml')]);
+    expect(result.stderr + result.stdout).toContain('0 chart(s) failed');
+    expect(result.code).toBe(0);
+  });
+
+  it('has ci values for standalone, sidecar, created-secret and all-options renders', () => {
+    expect(ciValues).toEqual(expect.arrayContaining(['standalone-values.yaml', 'sidecar-values.yaml', 'created-secret-values.yaml', 'standalone-all-options-values.yaml']));
+  });
+
+  it.each(ciValues)('renders %s into objects the Kubernetes API schemas accept', async (file) => {
+    const objects = await render(['-f', join(chart, 'ci', file)]);
+    expect(objects.length).toBeGreaterThan(0);
+    for (const o of objects) validateObject(o);
+  });
+});
+
+describe('standalone mode', () => {
+  it('runs a secure proxy listening on all interfaces behind a Service, with probes on the admin port', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'standalone-values.yaml')]);
+    const deployment = find(objects, 'Deployment')!;
+    const pod = deployment.spec.template.spec;
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
+    const [container] = pod.containers;
+    expectSecureProxy(container, pod.volumes);
+    expect(env(container).LISTEN_HOST.value).toBe('0.0.0.0');
+    expect(env(container).BASE_URL.value).toBe('https://tickets.example.com');
+    expect(env(container).CLIENT_ID.valueFrom.secretKeyRef.name).toBe('ticket-service-credentials');
+    const service = find(objects, 'Service')!;
+    expect(service.spec.selector).toEqual(deployment.spec.selector.matchLabels);
+    expect(service.spec.ports).toContainEqual(expect.objectContaining({ name: 'proxy', port: 8180, targetPort: 'proxy' }));
+    expect(find(objects, 'Secret')).toBeUndefined();
+  });
+
+  it('keeps serving through a preStop sleep and drains within the grace period', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'standalone-values.yaml')]);
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    const [container] = pod.containers;
+    expect(container.lifecycle.preStop.sleep.seconds).toBe(5);
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownSeconds(container));
+  });
+
+  it('moves the keep-serving time to SHUTDOWN_DELAY_S on clusters without the preStop sleep (1.29)', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'standalone-values.yaml'), '--kube-version', '1.29.4']);
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    const [container] = pod.containers;
+    expect(container.lifecycle).toBeUndefined();
+    expect(env(container).SHUTDOWN_DELAY_S.value).toBe('5');
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownSeconds(container));
+  });
+
+  it('lets only the selected pods reach the proxy port, by default', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'standalone-values.yaml')]);
+    const policy = find(objects, 'NetworkPolicy')!;
+    expect(policy.spec.podSelector.matchLabels).toEqual(find(objects, 'Deployment')!.spec.selector.matchLabels);
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec.ingress).toEqual([
+      { from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'legacy-app' } } }], ports: [{ port: 'proxy', protocol: 'TCP' }] },
+    ]);
+    const none = await render(['-f', join(chart, 'ci', 'no-networkpolicy-values.yaml')]);
+    expect(find(none, 'NetworkPolicy')).toBeUndefined();
+  });
+
+  it('renders the HPA, PodDisruptionBudget and ServiceMonitor when asked, aimed at the Deployment', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'standalone-all-options-values.yaml')]);
+    const deployment = find(objects, 'Deployment')!;
+    expect(deployment.spec.replicas, 'the HPA owns the replica count').toBeUndefined();
+    expect(find(objects, 'HorizontalPodAutoscaler')!.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: deployment.metadata.name });
+    expect(find(objects, 'PodDisruptionBudget')!.spec.selector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
+    const monitor = find(objects, 'ServiceMonitor')!;
+    expect(monitor.metadata.labels.release).toBe('prometheus');
+    const container = deployment.spec.template.spec.containers[0];
+    expect(container.image).toBe('ghcr.io/ticket-auth-proxy/ticket-auth-proxy@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
+    expect(env(container)).toMatchObject({
+      TOKEN_URL: { value: 'https://login.example.com/oauth2/token' },
+      TOKEN_SCOPE: { value: 'tickets:read tickets:write' },
+      TOKEN_AUTH_METHOD: { value: 'client_secret_basic' },
+      UPSTREAM_TIMEOUT_MS: { value: '60000' },
+      ACCESS_LOG: { value: 'true' },
+    });
+    const defaults = await render(['-f', join(chart, 'ci', 'standalone-values.yaml')]);
+    for (const kind of ['HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ServiceMonitor']) expect(find(defaults, kind)).toBeUndefined();
+  });
+
+  it('creates the Secret on request, and rolls the pods when its content changes', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'created-secret-values.yaml')]);
+    const secret = find(objects, 'Secret')!;
+    expect(Object.keys(secret.stringData).sort()).toEqual(['client-id', 'client-secret']);
+    const pod = find(objects, 'Deployment')!.spec.template;
+    expect(env(pod.spec.containers[0]).CLIENT_ID.valueFrom.secretKeyRef.name).toBe(secret.metadata.name);
+    const rotated = await render(['-f', join(chart, 'ci', 'created-secret-values.yaml'), '--set', 'clientSecret=rotated']);
+    const before = pod.metadata.annotations['checksum/ticket-auth-proxy-secret'];
+    const after = find(rotated, 'Deployment')!.spec.template.metadata.annotations['checksum/ticket-auth-proxy-secret'];
+    expect(before).toMatch(/^[0-9a-f]{64}$/);
+    expect(after).not.toBe(before);
+  });
+});
+
+describe('values.schema.json and the chart refuse bad values, naming them', () => {
+  const base = ['--set', 'existingSecret=creds'];
+  it.each([
+    ['a missing baseUrl', [...base], /baseUrl/],
+    ['a baseUrl that is no URL', [...base, '--set', 'baseUrl=tickets.example.com'], /baseUrl/],
+    ['a string replica count', [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicaCount=two'], /replicaCount.*(integer|string)/],
+    ['a port out of range', [...base, '--set', 'baseUrl=https://x.example', '--set', 'proxyPort=70000'], /proxyPort/],
+    ['an unknown key', [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicas=3'], /replicas/],
+    ['an unknown log level', [...base, '--set', 'baseUrl=https://x.example', '--set', 'logLevel=loud'], /logLevel/],
+    ['no credentials', ['--set', 'baseUrl=https://x.example'], /existingSecret/],
+    ['a created Secret without its secret', ['--set', 'baseUrl=https://x.example', '--set', 'createSecret=true', '--set', 'clientId=a'], /clientSecret/],
+    ['a grace period too short to drain', [...base, '--set', 'baseUrl=https://x.example', '--set', 'terminationGracePeriodSeconds=10'], /terminationGracePeriodSeconds/],
+  ])('refuses %s', async (_name, args, message) => {
+    expect(await renderError(args)).toMatch(message);
+  });
+});
+
+describe('sidecar mode, through a parent chart', () => {
+  /** The example parent chart with this chart vendored as its dependency, in a temporary copy. */
+  function parentChart(): string {
+    const dir = join(work, `parent-${Math.random().toString(36).slice(2)}`);
+    cpSync(join(root, 'examples', 'parent-chart'), dir, { recursive: true });
+    mkdirSync(join(dir, 'charts'));
+    cpSync(chart, join(dir, 'charts', 'ticket-auth-proxy'), { recursive: true });
+    return dir;
+  }
+
+  it('renders no workload of its own in sidecar mode', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'sidecar-values.yaml')]);
+    expect(objects.map((o) => o.kind)).toEqual(['Secret']);
+  });
+
+  it('puts a native sidecar (an init container with restartPolicy: Always) on loopback into the parent pod', async () => {
+    const objects = await render([], parentChart());
+    for (const o of objects) validateObject(o);
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    const sidecar = pod.initContainers.find((c: Obj) => c.name === 'ticket-auth-proxy');
+    expect(sidecar.restartPolicy).toBe('Always');
+    expect(pod.containers.map((c: Obj) => c.name)).toEqual(['legacy-app']);
+    expectSecureProxy(sidecar, pod.volumes);
+    expect(env(sidecar).LISTEN_HOST.value).toBe('127.0.0.1');
+    expect(sidecar.image).toBe(`ghcr.io/ticket-auth-proxy/ticket-auth-proxy:${/appVersion: "([^"]+)"/.exec(readFileSync(join(chart, 'Chart.yaml'), 'utf8'))![1]}`);
+    // Stopped after the app by Kubernetes itself: no keep-serving delay needed.
+    expect(sidecar.lifecycle).toBeUndefined();
+    expect(env(sidecar).SHUTDOWN_DELAY_S.value).toBe('0');
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownSeconds(sidecar));
+  });
+
+  it('puts a classic sidecar container beside the app on request, serving on through a preStop sleep', async () => {
+    const objects = await render(['--set', 'ticket-auth-proxy.sidecar.native=false'], parentChart());
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    expect(pod.initContainers).toBeUndefined();
+    expect(pod.containers.map((c: Obj) => c.name)).toEqual(['legacy-app', 'ticket-auth-proxy']);
+    const sidecar = pod.containers[1];
+    expect(sidecar.restartPolicy).toBeUndefined();
+    expectSecureProxy(sidecar, pod.volumes);
+    expect(sidecar.lifecycle.preStop.sleep.seconds).toBe(5);
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownSeconds(sidecar));
+  });
+});
+
+describe('the plain manifest for kubectl users', () => {
+  it('is a valid Deployment with the proxy as a secure native sidecar', () => {
+    const objects = parse(readFileSync(join(root, 'examples', 'kubernetes', 'native-sidecar.yaml'), 'utf8'));
+    expect(objects).toHaveLength(1);
+    const deployment = objects[0]!;
+    validateObject(deployment);
+    const pod = deployment.spec.template.spec;
+    expect(pod.automountServiceAccountToken).toBe(false);
+    const sidecar = pod.initContainers[0];
+    expect(sidecar.restartPolicy).toBe('Always');
+    expect(sidecar.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    expect(sidecar.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+    expect(env(sidecar).LISTEN_HOST.value).toBe('127.0.0.1');
+    for (const name of Object.keys(env(sidecar))) expect(KNOWN_ENV).toContain(name);
+    expect(pod.volumes[0].secret.secretName).toBe(env(sidecar).CLIENT_ID.valueFrom.secretKeyRef.name);
+  });
+});
