@@ -6,39 +6,13 @@
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Deployment } from 'kubernetes-models/apps/v1';
-import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
-import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
-import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { Secret, Service } from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
-import { SETTINGS } from '../../src/config.js';
 import { helm } from './helm-binary.js';
+import { envOf as env, findKind as find, KNOWN_ENV, type Obj, parseObjects as parse, validateObject } from './k8s-objects.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const chart = join(root, 'helm', 'ticket-auth-proxy');
 const ciValues = readdirSync(join(chart, 'ci')).filter((f) => f.endsWith('-values.yaml')).sort();
-const KNOWN_ENV = new Set([...SETTINGS.map((s) => s.env), 'NODE_OPTIONS']);
-
-// A loose view of the rendered objects: the tests read them as a user reads the YAML.
-/* eslint-disable @typescript-eslint/no-explicit-any */
-type Obj = Record<string, any>;
-
-const MODELS: Record<string, { new (data: any): { validate(): void } }> = {
-  'apps/v1/Deployment': Deployment,
-  'v1/Service': Service,
-  'v1/Secret': Secret,
-  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
-  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-};
-
-function parse(text: string): Obj[] {
-  return parseAllDocuments(text)
-    .map((d) => d.toJS() as Obj | null)
-    .filter((o): o is Obj => o !== null && typeof o === 'object');
-}
 
 async function render(args: string[], chartDir = chart): Promise<Obj[]> {
   const result = await helm(['template', 'rel', chartDir, '--namespace', 'tickets', ...args]);
@@ -50,21 +24,6 @@ async function renderError(args: string[]): Promise<string> {
   const result = await helm(['template', 'rel', chart, ...args]);
   expect(result.code, 'helm template should have failed').not.toBe(0);
   return result.stderr;
-}
-
-const find = (objects: Obj[], kind: string): Obj | undefined => objects.find((o) => o.kind === kind);
-const env = (container: Obj): Obj => Object.fromEntries((container.env ?? []).map((e: Obj) => [e.name, e]));
-
-/** Validates against the API schema; a ServiceMonitor (a CRD) is checked by hand. */
-function validateObject(o: Obj): void {
-  if (o.apiVersion === 'monitoring.coreos.com/v1' && o.kind === 'ServiceMonitor') {
-    expect(o.spec.selector.matchLabels).toBeTypeOf('object');
-    expect(o.spec.endpoints[0]).toMatchObject({ port: 'admin', path: '/metrics' });
-    return;
-  }
-  const Model = MODELS[`${o.apiVersion}/${o.kind}`];
-  expect(Model, `no schema for ${o.apiVersion} ${o.kind}`).toBeDefined();
-  new Model!(o).validate();
 }
 
 /** What every proxy container must be, whatever the mode. */

@@ -1,0 +1,150 @@
+/**
+ * The README's Deploy section: every example in it is a file the other packaging tests render or
+ * parse, or a command run here as far as this machine can (no Docker engine, no cluster).
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
+import { pollUntil, startProxy } from '../helpers/index.js';
+import { helm } from './helm-binary.js';
+import { envOf, findKind, KNOWN_ENV, type Obj, parseObjects, validateObject } from './k8s-objects.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** The code blocks marked `<!-- example: NAME -->` in the README, by name. */
+function examples(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of readme.matchAll(/<!-- example: (\S+) -->\n```[a-z]*\n([\s\S]*?)```\n/g)) out.set(m[1]!, m[2]!);
+  return out;
+}
+
+/** A shell command's words: continuation lines joined, quotes removed (no expansions). */
+function words(command: string): string[] {
+  const joined = command.replace(/\\\n/g, ' ');
+  return [...joined.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]!);
+}
+
+/** The values of each occurrence of a flag (`-e X`, `--set X`). */
+function flagValues(argv: string[], ...names: string[]): string[] {
+  return argv.flatMap((w, i) => (names.includes(w) && argv[i + 1] !== undefined ? [argv[i + 1]!] : []));
+}
+
+const blocks = examples();
+
+describe('README Deploy section', () => {
+  it('has the Docker, Compose, Helm standalone, Helm sidecar and kubectl examples', () => {
+    expect([...blocks.keys()].sort()).toEqual(
+      [
+        'docker-run',
+        'examples/docker/compose.yaml',
+        'examples/kubernetes/native-sidecar.yaml',
+        'examples/parent-chart/templates/deployment.yaml',
+        'examples/parent-chart/values.yaml',
+        'helm-standalone',
+      ].sort(),
+    );
+  });
+
+  it.each([...blocks.keys()].filter((name) => name.startsWith('examples/')))('shows %s exactly as the file is', (name) => {
+    expect(blocks.get(name)).toBe(readFileSync(join(root, name), 'utf8'));
+  });
+
+  it('runs docker with the port on host loopback, a read-only root, no capabilities and the secret from a file', () => {
+    const argv = words(blocks.get('docker-run')!);
+    expect(argv.slice(0, 2)).toEqual(['docker', 'run']);
+    expect(flagValues(argv, '-p')).toEqual(['127.0.0.1:8180:8180']);
+    for (const flag of ['--read-only', '--cap-drop', '--security-opt']) expect(argv).toContain(flag);
+    expect(flagValues(argv, '--user')).toEqual(['65532:65532']);
+    const env = Object.fromEntries(flagValues(argv, '-e').map((kv) => kv.split('=', 2) as [string, string]));
+    for (const name of Object.keys(env)) expect(KNOWN_ENV).toContain(name);
+    expect(env.LISTEN_HOST).toBe('0.0.0.0');
+    expect(env.CLIENT_SECRET).toBeUndefined();
+    const [, target, mode] = flagValues(argv, '-v')[0]!.split(':');
+    expect(target).toBe(env.CLIENT_SECRET_FILE);
+    expect(mode).toBe('ro');
+    expect(argv.at(-1)).toBe(`ghcr.io/ticket-auth-proxy/ticket-auth-proxy:${version}`);
+  });
+
+  it('installs the standalone chart with a command helm renders into valid objects', async () => {
+    const argv = words(blocks.get('helm-standalone')!);
+    expect(argv.slice(0, 2)).toEqual(['helm', 'install']);
+    const result = await helm(['template', ...argv.slice(2)], root);
+    expect(result.stderr).toBe('');
+    const objects = parseObjects(result.stdout);
+    for (const o of objects) validateObject(o);
+    const container: Obj = findKind(objects, 'Deployment')!.spec.template.spec.containers[0];
+    expect(envOf(container).BASE_URL.value).toBe('https://tickets.example.com');
+    expect(findKind(objects, 'NetworkPolicy')!.spec.ingress[0].from[0].podSelector.matchLabels).toEqual({ app: 'legacy-app' });
+    expect(findKind(objects, 'Service')!.metadata.name).toBe('tickets-ticket-auth-proxy');
+    expect(readme).toContain('http://tickets-ticket-auth-proxy.<namespace>.svc:8180');
+  });
+});
+
+describe('the Compose example', () => {
+  const compose = parseYaml(readFileSync(join(root, 'examples/docker/compose.yaml'), 'utf8')) as Obj;
+  const proxy: Obj = compose.services['ticket-auth-proxy'];
+  const app: Obj = compose.services['legacy-app'];
+
+  it('runs the proxy unprivileged, read-only, unpublished, with the secret from a Compose secret file', () => {
+    expect(proxy).toMatchObject({ user: '65532:65532', read_only: true, cap_drop: ['ALL'], security_opt: ['no-new-privileges:true'] });
+    expect(proxy.ports).toBeUndefined();
+    for (const name of Object.keys(proxy.environment)) expect(KNOWN_ENV).toContain(name);
+    expect(proxy.environment.CLIENT_SECRET).toBeUndefined();
+    expect(proxy.environment.LISTEN_HOST, 'the proxy stays on loopback').toBeUndefined();
+    const [secret] = proxy.secrets as string[];
+    expect(proxy.environment.CLIENT_SECRET_FILE).toBe(`/run/secrets/${secret}`);
+    expect(compose.secrets[secret!].file).toBeTypeOf('string');
+  });
+
+  it("puts the app in the proxy's network namespace, started once the proxy is healthy", () => {
+    expect(app.network_mode).toBe('service:ticket-auth-proxy');
+    expect(app.depends_on['ticket-auth-proxy'].condition).toBe('service_healthy');
+    expect(app.environment.TICKETS_BASE_URL).toBe('http://127.0.0.1:8180');
+  });
+
+  describe('its healthcheck command, run against the real proxy', () => {
+    let gateway: MockTicketService;
+    beforeAll(async () => {
+      gateway = await createMockTicketService({ clients: { client: 'compose-secret' }, tokenTtlS: 900 });
+    });
+    afterAll(async () => {
+      await gateway?.close();
+    });
+
+    /** Runs the healthcheck's argv with the admin port swapped for `port`; resolves the exit code. */
+    function healthcheck(port: number): Promise<number | null> {
+      const [kind, command, ...args] = proxy.healthcheck.test as string[];
+      expect(kind).toBe('CMD');
+      expect(command).toBe('node');
+      const child = spawn(process.execPath, args.map((a) => a.replace('127.0.0.1:8181', `127.0.0.1:${port}`)), { stdio: 'ignore' });
+      return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    }
+
+    it('exits 0 once the proxy holds a token, and non-zero when nothing answers', async () => {
+      const proxyProcess = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: 'compose-secret' });
+      try {
+        await pollUntil(async () => (await healthcheck(proxyProcess.adminPort)) === 0, { timeoutMs: 10_000 });
+      } finally {
+        await proxyProcess.stop();
+      }
+      expect(await healthcheck(proxyProcess.adminPort)).not.toBe(0);
+    });
+
+    it('exits non-zero while the proxy has no token', async () => {
+      gateway.setTokenFault({ status: 401, body: { error: 'invalid_client' }, times: Infinity });
+      const proxyProcess = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: 'compose-secret' });
+      try {
+        await pollUntil(() => gateway.tokenRequests.length > 0, { timeoutMs: 10_000 });
+        expect(await healthcheck(proxyProcess.adminPort)).toBe(1);
+      } finally {
+        gateway.clearTokenFaults();
+        await proxyProcess.stop();
+      }
+    });
+  });
+});
