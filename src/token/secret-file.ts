@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import type { Clock } from '../clock.js';
 import { trimSecret } from '../config.js';
+import { FILE_POLL_INTERVAL_MS, watchFile } from '../files/watched-file.js';
 import type { Log } from '../log.js';
 
 /** How often the secret file is read: a change is seen within 2 s (PRODUCT §3). */
-export const SECRET_POLL_INTERVAL_MS = 1_000;
+export const SECRET_POLL_INTERVAL_MS = FILE_POLL_INTERVAL_MS;
 
 export interface SecretWatcherOptions {
   path: string;
@@ -18,50 +18,29 @@ export interface SecretWatcherOptions {
 }
 
 /**
- * Watches the secret file by reading it every second. Reading (not `fs.watch`) sees every kind of
- * replacement: an editor's rename, and Kubernetes' `..data` symlink swap, which changes no inode
- * the watched path resolves to until the swap. An unreadable or empty file keeps the old secret.
+ * Watches the secret file with the rules every watched file follows (`files/watched-file.ts`):
+ * trimmed, an unreadable or empty file keeps the old secret, a new secret is reported once.
  * Returns a function that stops the watch.
  */
 export function watchSecretFile(options: SecretWatcherOptions): () => void {
-  const { path, clock, log, onChange } = options;
-  const read = options.read ?? ((p: string) => readFile(p, 'utf8'));
-  const interval = options.intervalMs ?? SECRET_POLL_INTERVAL_MS;
   let current = options.initial;
-  let problem: string | undefined;
-  let timer: unknown;
-  let stopped = false;
-
-  const poll = async (): Promise<void> => {
-    try {
-      const secret = trimSecret(await read(path));
-      if (secret === '') {
-        if (problem !== 'empty') log.warn({ path }, 'secret file is empty; keeping the current secret');
-        problem = 'empty';
-      } else {
-        if (problem !== undefined) log.info({ path }, 'secret file is readable again');
-        problem = undefined;
-        if (secret !== current) {
-          current = secret;
-          log.info({ path }, 'secret file changed');
-          onChange(secret);
-        }
-      }
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      if (problem !== code) log.warn({ path, code }, 'secret file cannot be read; keeping the current secret');
-      problem = code;
-    }
-  };
-  const schedule = (): void => {
-    if (stopped) return;
-    timer = clock.setTimeout(() => {
-      void poll().finally(schedule);
-    }, interval);
-  };
-  schedule();
-  return () => {
-    stopped = true;
-    clock.clearTimeout(timer);
-  };
+  return watchFile({
+    path: options.path,
+    what: 'secret file',
+    initialText: options.initial,
+    parse: (text) => {
+      const secret = trimSecret(text);
+      if (secret === '') throw new Error('the file is empty');
+      return secret;
+    },
+    onChange: (secret) => {
+      if (secret === current) return;
+      current = secret;
+      options.onChange(secret);
+    },
+    clock: options.clock,
+    log: options.log,
+    ...(options.read ? { read: options.read } : {}),
+    ...(options.intervalMs !== undefined ? { intervalMs: options.intervalMs } : {}),
+  });
 }
