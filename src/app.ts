@@ -1,6 +1,5 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { Agent, Pool } from 'undici';
 import type { Registry } from 'prom-client';
 import { createAdminServer } from './admin.js';
 import type { Clock } from './clock.js';
@@ -8,6 +7,8 @@ import { isLoopbackHost, type Config } from './config.js';
 import { CredentialsRequiredError } from './errors.js';
 import type { Log } from './log.js';
 import { createMetrics } from './metrics.js';
+import { createDispatchers } from './net/dispatchers.js';
+import { readTlsMaterial, watchTlsFiles } from './net/tls-files.js';
 import { createForwarder } from './proxy/forward.js';
 import { createProxyServer } from './proxy/server.js';
 import { shutdown } from './shutdown.js';
@@ -48,14 +49,16 @@ export async function startApp(deps: AppDeps): Promise<App> {
   const { config, log, clock, random, registry } = deps;
   const metrics = createMetrics(registry);
 
-  const tokenDispatcher = new Agent({ connections: 4, keepAliveTimeout: 30_000, connect: { timeout: config.tokenFetchTimeoutMs } });
-  const upstream = new URL(config.baseUrl);
-  const pool = new Pool(upstream.origin, {
-    keepAliveTimeout: 60_000,
-    keepAliveMaxTimeout: 600_000,
-    connect: { timeout: Math.min(config.upstreamTimeoutMs, 10_000) },
+  const tls = readTlsMaterial(config);
+  const dispatchers = createDispatchers({
+    gatewayOrigin: new URL(config.baseUrl).origin,
+    tokenUrl: config.tokenUrl,
+    gatewayConnectTimeoutMs: Math.min(config.upstreamTimeoutMs, 10_000),
+    tokenConnectTimeoutMs: config.tokenFetchTimeoutMs,
+    proxy: { httpsProxy: config.httpsProxy, httpProxy: config.httpProxy, noProxy: config.noProxy },
+    tls,
   });
-  const fetchToken = tokenFetcherFromConfig(config, tokenDispatcher, () => clock.now());
+  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, () => clock.now());
 
   let configured: TokenSource | undefined;
   let stopWatch: (() => void) | undefined;
@@ -84,9 +87,22 @@ export async function startApp(deps: AppDeps): Promise<App> {
     }
   }
 
+  // PRODUCT §12.6: rotated TLS files are used by new connections; a new client certificate
+  // fetches a token at once, as a secret change does.
+  const stopTlsWatch = watchTlsFiles({
+    config,
+    initial: tls,
+    clock,
+    log,
+    onChange: (material, what) => {
+      dispatchers.setTls(material);
+      if (what === 'client_certificate' && configured !== undefined) configured.refreshNow('client certificate changed');
+    },
+  });
+
   const noCredentials = new CredentialsRequiredError('no credentials are configured; send Basic credentials');
   const forward = createForwarder({
-    pool,
+    pool: dispatchers.gateway,
     baseUrl: config.baseUrl,
     selectSource: () => configured ?? noCredentials,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
@@ -123,8 +139,9 @@ export async function startApp(deps: AppDeps): Promise<App> {
   } catch (err) {
     configured?.stop();
     stopWatch?.();
+    stopTlsWatch();
     proxyServer.close();
-    await Promise.all([pool.destroy(), tokenDispatcher.destroy()]);
+    await dispatchers.destroy();
     throw err;
   }
   listening = true;
@@ -166,7 +183,8 @@ export async function startApp(deps: AppDeps): Promise<App> {
         onClosed: async () => {
           configured?.stop();
           stopWatch?.();
-          await Promise.all([pool.destroy(), tokenDispatcher.destroy()]);
+          stopTlsWatch();
+          await dispatchers.destroy();
         },
       }),
   };

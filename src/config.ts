@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { ConfigError } from './errors.js';
+import { checkNetworkSettings } from './net/network-settings.js';
 
 export type TokenAuthMethod = 'client_secret_post' | 'client_secret_basic';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -26,6 +27,15 @@ export interface Config {
   readonly tokenFetchTimeoutMs: number;
   readonly upstreamTimeoutMs: number;
   readonly replayBodyLimitBytes: number;
+  /** PEM CAs trusted in addition to the system roots (§12.1). */
+  readonly caFile: string | undefined;
+  /** Client certificate chain and key, presented when a server asks (§12.2). */
+  readonly tlsClientCertFile: string | undefined;
+  readonly tlsClientKeyFile: string | undefined;
+  /** Egress proxies and their exceptions (§12.4); the URLs may carry credentials: never logged. */
+  readonly httpsProxy: string | undefined;
+  readonly httpProxy: string | undefined;
+  readonly noProxy: string | undefined;
   readonly passthroughBasic: boolean;
   readonly tokenCacheMax: number;
   readonly shutdownDelayS: number;
@@ -47,6 +57,8 @@ type Kind =
 
 interface Setting {
   env: string;
+  /** The lower-case env name is read too and wins, as curl reads proxy variables. */
+  lowerCaseEnv?: boolean;
   key: keyof Config;
   kind: Kind;
   default?: string | number | boolean;
@@ -85,6 +97,12 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'TOKEN_FETCH_TIMEOUT_MS', key: 'tokenFetchTimeoutMs', kind: { type: 'int', min: 1 }, default: 10000 },
   { env: 'UPSTREAM_TIMEOUT_MS', key: 'upstreamTimeoutMs', kind: { type: 'int', min: 1 }, default: 30000 },
   { env: 'REPLAY_BODY_LIMIT_BYTES', key: 'replayBodyLimitBytes', kind: { type: 'int', min: 0 }, default: 65536 },
+  { env: 'CA_FILE', key: 'caFile', kind: { type: 'path' } },
+  { env: 'TLS_CLIENT_CERT_FILE', key: 'tlsClientCertFile', kind: { type: 'path' } },
+  { env: 'TLS_CLIENT_KEY_FILE', key: 'tlsClientKeyFile', kind: { type: 'path' } },
+  { env: 'HTTPS_PROXY', key: 'httpsProxy', kind: { type: 'string', secret: true }, lowerCaseEnv: true },
+  { env: 'HTTP_PROXY', key: 'httpProxy', kind: { type: 'string', secret: true }, lowerCaseEnv: true },
+  { env: 'NO_PROXY', key: 'noProxy', kind: { type: 'string' }, lowerCaseEnv: true },
   { env: 'PASSTHROUGH_BASIC', key: 'passthroughBasic', kind: { type: 'bool' }, default: false },
   { env: 'TOKEN_CACHE_MAX', key: 'tokenCacheMax', kind: { type: 'int', min: 1 }, default: 1000 },
   { env: 'SHUTDOWN_DELAY_S', key: 'shutdownDelayS', kind: { type: 'number', min: 0 }, default: 0 },
@@ -144,8 +162,10 @@ export function loadConfig(sources: ConfigSources): Config {
     }
   }
   for (const s of SETTINGS) {
-    const value = sources.env[s.env];
-    if (value !== undefined && value !== '') raw.set(s.key, { value, from: s.env });
+    const lower = s.lowerCaseEnv ? sources.env[s.env.toLowerCase()] : undefined;
+    const value = lower !== undefined && lower !== '' ? lower : sources.env[s.env];
+    const from = value === lower ? s.env.toLowerCase() : s.env;
+    if (value !== undefined && value !== '') raw.set(s.key, { value, from });
   }
 
   const out: Record<string, unknown> = {};
@@ -197,6 +217,8 @@ export function loadConfig(sources: ConfigSources): Config {
     if (!hasId) problems.push('CLIENT_ID is required: the client identifier from the workspace settings');
     if (!hasSecret) problems.push('CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings');
   }
+
+  checkNetworkSettings(out, name, sources.readSecretFile, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as unknown as Config;

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { Agent } from 'undici';
 import { Registry } from 'prom-client';
 import { parse as parseYaml } from 'yaml';
 import { startApp } from './app.js';
@@ -9,6 +8,8 @@ import { systemClock } from './clock.js';
 import { loadConfig, type Config } from './config.js';
 import { ConfigError } from './errors.js';
 import { createLogger } from './log.js';
+import { createDispatchers } from './net/dispatchers.js';
+import { readTlsMaterial } from './net/tls-files.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -47,8 +48,15 @@ async function check(config: Config): Promise<never> {
   if (config.clientId === undefined || config.clientSecret === undefined) {
     fail('check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)');
   }
-  const dispatcher = new Agent({ connect: { timeout: config.tokenFetchTimeoutMs } });
-  const fetchToken = tokenFetcherFromConfig(config, dispatcher, Date.now);
+  const dispatchers = createDispatchers({
+    gatewayOrigin: new URL(config.baseUrl).origin,
+    tokenUrl: config.tokenUrl,
+    gatewayConnectTimeoutMs: config.tokenFetchTimeoutMs,
+    tokenConnectTimeoutMs: config.tokenFetchTimeoutMs,
+    proxy: { httpsProxy: config.httpsProxy, httpProxy: config.httpProxy, noProxy: config.noProxy },
+    tls: readTlsMaterial(config),
+  });
+  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, Date.now);
   const started = Date.now();
   try {
     const grant = await fetchToken({ clientId: config.clientId, clientSecret: config.clientSecret });
@@ -57,7 +65,7 @@ async function check(config: Config): Promise<never> {
       `ok: token obtained from ${config.tokenUrl} in ${Date.now() - started} ms; ` +
         `lifetime ${lifetimeS} s (expires ${new Date(started + grant.lifetimeMs).toISOString()})\n`,
     );
-    await dispatcher.close();
+    await dispatchers.close();
     process.exit(0);
   } catch (err) {
     const e = err as { outcome?: string; message: string };

@@ -8,6 +8,7 @@ import {
   UpstreamTimeoutError,
   UpstreamUnreachableError,
 } from '../errors.js';
+import { networkFailureReason } from '../net/failure-reason.js';
 import type { Log } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { sendProblem } from '../problem.js';
@@ -112,7 +113,7 @@ function upstreamError(err: Error, timeoutMs: number): ProxyError {
   if (code === 'UND_ERR_HEADERS_TIMEOUT') {
     return new UpstreamTimeoutError(`the gateway sent no response headers within ${timeoutMs} ms`, { cause: err });
   }
-  return new UpstreamUnreachableError(`the gateway could not be reached (${code ?? err.message})`, { cause: err });
+  return new UpstreamUnreachableError(`the gateway could not be reached (${networkFailureReason(err)})`, { cause: err });
 }
 
 /** The caller went away: stop the upstream request. `this` is the response. */

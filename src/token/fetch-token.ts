@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { request } from 'undici';
 import { TokenFetchError } from '../errors.js';
+import { networkFailureReason } from '../net/failure-reason.js';
 import type { Config, TokenAuthMethod } from '../config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
 
@@ -118,6 +119,6 @@ function classify(err: unknown, timeoutMs: number, signal: AbortSignal): TokenFe
   ) {
     return new TokenFetchError('timeout', `token request timed out after ${timeoutMs} ms`, { cause: err });
   }
-  const reason = code ?? (err as Error).message ?? String(err);
+  const reason = networkFailureReason(err);
   return new TokenFetchError('network_error', `token endpoint unreachable (${reason})`, { cause: err });
 }

@@ -139,6 +139,13 @@ export class TokenSource {
     this.fetchNow();
   }
 
+  /** Material the token request is made with changed (a client certificate): fetch at once (§12.6). */
+  refreshNow(reason: string): void {
+    this.generation++;
+    this.opts.log.info({ credential: this.opts.label, reason }, 'fetching a token at once');
+    this.fetchNow();
+  }
+
   /** Whether the last fetch failed, so a retry is due (for the pass-through cache). */
   get failing(): boolean {
     return this.failures > 0;

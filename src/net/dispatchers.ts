@@ -1,0 +1,156 @@
+import { createSecureContext, type SecureContext } from 'node:tls';
+import { Agent, Dispatcher, EnvHttpProxyAgent, Pool } from 'undici';
+import type { TlsMaterial } from './tls-material.js';
+
+/** The egress proxy settings, as curl reads them (PRODUCT §12.4). */
+export interface EgressProxy {
+  httpsProxy: string | undefined;
+  httpProxy: string | undefined;
+  noProxy: string | undefined;
+}
+
+export interface DispatchersOptions {
+  /** `BASE_URL`'s origin: the gateway's connections. */
+  gatewayOrigin: string;
+  /** `TOKEN_URL`: the token endpoint's connections. */
+  tokenUrl: string;
+  gatewayConnectTimeoutMs: number;
+  tokenConnectTimeoutMs: number;
+  proxy: EgressProxy;
+  tls: TlsMaterial;
+}
+
+/**
+ * The connections to the gateway and to the token endpoint, made from the TLS material and the
+ * egress proxy; forwarding and token fetching see only these two dispatchers.
+ */
+export interface Dispatchers {
+  /** For the forwarder: requests need no `origin`, it is the gateway's. */
+  readonly gateway: Dispatcher;
+  readonly token: Dispatcher;
+  /**
+   * New TLS material (a rotated CA file or client certificate): new connections use it; requests
+   * in flight finish on the old connections, which are then closed.
+   */
+  setTls(tls: TlsMaterial): void;
+  close(): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+/**
+ * A stable dispatcher whose target can be replaced: the forwarder and the token fetcher keep one
+ * object while the connections behind it are rebuilt. A replaced target is closed gracefully
+ * (undici's `close` lets the requests it holds finish).
+ */
+export class SwappableDispatcher extends Dispatcher {
+  #target: Dispatcher;
+  readonly #origin: string | undefined;
+
+  constructor(target: Dispatcher, origin?: string) {
+    super();
+    this.#target = target;
+    this.#origin = origin;
+  }
+
+  override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    // The forwarder's options object is built for this one dispatch: adding the origin is safe.
+    if (this.#origin !== undefined && options.origin === undefined) options.origin = this.#origin;
+    return this.#target.dispatch(options, handler);
+  }
+
+  /** Sends new requests to `next`; the old target finishes what it holds and closes. */
+  swap(next: Dispatcher): Promise<void> {
+    const old = this.#target;
+    this.#target = next;
+    return old.close().catch(() => undefined);
+  }
+
+  override close(): Promise<void>;
+  override close(callback: () => void): void;
+  override close(callback?: () => void): Promise<void> | void {
+    const done = this.#target.close();
+    if (callback) void done.then(callback, callback);
+    else return done;
+  }
+
+  override destroy(): Promise<void>;
+  override destroy(err: Error | null): Promise<void>;
+  override destroy(callback: () => void): void;
+  override destroy(err: Error | null, callback: () => void): void;
+  override destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | void {
+    const err = typeof a === 'function' ? null : (a ?? null);
+    const callback = typeof a === 'function' ? a : b;
+    const done = this.#target.destroy(err);
+    if (callback) void done.then(callback, callback);
+    else return done;
+  }
+}
+
+/** One secure context per material: built once, not parsed again for every handshake. */
+function secureContextFor(tls: TlsMaterial): { secureContext?: SecureContext } {
+  if (tls.ca === undefined && tls.cert === undefined) return {};
+  return {
+    secureContext: createSecureContext({
+      ...(tls.ca ? { ca: [...tls.ca] } : {}),
+      ...(tls.cert !== undefined ? { cert: tls.cert, key: tls.key } : {}),
+    }),
+  };
+}
+
+/**
+ * The proxy for `target` as curl chooses it: `HTTPS_PROXY` for `https:`, `HTTP_PROXY` for
+ * `http:` (never one for the other); `NO_PROXY` is applied by undici's `EnvHttpProxyAgent`.
+ */
+function proxyFor(target: URL, proxy: EgressProxy): { httpsProxy: string; httpProxy: string; noProxy: string } | undefined {
+  const https = target.protocol === 'https:';
+  const uri = https ? proxy.httpsProxy : proxy.httpProxy;
+  if (uri === undefined) return undefined;
+  return { httpsProxy: https ? uri : '', httpProxy: https ? '' : uri, noProxy: proxy.noProxy ?? '' };
+}
+
+function build(
+  target: URL,
+  tls: TlsMaterial,
+  proxy: EgressProxy,
+  connectTimeoutMs: number,
+  poolOptions: Pool.Options,
+  single: boolean,
+): Dispatcher {
+  const connect = { timeout: connectTimeoutMs, ...secureContextFor(tls) };
+  const via = proxyFor(target, proxy);
+  if (via !== undefined) {
+    // CONNECT for https: targets; absolute-form for http: ones (proxyTunnel false).
+    return new EnvHttpProxyAgent({ ...poolOptions, ...via, connect, requestTls: connect, proxyTunnel: false });
+  }
+  return single ? new Pool(target.origin, { ...poolOptions, connect }) : new Agent({ ...poolOptions, connect });
+}
+
+/** Builds the gateway's and the token endpoint's dispatchers (PRODUCT §4.9, §12). */
+export function createDispatchers(options: DispatchersOptions): Dispatchers {
+  const gatewayTarget = new URL(options.gatewayOrigin);
+  const tokenTarget = new URL(options.tokenUrl);
+  // The gateway's pool: kept alive for every method (§4.9); connections unbounded as before.
+  const gatewayPool: Pool.Options = { keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000 };
+  const tokenPool: Pool.Options = { connections: 4, keepAliveTimeout: 30_000 };
+  const buildGateway = (tls: TlsMaterial): Dispatcher =>
+    build(gatewayTarget, tls, options.proxy, options.gatewayConnectTimeoutMs, gatewayPool, true);
+  const buildToken = (tls: TlsMaterial): Dispatcher =>
+    build(tokenTarget, tls, options.proxy, options.tokenConnectTimeoutMs, tokenPool, false);
+
+  const gateway = new SwappableDispatcher(buildGateway(options.tls), gatewayTarget.origin);
+  const token = new SwappableDispatcher(buildToken(options.tls));
+  return {
+    gateway,
+    token,
+    setTls(tls) {
+      void gateway.swap(buildGateway(tls));
+      void token.swap(buildToken(tls));
+    },
+    close: async () => {
+      await Promise.all([gateway.close(), token.close()]);
+    },
+    destroy: async () => {
+      await Promise.all([gateway.destroy(), token.destroy()]);
+    },
+  };
+}
