@@ -7,6 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 
 export interface MockTicketServiceOptions {
@@ -18,6 +19,16 @@ export interface MockTicketServiceOptions {
   pathPrefix?: string;
   host?: string;
   port?: number;
+  /** Serve HTTPS with this key and certificate (PEM); `requestCert` demands a client certificate signed by `ca`. */
+  tls?: MockTls;
+}
+
+/** The mock's TLS material (PEM). */
+export interface MockTls {
+  key: string;
+  cert: string;
+  ca?: string;
+  requestCert?: boolean;
 }
 
 export interface TokenRequestRecord {
@@ -51,6 +62,12 @@ export interface MockTicketService {
   readonly port: number;
   /** TCP connections accepted so far (keep-alive checks). */
   readonly connections: () => number;
+  /** TLS handshakes completed so far (HTTPS mode). */
+  readonly handshakes: () => number;
+  /** HTTPS mode: new connections are served with this material (rotation tests). */
+  setTls(tls: MockTls): void;
+  /** Closes every open connection, so the next request needs a new one (and a new handshake). */
+  dropConnections(): void;
   readonly tokenRequests: TokenRequestRecord[];
   readonly apiRequests: ApiRequestRecord[];
   /** Every token ever issued (tests search the proxy's output for them). */
@@ -232,7 +249,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     }
   };
 
-  const server = createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -270,7 +287,18 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
       if (path === api || path.startsWith(`${api}/`)) handleApi(req, res, record, path.slice(api.length), query);
       else json(res, 404, { error: 'not_found' });
     });
+  };
+  const tlsOptions = (tls: MockTls) => ({
+    key: tls.key,
+    cert: tls.cert,
+    ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
+    requestCert: tls.requestCert ?? false,
+    rejectUnauthorized: tls.requestCert ?? false,
   });
+  const server = options.tls ? createHttpsServer(tlsOptions(options.tls), handler) : createServer(handler);
+  let handshakes = 0;
+  server.on('secureConnection', () => handshakes++);
+  server.on('tlsClientError', () => {});
   let accepted = 0;
   server.on('connection', (socket: Socket) => {
     accepted++;
@@ -281,9 +309,16 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
   const { port } = server.address() as AddressInfo;
 
   return {
-    url: `http://${options.host ?? '127.0.0.1'}:${port}${prefix}`,
+    url: `${options.tls ? 'https' : 'http'}://${options.host ?? '127.0.0.1'}:${port}${prefix}`,
     port,
     connections: () => accepted,
+    handshakes: () => handshakes,
+    dropConnections: () => {
+      for (const s of sockets) s.destroy();
+    },
+    setTls: (tls) => {
+      if ('setSecureContext' in server) server.setSecureContext(tlsOptions(tls));
+    },
     tokenRequests,
     apiRequests,
     events,

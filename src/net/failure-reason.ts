@@ -38,6 +38,11 @@ export function networkFailureReason(err: unknown): string {
   for (const e of errors) {
     const code = typeof e.code === 'string' ? e.code : '';
     if (code !== '' && !code.startsWith('UND_ERR_')) return code;
+    if (code === 'UND_ERR_SOCKET' && (e as { socket?: { bytesRead?: number } }).socket?.bytesRead === 0) {
+      // TLS 1.3: a server that wants a client certificate and got none may close the
+      // connection after the handshake without an alert (Node's own TLS servers do).
+      return `${code} (the server closed the connection before answering; a server that requires a client certificate does this when none is presented: TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE)`;
+    }
   }
   const first = errors[0];
   if (first === undefined) return String(err);
@@ -60,6 +65,7 @@ function tlsHint(code: string): string {
       return ' (the server certificate is not valid yet)';
     case 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED':
     case 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE':
+    case 'ERR_SSL_SSL/TLS_ALERT_HANDSHAKE_FAILURE':
       return ' (the server requires a client certificate; set TLS_CLIENT_CERT_FILE and TLS_CLIENT_KEY_FILE)';
     case 'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE':
     case 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA':

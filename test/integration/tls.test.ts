@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import { renameSync, writeFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createMockTicketService, type MockTicketService, type MockTls } from '../../src/mock/ticket-service.js';
+import { clientCert, createCa, expiredCert, localhostCert, tempDir, wrongHostCert, type Ca, type Pem } from '../helpers/certs.js';
+import { pollUntil, runCli, startProxy, type ProxyHandle } from '../helpers/index.js';
+
+const SECRET = `s-${randomBytes(6).toString('hex')}`;
+const running: { proxies: ProxyHandle[]; gateways: MockTicketService[] } = { proxies: [], gateways: [] };
+const files = tempDir();
+let ca: Ca;
+let server: Pem;
+
+beforeAll(async () => {
+  ca = await createCa('Private CA');
+  server = await localhostCert(ca);
+});
+afterAll(() => files.remove());
+
+afterEach(async () => {
+  for (const p of running.proxies.splice(0)) {
+    await p.stop();
+    expect(p.output()).not.toContain(SECRET);
+    for (const g of running.gateways) for (const token of g.issuedTokens()) expect(p.output()).not.toContain(token);
+  }
+  for (const g of running.gateways.splice(0)) await g.close();
+});
+
+async function gateway(tls: MockTls): Promise<MockTicketService> {
+  const g = await createMockTicketService({ clients: { client: SECRET }, tokenTtlS: 600, tls });
+  running.gateways.push(g);
+  return g;
+}
+
+async function proxyFor(env: Record<string, string>): Promise<ProxyHandle> {
+  const p = await startProxy({ CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ...env });
+  running.proxies.push(p);
+  return p;
+}
+
+const ready = (proxy: ProxyHandle) => async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200;
+const check = (env: Record<string, string>) => runCli(['check'], { CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ...env });
+
+describe('HTTPS to the gateway and the token endpoint (PRODUCT §12.1)', () => {
+  it('fetches tokens and forwards over TLS when CA_FILE names the private CA', async () => {
+    const g = await gateway(server);
+    const p = await proxyFor({ BASE_URL: g.url, CA_FILE: files.write('ca.pem', ca.cert) });
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { tickets: unknown[] }).tickets.length).toBeGreaterThan(0);
+    expect(g.tokenRequests).toHaveLength(1);
+    expect(g.apiRequests[0]).toMatchObject({ tokenValid: true });
+    expect(g.handshakes()).toBeGreaterThanOrEqual(2);
+  });
+
+  it('refuses a private CA it was not given: 503 token_unavailable, the reason in the log and in check', async () => {
+    const g = await gateway(server);
+    const p = await proxyFor({ BASE_URL: g.url, TOKEN_WAIT_TIMEOUT_MS: '300' });
+    const failed = await p.waitForLog((l) => l.msg === 'token fetch failed', 10_000);
+    expect(failed).toMatchObject({ outcome: 'network_error' });
+    expect(String(failed.reason)).toContain('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
+    expect((await fetch(`${p.adminUrl}/readyz`)).status).toBe(503);
+    const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { code: string }).code).toBe('token_unavailable');
+    expect(g.tokenRequests).toHaveLength(0);
+
+    const out = await check({ BASE_URL: g.url });
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(/network_error: .*UNABLE_TO_VERIFY_LEAF_SIGNATURE/);
+  });
+
+  it.each([
+    ['a certificate for another host', wrongHostCert, 'ERR_TLS_CERT_ALTNAME_INVALID'],
+    ['an expired certificate', expiredCert, 'CERT_HAS_EXPIRED'],
+  ])('answers 502 naming the reason when the gateway presents %s', async (_what, make, reason) => {
+    const tokenEndpoint = await gateway(server);
+    const bad = await gateway(await make(ca));
+    const caFile = files.write('ca.pem', ca.cert);
+    const p = await proxyFor({ BASE_URL: bad.url, TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`, CA_FILE: caFile });
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { code: string; detail: string };
+    expect(body.code).toBe('upstream_unreachable');
+    expect(body.detail).toContain(reason);
+    const logged = await p.waitForLog((l) => l.msg === 'forwarding failed', 5_000);
+    expect(String(logged.reason)).toContain(reason);
+    expect(bad.apiRequests).toHaveLength(0);
+
+    const out = await check({ BASE_URL: bad.url, CA_FILE: caFile });
+    expect(out.code).toBe(1);
+    expect(out.stderr).toContain(reason);
+  });
+});
+
+describe('client certificates (PRODUCT §12.2)', () => {
+  it('presents the client certificate to a server that requires one, and fails naming the reason without it', async () => {
+    const clientCa = await createCa('Client CA');
+    const mine = await clientCert(clientCa);
+    const g = await gateway({ ...server, ca: clientCa.cert, requestCert: true });
+    const caFile = files.write('ca.pem', ca.cert);
+
+    const without = await check({ BASE_URL: g.url, CA_FILE: caFile });
+    expect(without.code).toBe(1);
+    expect(without.stderr).toMatch(/network_error: .*(CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE|requires a client certificate)/);
+
+    const env = { BASE_URL: g.url, CA_FILE: caFile, TLS_CLIENT_CERT_FILE: files.write('client.crt', mine.cert), TLS_CLIENT_KEY_FILE: files.write('client.key', mine.key) };
+    const withCert = await check(env);
+    expect(withCert.stderr).toBe('');
+    expect(withCert.code).toBe(0);
+    const p = await proxyFor(env);
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    expect(p.output()).not.toContain(mine.key.split('\n')[1]!);
+  });
+});
+
+describe('rotation without a restart (PRODUCT §12.6)', () => {
+  /** Replaces a file as Kubernetes and editors do: write aside, rename over. */
+  const replace = (path: string, text: string): void => {
+    writeFileSync(`${path}.new`, text);
+    renameSync(`${path}.new`, path);
+  };
+
+  it('uses a rotated CA_FILE for new connections', async () => {
+    const g = await gateway(server);
+    const caFile = files.write('rotating-ca.pem', ca.cert);
+    const p = await proxyFor({ BASE_URL: g.url, CA_FILE: caFile });
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+
+    const next = await createCa('Next CA');
+    g.setTls(await localhostCert(next));
+    g.dropConnections();
+    replace(caFile, next.cert);
+    await p.waitForLog((l) => l.msg === 'CA_FILE changed', 5_000);
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+
+    replace(caFile, 'not a certificate\n');
+    const bad = await p.waitForLog((l) => l.msg === 'CA_FILE is not usable; keeping the current one', 5_000);
+    expect(bad).toMatchObject({ path: caFile });
+    g.dropConnections();
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+  });
+
+  it('uses a rotated client certificate for new connections and fetches a token with it at once', async () => {
+    const clientCa = await createCa('Client CA');
+    const first = await clientCert(clientCa);
+    const g = await gateway({ ...server, ca: clientCa.cert, requestCert: true });
+    const certFile = files.write('tls.crt', first.cert);
+    const keyFile = files.write('tls.key', first.key);
+    const p = await proxyFor({ BASE_URL: g.url, CA_FILE: files.write('ca.pem', ca.cert), TLS_CLIENT_CERT_FILE: certFile, TLS_CLIENT_KEY_FILE: keyFile });
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    expect(g.tokenRequests).toHaveLength(1);
+
+    const nextCa = await createCa('Next client CA');
+    const second = await clientCert(nextCa);
+    g.setTls({ ...server, ca: nextCa.cert, requestCert: true });
+    g.dropConnections();
+    replace(keyFile, second.key);
+    replace(certFile, second.cert);
+    await p.waitForLog((l) => l.msg === 'TLS_CLIENT_CERT_FILE/TLS_CLIENT_KEY_FILE changed', 5_000);
+    await pollUntil(() => g.tokenRequests.length === 2, { timeoutMs: 5_000 });
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+  });
+});
