@@ -9,6 +9,7 @@ TOOLS=(
   "curl curl"
   "openssl openssl"
   "python3 python3"
+  "tinyproxy tinyproxy"
 )
 
 missing=()

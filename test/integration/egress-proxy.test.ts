@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
+import { createCa, localhostCert, tempDir, type Ca, type Pem } from '../helpers/certs.js';
+import { pollUntil, runCli, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { startTinyproxy, type Tinyproxy } from '../helpers/tinyproxy.js';
+
+const SECRET = `s-${randomBytes(6).toString('hex')}`;
+const PROXY_USER = 'egress';
+const PROXY_PASSWORD = `p-${randomBytes(6).toString('hex')}`;
+const running: { proxies: ProxyHandle[]; gateways: MockTicketService[]; tinyproxies: Tinyproxy[] } = { proxies: [], gateways: [], tinyproxies: [] };
+const files = tempDir();
+let ca: Ca;
+let server: Pem;
+let caFile: string;
+
+beforeAll(async () => {
+  ca = await createCa('Private CA');
+  server = await localhostCert(ca);
+  caFile = files.write('ca.pem', ca.cert);
+});
+afterAll(() => files.remove());
+
+/** Nothing of the proxy's credentials in any output: neither the password nor the Basic value. */
+function expectNoProxyCredentials(text: string): void {
+  expect(text).not.toContain(PROXY_PASSWORD);
+  expect(text).not.toContain(Buffer.from(`${PROXY_USER}:${PROXY_PASSWORD}`).toString('base64'));
+  expect(text.toLowerCase()).not.toContain('proxy-authorization: basic');
+}
+
+afterEach(async () => {
+  for (const p of running.proxies.splice(0)) {
+    await p.stop();
+    expect(p.output()).not.toContain(SECRET);
+    expectNoProxyCredentials(p.output());
+  }
+  for (const g of running.gateways.splice(0)) await g.close();
+  for (const t of running.tinyproxies.splice(0)) await t.stop();
+});
+
+async function gateway(tls = true): Promise<MockTicketService> {
+  const g = await createMockTicketService({ clients: { client: SECRET }, tokenTtlS: 600, ...(tls ? { tls: server } : {}) });
+  running.gateways.push(g);
+  return g;
+}
+
+async function tinyproxy(options: Parameters<typeof startTinyproxy>[0] = {}): Promise<Tinyproxy> {
+  const t = await startTinyproxy(options);
+  running.tinyproxies.push(t);
+  return t;
+}
+
+async function proxyFor(env: Record<string, string>): Promise<ProxyHandle> {
+  const p = await startProxy({ CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CA_FILE: caFile, ...env });
+  running.proxies.push(p);
+  return p;
+}
+
+const ready = (proxy: ProxyHandle) => async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200;
+const withCredentials = (t: Tinyproxy, password = PROXY_PASSWORD) => `http://${PROXY_USER}:${password}@127.0.0.1:${t.port}`;
+
+describe('egress proxy (PRODUCT §12.4), through a real tinyproxy', () => {
+  it('tunnels token fetches and forwarded requests with CONNECT, as tinyproxy logs them', async () => {
+    const g = await gateway();
+    const t = await tinyproxy();
+    const p = await proxyFor({ BASE_URL: g.url, HTTPS_PROXY: t.url });
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    expect(t.count(`CONNECT 127.0.0.1:${g.port}`)).toBe(1);
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    // One tunnel for the token endpoint, one kept alive for the gateway.
+    expect(t.count(`CONNECT 127.0.0.1:${g.port}`)).toBe(2);
+    expect(g.apiRequests.every((r) => r.tokenValid)).toBe(true);
+  });
+
+  it('reads the lower-case http_proxy, and sends http: targets through it in absolute form', async () => {
+    const g = await gateway(false);
+    const t = await tinyproxy();
+    const p = await proxyFor({ BASE_URL: g.url, http_proxy: t.url });
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets?x=1`)).status).toBe(200);
+    expect(t.count(`POST http://127.0.0.1:${g.port}/api/v1/oauth2/token`)).toBe(1);
+    expect(t.count(`GET http://127.0.0.1:${g.port}/api/v1/tickets?x=1`)).toBe(1);
+  });
+
+  it('goes direct for hosts in NO_PROXY', async () => {
+    const g = await gateway();
+    const t = await tinyproxy();
+    const p = await proxyFor({ BASE_URL: g.url, HTTPS_PROXY: t.url, NO_PROXY: 'example.com, 127.0.0.1' });
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    expect(t.count('CONNECT 127.0.0.1')).toBe(0);
+    expect(g.apiRequests).toHaveLength(1);
+  });
+
+  it('authenticates to a proxy that demands Basic credentials, sent to the proxy only', async () => {
+    const g = await gateway();
+    const t = await tinyproxy({ basicAuth: { user: PROXY_USER, password: PROXY_PASSWORD } });
+    const p = await proxyFor({ BASE_URL: g.url, HTTPS_PROXY: withCredentials(t), LOG_LEVEL: 'trace', ACCESS_LOG: 'true' });
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    expect(t.count(`CONNECT 127.0.0.1:${g.port}`)).toBe(2);
+    for (const r of [...g.apiRequests, ...g.tokenRequests]) expect(JSON.stringify(r.headers).toLowerCase()).not.toContain('proxy-authorization');
+    const out = await runCli(['check'], { CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CA_FILE: caFile, BASE_URL: g.url, HTTPS_PROXY: withCredentials(t) });
+    expect(out.code).toBe(0);
+    expectNoProxyCredentials(out.stdout + out.stderr);
+  });
+
+  it('answers 502 naming the status when the proxy refuses the tunnel, and the token fetch is a network_error', async () => {
+    const tokenEndpoint = await gateway();
+    const g = await gateway();
+    const t = await tinyproxy({ basicAuth: { user: PROXY_USER, password: PROXY_PASSWORD } });
+    const wrong = withCredentials(t, 'wrong-password');
+    // The token endpoint goes direct (NO_PROXY with its port): the gateway meets the refusal.
+    const p = await proxyFor({ BASE_URL: g.url, TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`, HTTPS_PROXY: wrong, NO_PROXY: `127.0.0.1:${tokenEndpoint.port}` });
+    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { code: string; detail: string };
+    expect(body).toMatchObject({ code: 'upstream_unreachable' });
+    // tinyproxy answers a CONNECT with wrong credentials 401 (other proxies 407): the status it sent.
+    expect(body.detail).toMatch(/egress proxy refused: 40[17]/);
+    expect(String((await p.waitForLog((l) => l.msg === 'forwarding failed', 5_000)).reason)).toMatch(/egress proxy refused: 40[17]/);
+    expect(g.apiRequests).toHaveLength(0);
+
+    const out = await runCli(['check'], { CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CA_FILE: caFile, BASE_URL: g.url, HTTPS_PROXY: wrong });
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(/network_error: .*egress proxy refused: 40[17]/);
+    expect(out.stderr).not.toContain('wrong-password');
+  });
+
+  it('names 403 when the proxy refuses the port', async () => {
+    const g = await gateway();
+    const t = await tinyproxy({ extra: ['ConnectPort 443'] });
+    const out = await runCli(['check'], { CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CA_FILE: caFile, BASE_URL: g.url, HTTPS_PROXY: t.url });
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(/network_error: .*egress proxy refused: 403/);
+  });
+});
