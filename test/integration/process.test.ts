@@ -108,7 +108,7 @@ describe('command line (PRODUCT §2)', () => {
   it('accepts the commented example configuration as it ships, with its secret file in place', () => {
     const text = readFileSync(new URL('../../config/ticket-auth-proxy.example.yaml', import.meta.url), 'utf8');
     // Every setting has a key in the example, set or commented out.
-    for (const key of ['baseUrl', 'clientId', 'clientSecretFile', 'clientSecret', 'allowInsecureHttp', 'listenHost', 'listenPort', 'adminHost', 'adminPort', 'tokenUrl', 'tokenScope', 'tokenAuthMethod', 'tokenRefreshRatio', 'tokenDefaultTtlS', 'tokenWaitTimeoutMs', 'tokenFetchTimeoutMs', 'upstreamTimeoutMs', 'replayBodyLimitBytes', 'passthroughBasic', 'tokenCacheMax', 'shutdownDelayS', 'shutdownTimeoutS', 'logLevel', 'accessLog']) {
+    for (const key of ['baseUrl', 'clientId', 'clientSecretFile', 'clientSecret', 'allowInsecureHttp', 'listenHost', 'listenPort', 'adminHost', 'adminPort', 'tokenUrl', 'tokenScope', 'tokenAuthMethod', 'tokenRefreshRatio', 'tokenDefaultTtlS', 'tokenWaitTimeoutMs', 'tokenFetchTimeoutMs', 'upstreamTimeoutMs', 'replayBodyLimitBytes', 'caFile', 'tlsClientCertFile', 'tlsClientKeyFile', 'httpsProxy', 'httpProxy', 'noProxy', 'passthroughBasic', 'tokenCacheMax', 'shutdownDelayS', 'shutdownTimeoutS', 'logLevel', 'accessLog']) {
       expect(text, key).toMatch(new RegExp(`^#? ?${key}:`, 'm'));
     }
   });
