@@ -190,6 +190,42 @@ describe('standalone mode', () => {
   });
 });
 
+/** The file a setting names lies in a read-only mount of the volume made from `source`. */
+function expectMounted(container: Obj, volumes: Obj[], setting: string): Obj {
+  const path: string = env(container)[setting].value;
+  const mount = container.volumeMounts.find((m: Obj) => path.startsWith(`${m.mountPath}/`));
+  expect(mount?.readOnly, setting).toBe(true);
+  expect(mount.subPath, 'a subPath mount never sees a rotated Secret').toBeUndefined();
+  const volume = volumes.find((v) => v.name === mount.name)!;
+  const file = path.slice(mount.mountPath.length + 1);
+  expect((volume.secret ?? volume.configMap).items).toContainEqual({ key: file, path: file });
+  return volume;
+}
+
+describe('production networks (README, "Production networks")', () => {
+  it('mounts the CA, a kubernetes.io/tls client certificate and takes the proxy URL from a Secret', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'standalone-networks-values.yaml')]);
+    for (const o of objects) validateObject(o);
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    const proxy = pod.containers[0];
+    expectSecureProxy(proxy, pod.volumes);
+    expect(expectMounted(proxy, pod.volumes, 'CA_FILE').configMap.name).toBe('corp-root-ca');
+    expect(expectMounted(proxy, pod.volumes, 'TLS_CLIENT_CERT_FILE').secret.secretName).toBe('ticket-auth-proxy-client');
+    expect(expectMounted(proxy, pod.volumes, 'TLS_CLIENT_KEY_FILE').secret.secretName).toBe('ticket-auth-proxy-client');
+    expect(env(proxy).TLS_CLIENT_CERT_FILE.value).toMatch(/\/tls\.crt$/);
+    expect(env(proxy).TLS_CLIENT_KEY_FILE.value).toMatch(/\/tls\.key$/);
+    expect(env(proxy).HTTPS_PROXY.valueFrom.secretKeyRef).toEqual({ name: 'egress-proxy', key: 'https-proxy', optional: true });
+    expect(env(proxy).NO_PROXY.value).toBe('localhost,127.0.0.1,.svc,.cluster.local');
+  });
+
+  it.each([
+    ['a CA from a Secret and a ConfigMap at once', ['--set', 'tls.caSecret=a', '--set', 'tls.caConfigMap=b'], /caSecret or tls.caConfigMap/],
+    ['proxy credentials in plain values', ['--set', 'egressProxy.httpsProxy=http://user:pw@proxy:3128'], /httpsProxy/],
+  ])('refuses %s', async (_name, args, message) => {
+    expect(await renderError(['--set', 'existingSecret=creds', '--set', 'baseUrl=https://x.example', ...args])).toMatch(message);
+  });
+});
+
 describe('values.schema.json and the chart refuse bad values, naming them', () => {
   const base = ['--set', 'existingSecret=creds'];
   it.each([
@@ -220,6 +256,21 @@ describe('sidecar mode, through a parent chart', () => {
     if (built.code !== 0) throw new Error(`helm dependency build failed:\n${built.stderr}`);
   });
   const parentChart = (): string => parent;
+
+  it('gives the sidecar in a parent pod the same mounts and settings', async () => {
+    const objects = await render(
+      ['--set', 'ticket-auth-proxy.tls.caSecret=corp-ca', '--set', 'ticket-auth-proxy.tls.clientCertSecret=client-tls', '--set', 'ticket-auth-proxy.egressProxy.httpsProxy=http://proxy.corp:3128'],
+      parentChart(),
+    );
+    for (const o of objects) validateObject(o);
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    const sidecar = pod.initContainers.find((c: Obj) => c.name === 'ticket-auth-proxy');
+    expectSecureProxy(sidecar, pod.volumes);
+    expect(expectMounted(sidecar, pod.volumes, 'CA_FILE').secret.secretName).toBe('corp-ca');
+    expect(expectMounted(sidecar, pod.volumes, 'TLS_CLIENT_KEY_FILE').secret.secretName).toBe('client-tls');
+    expect(env(sidecar).HTTPS_PROXY.value).toBe('http://proxy.corp:3128');
+  });
+
 
   it('renders no workload of its own in sidecar mode', async () => {
     const objects = await render(['-f', join(chart, 'ci', 'sidecar-values.yaml')]);

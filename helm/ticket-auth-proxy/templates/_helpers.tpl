@@ -145,6 +145,7 @@ env:
     value: {{ if $preStopSleep }}"0"{{ else }}{{ $keepServing | quote }}{{ end }}
   - name: SHUTDOWN_TIMEOUT_S
     value: {{ $v.shutdown.drainTimeoutSeconds | quote }}
+  {{- include "ticket-auth-proxy.networkEnv" $ctx | nindent 2 }}
   {{- with $v.nodeOptions }}
   - name: NODE_OPTIONS
     value: {{ . | quote }}
@@ -156,6 +157,7 @@ volumeMounts:
   - name: ticket-auth-proxy-credentials
     mountPath: {{ include "ticket-auth-proxy.secretDir" $ctx }}
     readOnly: true
+  {{- include "ticket-auth-proxy.networkMounts" $ctx | nindent 2 }}
 {{- if $preStopSleep }}
 lifecycle:
   preStop:
@@ -225,4 +227,110 @@ For parent charts: the proxy as one entry of a pod's containers list: under init
     items:
       - key: client-secret
         path: client-secret
+{{- include "ticket-auth-proxy.networkVolumes" . }}
+{{- end -}}
+
+{{/* Where the CA and the client certificate are mounted. */}}
+{{- define "ticket-auth-proxy.caDir" -}}/etc/ticket-auth-proxy/ca{{- end -}}
+{{- define "ticket-auth-proxy.clientCertDir" -}}/etc/ticket-auth-proxy/client{{- end -}}
+
+{{/* The TLS and egress proxy settings (README, "Production networks"), as env entries. */}}
+{{- define "ticket-auth-proxy.networkEnv" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- $tls := $v.tls | default dict -}}
+{{- $egress := $v.egressProxy | default dict -}}
+{{- if and $tls.caSecret $tls.caConfigMap -}}
+{{- fail "ticket-auth-proxy: set tls.caSecret or tls.caConfigMap, not both" -}}
+{{- end -}}
+{{- if or $tls.caSecret $tls.caConfigMap }}
+- name: CA_FILE
+  value: {{ printf "%s/%s" (include "ticket-auth-proxy.caDir" .) ($tls.caKey | default "ca.crt") | quote }}
+{{- end }}
+{{- if $tls.clientCertSecret }}
+- name: TLS_CLIENT_CERT_FILE
+  value: {{ printf "%s/tls.crt" (include "ticket-auth-proxy.clientCertDir" .) | quote }}
+- name: TLS_CLIENT_KEY_FILE
+  value: {{ printf "%s/tls.key" (include "ticket-auth-proxy.clientCertDir" .) | quote }}
+{{- end }}
+{{- if $egress.existingSecret }}
+{{- if or $egress.httpsProxy $egress.httpProxy -}}
+{{- fail "ticket-auth-proxy: set egressProxy.existingSecret or egressProxy.httpsProxy/httpProxy, not both" -}}
+{{- end }}
+- name: HTTPS_PROXY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $egress.existingSecret }}
+      key: {{ $egress.httpsProxyKey | default "https-proxy" }}
+      optional: true
+- name: HTTP_PROXY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $egress.existingSecret }}
+      key: {{ $egress.httpProxyKey | default "http-proxy" }}
+      optional: true
+{{- end }}
+{{- with $egress.httpsProxy }}
+- name: HTTPS_PROXY
+  value: {{ . | quote }}
+{{- end }}
+{{- with $egress.httpProxy }}
+- name: HTTP_PROXY
+  value: {{ . | quote }}
+{{- end }}
+{{- with $egress.noProxy }}
+- name: NO_PROXY
+  value: {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Read-only mounts of the CA and the client certificate, as volumeMounts entries. */}}
+{{- define "ticket-auth-proxy.networkMounts" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- $tls := $v.tls | default dict -}}
+{{- if or $tls.caSecret $tls.caConfigMap }}
+- name: ticket-auth-proxy-ca
+  mountPath: {{ include "ticket-auth-proxy.caDir" . }}
+  readOnly: true
+{{- end }}
+{{- if $tls.clientCertSecret }}
+- name: ticket-auth-proxy-client-cert
+  mountPath: {{ include "ticket-auth-proxy.clientCertDir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The volumes behind networkMounts, as entries of a pod's volumes list (whole-directory
+mounts, no subPath: the kubelet's updates of the Secret reach the proxy). */}}
+{{- define "ticket-auth-proxy.networkVolumes" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- $tls := $v.tls | default dict -}}
+{{- if $tls.caSecret }}
+- name: ticket-auth-proxy-ca
+  secret:
+    secretName: {{ $tls.caSecret }}
+    defaultMode: 0444
+    items:
+      - key: {{ $tls.caKey | default "ca.crt" }}
+        path: {{ $tls.caKey | default "ca.crt" }}
+{{- else if $tls.caConfigMap }}
+- name: ticket-auth-proxy-ca
+  configMap:
+    name: {{ $tls.caConfigMap }}
+    defaultMode: 0444
+    items:
+      - key: {{ $tls.caKey | default "ca.crt" }}
+        path: {{ $tls.caKey | default "ca.crt" }}
+{{- end }}
+{{- if $tls.clientCertSecret }}
+- name: ticket-auth-proxy-client-cert
+  secret:
+    secretName: {{ $tls.clientCertSecret }}
+    # The proxy runs as a non-root user without fsGroup: the files must be readable by it.
+    defaultMode: 0444
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+{{- end }}
 {{- end -}}
