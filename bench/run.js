@@ -13,6 +13,10 @@
 // product; default: what the Dockerfile sets, so the product runs as the image runs it), BENCH_PROFILE=1 (the product writes a CPU
 // profile per candidate and scenario to bench/results/profiles/<candidate>/; read one with
 // bench/profile-top.js).
+// https-get-1k: the same GET against an HTTPS upstream (bench/upstream.js with a certificate from
+// a CA made with openssl for the run), the product trusting it with CA_FILE and the minimal
+// undici proxy with NODE_EXTRA_CA_CERTS; it counts the upstream's TLS handshakes per candidate,
+// which keep-alive holds at the number of pooled connections, not the number of requests.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -37,6 +41,7 @@ const SCENARIOS = {
   'get-1k': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0 },
   'post-64k': { method: 'POST', path: '/api/v1/tickets', connections: 50, bodyBytes: 64 * 1024 },
   'get-1m': { method: 'GET', path: '/api/v1/blob', connections: 50, bodyBytes: 0 },
+  'https-get-1k': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, tls: true },
 };
 const scenarioNames = (env.BENCH_SCENARIOS ?? Object.keys(SCENARIOS).join(',')).split(',');
 const BASELINE = 'undici-minimal';
@@ -209,7 +214,7 @@ const load = loadTool === 'wrk' ? loadWrk : loadAutocannon;
 
 // ---------------------------------------------------------------------------------------------
 
-async function startCandidates(upstreamOrigin, tokenService, secretFile) {
+async function startCandidates(upstreamOrigin, tokenService, secretFile, tls) {
   const staticToken = 'bench-static-token';
   const minimalPort = await freePort();
   const httpProxyPort = await freePort();
@@ -217,8 +222,11 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile) {
   const adminPort = await freePort();
   const tokenFetchesBefore = tokenService.tokenRequests.length;
   const [minimal, httpProxy, product] = await Promise.all([
-    startNode(BASELINE, [...profileFlags(BASELINE), 'bench/baselines/undici-minimal.js', upstreamOrigin, String(minimalPort), staticToken]),
-    startNode('http-proxy', [...profileFlags('http-proxy'), 'bench/baselines/http-proxy.js', upstreamOrigin, String(httpProxyPort), staticToken]),
+    startNode(BASELINE, [...profileFlags(BASELINE), 'bench/baselines/undici-minimal.js', upstreamOrigin, String(minimalPort), staticToken], {
+      env: tls ? { NODE_EXTRA_CA_CERTS: tls.caFile } : {},
+    }),
+    // http-proxy is held against the plain-HTTP scenarios only.
+    tls ? undefined : startNode('http-proxy', [...profileFlags('http-proxy'), 'bench/baselines/http-proxy.js', upstreamOrigin, String(httpProxyPort), staticToken]),
     startNode(PRODUCT, [...profileFlags(PRODUCT), 'dist/main.js'], {
       env: {
         BASE_URL: upstreamOrigin,
@@ -229,28 +237,40 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile) {
         ADMIN_PORT: String(adminPort),
         LOG_LEVEL: 'info',
         NODE_OPTIONS: productNodeOptions,
+        ...(tls ? { CA_FILE: tls.caFile } : {}),
       },
       ready: () => pollOk(`http://127.0.0.1:${adminPort}/readyz`),
     }),
   ]);
   minimal.url = `http://127.0.0.1:${minimalPort}`;
-  httpProxy.url = `http://127.0.0.1:${httpProxyPort}`;
+  if (httpProxy) httpProxy.url = `http://127.0.0.1:${httpProxyPort}`;
   product.url = `http://127.0.0.1:${productPort}`;
   product.tokenFetches = () => tokenService.tokenRequests.length - tokenFetchesBefore;
-  return [minimal, httpProxy, product];
+  return [minimal, httpProxy, product].filter(Boolean);
 }
 
-async function runScenario(name, upstreamOrigin, tokenService, secretFile) {
+async function runScenario(name, upstreams, tokenService, secretFile) {
   const scenario = SCENARIOS[name];
   if (!scenario) throw new Error(`BENCH_SCENARIOS: unknown scenario ${name} (known: ${Object.keys(SCENARIOS).join(', ')})`);
-  const candidates = await startCandidates(upstreamOrigin, tokenService, secretFile);
+  const tls = scenario.tls ? await upstreams.tls() : undefined;
+  const upstreamOrigin = tls ? tls.origin : upstreams.plain;
+  const candidates = await startCandidates(upstreamOrigin, tokenService, secretFile, tls);
   const samples = Object.fromEntries(candidates.map((c) => [c.name, []]));
+  const handshakes = Object.fromEntries(candidates.map((c) => [c.name, 0]));
+  const requestsServed = Object.fromEntries(candidates.map((c) => [c.name, 0]));
+  const loadCounted = async (candidate, seconds) => {
+    const before = tls ? await tls.handshakes() : 0;
+    const result = await load(candidate.url + scenario.path, scenario, seconds);
+    if (tls) handshakes[candidate.name] += (await tls.handshakes()) - before;
+    requestsServed[candidate.name] += result.requests;
+    return result;
+  };
   try {
-    for (const candidate of candidates) await load(candidate.url + scenario.path, scenario, warmupS);
+    for (const candidate of candidates) await loadCounted(candidate, warmupS);
     for (let round = 0; round < rounds; round++) {
       for (const candidate of candidates) {
         const cpuBefore = cpuMicros(candidate.pid);
-        const result = await load(candidate.url + scenario.path, scenario, durationS);
+        const result = await loadCounted(candidate, durationS);
         const cpu = cpuMicros(candidate.pid) - cpuBefore;
         samples[candidate.name].push({ ...result, cpuUsPerRequest: cpu / result.requests });
         process.stderr.write(
@@ -269,6 +289,7 @@ async function runScenario(name, upstreamOrigin, tokenService, secretFile) {
         cpuUsPerRequest: median(s.map((x) => x.cpuUsPerRequest)),
         peakRssMb: peakRssMb(candidate.pid),
         errors: s.reduce((a, x) => a + x.errors, 0),
+        ...(tls ? { tlsHandshakes: handshakes[candidate.name], requests: requestsServed[candidate.name] } : {}),
         rounds: s,
       };
     }
@@ -277,7 +298,7 @@ async function runScenario(name, upstreamOrigin, tokenService, secretFile) {
     // Ratios per round (the machine's speed drifts within a run), then their median.
     const ratio = (other, key) => median(samples[PRODUCT].map((x, i) => x[key] / samples[other][i][key]));
     const ratios = {};
-    for (const other of [BASELINE, 'http-proxy']) {
+    for (const other of [BASELINE, 'http-proxy'].filter((n) => samples[n])) {
       ratios[other] = {
         cpu: ratio(other, 'cpuUsPerRequest'),
         rps: ratio(other, 'rps'),
@@ -320,6 +341,10 @@ function report(results, machine) {
       lines.push(`| ${other} | ${fmt(r.cpu, 2)} | ${fmt(r.rps, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.peakRss, 2)} | ${r.cpuSpread.map((x) => fmt(x, 2)).join(' ')} |`);
     }
     lines.push('', `Token fetches by the product during the scenario: ${summary[PRODUCT].tokenFetches} (one token lifetime).`, '');
+    if (scenario.tls) {
+      const counts = Object.entries(summary).map(([n, s]) => `${n} ${s.tlsHandshakes} for ${s.requests} requests`);
+      lines.push(`TLS handshakes at the upstream (load: ${scenario.connections} connections): ${counts.join('; ')}.`, '');
+    }
   }
   const get1k = results.find((r) => r.scenario.name === 'get-1k');
   if (get1k) {
@@ -389,9 +414,35 @@ async function startUpstream() {
   return { upstream, origin: `http://127.0.0.1:${/ready (\d+)/.exec(upstream.output())[1]}` };
 }
 
+/** An HTTPS upstream, its certificate from a CA made with openssl for this run. */
+async function startTlsUpstream() {
+  const dir = join(work, 'tls');
+  mkdirSync(dir, { recursive: true });
+  const ssl = (...args) => {
+    const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${r.stderr}`);
+  };
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=bench CA', '-days', '2', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign');
+  ssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost');
+  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
+  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'ext.cnf');
+  const upstream = await startNode('upstream-tls', ['bench/upstream.js', '0'], {
+    env: { BENCH_UPSTREAM_TLS_KEY: join(dir, 'server.key'), BENCH_UPSTREAM_TLS_CERT: join(dir, 'server.crt') },
+  });
+  const origin = `https://127.0.0.1:${/ready (\d+)/.exec(upstream.output())[1]}`;
+  const { Agent } = await import('undici');
+  const agent = new Agent({ connect: { ca: readFileSync(join(dir, 'ca.crt'), 'utf8') } });
+  const { request } = await import('undici');
+  const handshakes = async () => Number(await (await request(`${origin}/__handshakes`, { dispatcher: agent })).body.text());
+  return { upstream, origin, caFile: join(dir, 'ca.crt'), handshakes, close: () => agent.close() };
+}
+
 async function main() {
   const started = Date.now();
   const { upstream, origin: upstreamOrigin } = await startUpstream();
+  let tlsUpstream;
+  const upstreams = { plain: upstreamOrigin, tls: async () => (tlsUpstream ??= await startTlsUpstream()) };
   const tokenService = await createMockTicketService({ clients: { 'bench-client': 'bench-secret' }, tokenTtlS: 3600 });
   const secretFile = join(work, 'client-secret');
   writeFileSync(secretFile, 'bench-secret\n', { mode: 0o600 });
@@ -406,9 +457,13 @@ async function main() {
   process.stderr.write(`bench: ${machine.load} against ${upstreamKind}, ${rounds} rounds × ${durationS} s, scenarios ${scenarioNames.join(', ')}\n`);
   const results = [];
   try {
-    for (const name of scenarioNames) results.push(await runScenario(name, upstreamOrigin, tokenService, secretFile));
+    for (const name of scenarioNames) results.push(await runScenario(name, upstreams, tokenService, secretFile));
   } finally {
     await stop(upstream);
+    if (tlsUpstream) {
+      await tlsUpstream.close();
+      await stop(tlsUpstream.upstream);
+    }
     await tokenService.close();
   }
   const markdown = report(results, machine);

@@ -2,7 +2,11 @@
 // proxies in front of it are what the figures measure. Serves a ~1 KB JSON list, accepts POSTs
 // (drained, answered with their length) and serves 1 MB bodies. Refuses calls without a Bearer.
 //   node bench/upstream.js [port]     prints `ready <port>` once listening
-import { createServer } from 'node:http';
+// With BENCH_UPSTREAM_TLS_KEY and BENCH_UPSTREAM_TLS_CERT (PEM files) it serves HTTPS and answers
+// GET /__handshakes with the number of TLS handshakes so far (keep-alive checks).
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 
 const list = Buffer.from(
   JSON.stringify({
@@ -13,7 +17,15 @@ const megabyte = Buffer.alloc(1024 * 1024, 'x');
 const jsonHeaders = { 'content-type': 'application/json', 'content-length': String(list.length) };
 const blobHeaders = { 'content-type': 'application/octet-stream', 'content-length': String(megabyte.length) };
 
-const server = createServer((req, res) => {
+const tls = process.env.BENCH_UPSTREAM_TLS_KEY
+  ? { key: readFileSync(process.env.BENCH_UPSTREAM_TLS_KEY), cert: readFileSync(process.env.BENCH_UPSTREAM_TLS_CERT) }
+  : undefined;
+let handshakes = 0;
+const handler = (req, res) => {
+  if (req.url === '/__handshakes') {
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(String(handshakes));
+    return;
+  }
   if (!req.headers.authorization?.startsWith('Bearer ')) {
     res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
     return;
@@ -29,7 +41,9 @@ const server = createServer((req, res) => {
   }
   if (req.url === '/api/v1/blob') res.writeHead(200, blobHeaders).end(megabyte);
   else res.writeHead(200, jsonHeaders).end(list);
-});
+};
+const server = tls ? createHttpsServer(tls, handler) : createHttpServer(handler);
+server.on('secureConnection', () => handshakes++);
 server.keepAliveTimeout = 60_000;
 server.listen(Number(process.argv[2] ?? 0), '127.0.0.1', () => {
   console.log(`ready ${server.address().port}`);

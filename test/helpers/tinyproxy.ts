@@ -71,7 +71,7 @@ export async function startTinyproxy(options: { basicAuth?: { user: string; pass
     );
   } catch (err) {
     child.kill('SIGKILL');
-    throw new Error(`tinyproxy did not start: ${(err as Error).message}; ${stderr}`);
+    throw new Error(`tinyproxy did not start: ${(err as Error).message}; ${stderr}`, { cause: err });
   }
   const log = (): string => readFileSync(logFile, 'utf8');
   return {
