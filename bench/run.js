@@ -7,7 +7,7 @@
 // See bench/README.md for how to read it.
 //
 // Settings (environment): BENCH_DURATION_S (5), BENCH_ROUNDS (3), BENCH_WARMUP_S (2),
-// BENCH_SCENARIOS (get-1k,post-64k,get-1m), BENCH_LOAD (wrk|autocannon; default wrk if found),
+// BENCH_SCENARIOS (get-1k,post-64k,get-1m,https-get-1k), BENCH_LOAD (wrk|autocannon; default wrk if found),
 // BENCH_UPSTREAM (nginx|node; default nginx if found), BENCH_NODE_OPTIONS (extra node flags for
 // every candidate, e.g. --max-semi-space-size=8), BENCH_PRODUCT_NODE_OPTIONS (NODE_OPTIONS for the
 // product; default: what the Dockerfile sets, so the product runs as the image runs it), BENCH_PROFILE=1 (the product writes a CPU
