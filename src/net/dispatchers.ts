@@ -119,8 +119,10 @@ function build(
   const connect = { timeout: connectTimeoutMs, ...secureContextFor(tls) };
   const via = proxyFor(target, proxy);
   if (via !== undefined) {
-    // CONNECT for https: targets; absolute-form for http: ones (proxyTunnel false).
-    return new EnvHttpProxyAgent({ ...poolOptions, ...via, connect, requestTls: connect, proxyTunnel: false });
+    // CONNECT for https: targets; absolute-form for http: ones (proxyTunnel false). An https:
+    // proxy is verified against the same roots (CA_FILE included); no client certificate for it.
+    const proxyTls = { timeout: connectTimeoutMs, ...secureContextFor({ ...(tls.ca ? { ca: tls.ca } : {}) }) };
+    return new EnvHttpProxyAgent({ ...poolOptions, ...via, connect, requestTls: connect, proxyTls, proxyTunnel: false });
   }
   return single ? new Pool(target.origin, { ...poolOptions, connect }) : new Agent({ ...poolOptions, connect });
 }

@@ -97,6 +97,22 @@ describe('HTTPS to the gateway and the token endpoint (PRODUCT §12.1)', () => {
   });
 });
 
+describe('TLS files at start (PRODUCT §12.6)', () => {
+  it('refuses to start with an unreadable CA_FILE or a certificate without its key, naming the settings', async () => {
+    const out = await runCli([], {
+      BASE_URL: 'https://127.0.0.1:1',
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: SECRET,
+      CA_FILE: '/nonexistent/ca.pem',
+      TLS_CLIENT_CERT_FILE: files.write('lonely.crt', server.cert),
+    });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain('CA_FILE names a file that cannot be read (ENOENT): /nonexistent/ca.pem');
+    expect(out.stderr).toContain('TLS_CLIENT_CERT_FILE is set without TLS_CLIENT_KEY_FILE');
+    expect(out.stdout).not.toContain('listeners up');
+  });
+});
+
 describe('client certificates (PRODUCT §12.2)', () => {
   it('presents the client certificate to a server that requires one, and fails naming the reason without it', async () => {
     const clientCa = await createCa('Client CA');
