@@ -11,6 +11,8 @@ import { createMetrics } from './metrics.js';
 import { createForwarder } from './proxy/forward.js';
 import { createProxyServer } from './proxy/server.js';
 import { shutdown } from './shutdown.js';
+import { ClientAssertionError } from './token/client-auth.js';
+import { configuredAuth } from './token/configured-auth.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 import { watchSecretFile } from './token/secret-file.js';
 import { TokenSource } from './token/token-source.js';
@@ -55,15 +57,18 @@ export async function startApp(deps: AppDeps): Promise<App> {
     keepAliveMaxTimeout: 600_000,
     connect: { timeout: Math.min(config.upstreamTimeoutMs, 10_000) },
   });
-  const fetchToken = tokenFetcherFromConfig(config, tokenDispatcher, () => clock.now());
+  // How the configured client proves who it is (TOKEN_AUTH_METHOD, issues 9 and 15).
+  const auth = configuredAuth(config, { clock, log });
+  const fetchToken = tokenFetcherFromConfig(config, tokenDispatcher, () => clock.now(), auth.clientAuth);
 
   let configured: TokenSource | undefined;
   let stopWatch: (() => void) | undefined;
-  if (config.clientId !== undefined && config.clientSecret !== undefined) {
-    const clientId = config.clientId;
+  let stopAuthWatch: (() => void) | undefined;
+  if (auth.credential !== undefined) {
+    const clientId = auth.credential.clientId;
     configured = new TokenSource({
       label: 'configured',
-      credential: { clientId, clientSecret: config.clientSecret },
+      credential: auth.credential,
       fetchToken,
       clock,
       random,
@@ -73,7 +78,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       observer: metrics.configuredToken,
     });
     const source = configured;
-    if (config.clientSecretFile !== undefined) {
+    if (config.clientSecretFile !== undefined && config.clientSecret !== undefined) {
       stopWatch = watchSecretFile({
         path: config.clientSecretFile,
         initial: config.clientSecret,
@@ -82,6 +87,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
         onChange: (clientSecret) => source.setCredential({ clientId, clientSecret }),
       });
     }
+    stopAuthWatch = auth.watch((credential) => source.setCredential(credential));
   }
 
   const noCredentials = new CredentialsRequiredError('no credentials are configured; send Basic credentials');
@@ -108,6 +114,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       if (!listening) return 'starting';
       if (configured !== undefined && configured.current() === undefined) {
         const last = configured.lastError;
+        if (last instanceof ClientAssertionError) return `no valid token (${last.message})`;
         return last ? `no valid token (last fetch: ${last.outcome})` : 'no valid token yet';
       }
       return undefined;
@@ -123,6 +130,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   } catch (err) {
     configured?.stop();
     stopWatch?.();
+    stopAuthWatch?.();
     proxyServer.close();
     await Promise.all([pool.destroy(), tokenDispatcher.destroy()]);
     throw err;
@@ -166,6 +174,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
         onClosed: async () => {
           configured?.stop();
           stopWatch?.();
+          stopAuthWatch?.();
           await Promise.all([pool.destroy(), tokenDispatcher.destroy()]);
         },
       }),

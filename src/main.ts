@@ -9,6 +9,7 @@ import { systemClock } from './clock.js';
 import { loadConfig, type Config } from './config.js';
 import { ConfigError } from './errors.js';
 import { createLogger } from './log.js';
+import { configuredAuth } from './token/configured-auth.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -44,14 +45,18 @@ function readConfig(configFile: string | undefined): Config {
 
 /** `check`: one token fetch, its lifetime printed (never the token), exit 0 or 1 (PRODUCT §2). */
 async function check(config: Config): Promise<never> {
-  if (config.clientId === undefined || config.clientSecret === undefined) {
+  const auth = configuredAuth(config, { clock: systemClock, log: createLogger('silent') });
+  const credential = auth.credential;
+  if (credential === undefined) {
     fail('check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)');
   }
+  // What the credential is, without the assertion or key (issue 15 §3).
+  for (const line of auth.describe(Date.now())) process.stdout.write(`${line}\n`);
   const dispatcher = new Agent({ connect: { timeout: config.tokenFetchTimeoutMs } });
-  const fetchToken = tokenFetcherFromConfig(config, dispatcher, Date.now);
+  const fetchToken = tokenFetcherFromConfig(config, dispatcher, Date.now, auth.clientAuth);
   const started = Date.now();
   try {
-    const grant = await fetchToken({ clientId: config.clientId, clientSecret: config.clientSecret });
+    const grant = await fetchToken(credential);
     const lifetimeS = Math.round(grant.lifetimeMs / 1000);
     process.stdout.write(
       `ok: token obtained from ${config.tokenUrl} in ${Date.now() - started} ms; ` +

@@ -3,6 +3,14 @@ import { SignJWT, decodeJwt } from 'jose';
 import { TokenFetchError } from '../errors.js';
 import type { Credential } from './fetch-token.js';
 
+/**
+ * The assertion could not be sent (file missing, not a JWT, expired). Its message names the file
+ * and never holds the assertion, so `/readyz` and `check` may show it whole.
+ */
+export class ClientAssertionError extends TokenFetchError {
+  override name = 'ClientAssertionError';
+}
+
 /** What a strategy adds to one token request: headers and form fields (beside grant_type). */
 export interface ClientAuthParts {
   readonly headers: Record<string, string>;
@@ -138,11 +146,11 @@ export function clientAssertionFile(options: ClientAssertionFileOptions): Client
       summary = summarizeAssertion(assertion);
     } catch (err) {
       const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      throw new TokenFetchError('network_error', `client assertion file ${options.path} cannot be used (${reason})`, { cause: err });
+      throw new ClientAssertionError('network_error', `client assertion file ${options.path} cannot be used (${reason})`, { cause: err });
     }
     if (summary.expiresAt !== undefined && summary.expiresAt * 1000 <= options.now()) {
       const at = new Date(summary.expiresAt * 1000).toISOString();
-      throw new TokenFetchError(
+      throw new ClientAssertionError(
         'network_error',
         `client assertion in ${options.path} expired at ${at}: the projected token is not being rotated`,
       );

@@ -28,16 +28,22 @@ export interface TokenFetcherOptions {
   now: () => number;
 }
 
-/** The fetcher for the configured token endpoint. */
+/**
+ * The fetcher for the configured token endpoint. Without `clientAuth` it authenticates with a
+ * secret: client_secret_basic when configured, client_secret_post otherwise. That is the fetcher
+ * for pass-through Basic credentials, which carry a secret whatever the configured method.
+ */
 export function tokenFetcherFromConfig(
-  config: Pick<Config, 'tokenUrl' | 'tokenAuthMethod' | 'tokenScope' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
+  config: Pick<Config, 'tokenUrl' | 'tokenAuthMethod' | 'tokenScope' | 'tokenParams' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
   dispatcher: Dispatcher,
   now: () => number,
+  clientAuth?: ClientAuth,
 ): FetchToken {
   return createTokenFetcher({
     tokenUrl: config.tokenUrl,
-    clientAuth: config.tokenAuthMethod === 'client_secret_basic' ? clientSecretBasic : clientSecretPost,
+    clientAuth: clientAuth ?? (config.tokenAuthMethod === 'client_secret_basic' ? clientSecretBasic : clientSecretPost),
     scope: config.tokenScope,
+    extraParams: config.tokenParams,
     timeoutMs: config.tokenFetchTimeoutMs,
     defaultTtlS: config.tokenDefaultTtlS,
     dispatcher,

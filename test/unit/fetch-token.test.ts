@@ -52,7 +52,7 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
 
 function fetcher(
   options: {
-    authMethod?: TokenAuthMethod | ClientAuth;
+    authMethod?: Extract<TokenAuthMethod, 'client_secret_post' | 'client_secret_basic'> | ClientAuth;
     scope?: string;
     timeoutMs?: number;
     url?: string;
