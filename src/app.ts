@@ -12,6 +12,8 @@ import { readTlsMaterial, watchTlsFiles } from './net/tls-files.js';
 import { createForwarder } from './proxy/forward.js';
 import { createProxyServer } from './proxy/server.js';
 import { shutdown } from './shutdown.js';
+import { ClientAssertionError } from './token/client-auth.js';
+import { configuredAuth } from './token/configured-auth.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 import { watchSecretFile } from './token/secret-file.js';
 import { TokenSource } from './token/token-source.js';
@@ -58,15 +60,18 @@ export async function startApp(deps: AppDeps): Promise<App> {
     proxy: { httpsProxy: config.httpsProxy, httpProxy: config.httpProxy, noProxy: config.noProxy },
     tls,
   });
-  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, () => clock.now());
+  // How the configured client proves who it is (TOKEN_AUTH_METHOD, issues 9 and 15).
+  const auth = configuredAuth(config, { clock, log });
+  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, () => clock.now(), auth.clientAuth);
 
   let configured: TokenSource | undefined;
   let stopWatch: (() => void) | undefined;
-  if (config.clientId !== undefined && config.clientSecret !== undefined) {
-    const clientId = config.clientId;
+  let stopAuthWatch: (() => void) | undefined;
+  if (auth.credential !== undefined) {
+    const clientId = auth.credential.clientId;
     configured = new TokenSource({
       label: 'configured',
-      credential: { clientId, clientSecret: config.clientSecret },
+      credential: auth.credential,
       fetchToken,
       clock,
       random,
@@ -76,7 +81,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       observer: metrics.configuredToken,
     });
     const source = configured;
-    if (config.clientSecretFile !== undefined) {
+    if (config.clientSecretFile !== undefined && config.clientSecret !== undefined) {
       stopWatch = watchSecretFile({
         path: config.clientSecretFile,
         initial: config.clientSecret,
@@ -85,6 +90,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
         onChange: (clientSecret) => source.setCredential({ clientId, clientSecret }),
       });
     }
+    stopAuthWatch = auth.watch((credential) => source.setCredential(credential));
   }
 
   // PRODUCT §12.6: rotated TLS files are used by new connections; a new client certificate
@@ -124,6 +130,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       if (!listening) return 'starting';
       if (configured !== undefined && configured.current() === undefined) {
         const last = configured.lastError;
+        if (last instanceof ClientAssertionError) return `no valid token (${last.message})`;
         return last ? `no valid token (last fetch: ${last.outcome})` : 'no valid token yet';
       }
       return undefined;
@@ -140,6 +147,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     configured?.stop();
     stopWatch?.();
     stopTlsWatch();
+    stopAuthWatch?.();
     proxyServer.close();
     await dispatchers.destroy();
     throw err;
@@ -184,6 +192,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
           configured?.stop();
           stopWatch?.();
           stopTlsWatch();
+          stopAuthWatch?.();
           await dispatchers.destroy();
         },
       }),

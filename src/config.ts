@@ -1,8 +1,16 @@
 import { isIP } from 'node:net';
 import { ConfigError } from './errors.js';
 import { checkNetworkSettings } from './net/network-settings.js';
+import { ASSERTION_ALGS } from './token/assertion-key.js';
+import { JWT_BEARER, parseTokenParams } from './token/client-auth.js';
+import { checkClientAuth } from './token/client-auth-config.js';
 
-export type TokenAuthMethod = 'client_secret_post' | 'client_secret_basic';
+export type TokenAuthMethod =
+  | 'client_secret_post'
+  | 'client_secret_basic'
+  | 'private_key_jwt'
+  | 'tls_client_auth'
+  | 'client_assertion_file';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /** The proxy's settings, parsed once and frozen. See `config/ticket-auth-proxy.example.yaml`. */
@@ -21,6 +29,13 @@ export interface Config {
   readonly tokenUrl: string;
   readonly tokenScope: string | undefined;
   readonly tokenAuthMethod: TokenAuthMethod;
+  /** Extra form fields on every token request (TOKEN_PARAMS), in order. */
+  readonly tokenParams: ReadonlyArray<readonly [string, string]>;
+  readonly clientAssertionKeyFile: string | undefined;
+  readonly clientAssertionKid: string | undefined;
+  readonly clientAssertionAlg: string | undefined;
+  readonly clientAssertionFile: string | undefined;
+  readonly clientAssertionType: string;
   readonly tokenRefreshRatio: number;
   readonly tokenDefaultTtlS: number;
   readonly tokenWaitTimeoutMs: number;
@@ -53,7 +68,8 @@ type Kind =
   | { type: 'port' }
   | { type: 'int'; min: number; max?: number }
   | { type: 'number'; min: number; max?: number; exclusive?: boolean }
-  | { type: 'enum'; values: readonly string[] };
+  | { type: 'enum'; values: readonly string[] }
+  | { type: 'params' };
 
 interface Setting {
   env: string;
@@ -83,9 +99,16 @@ export const SETTINGS: readonly Setting[] = [
   {
     env: 'TOKEN_AUTH_METHOD',
     key: 'tokenAuthMethod',
-    kind: { type: 'enum', values: ['client_secret_post', 'client_secret_basic'] },
+    kind: { type: 'enum', values: ['client_secret_post', 'client_secret_basic', 'private_key_jwt', 'tls_client_auth', 'client_assertion_file'] },
     default: 'client_secret_post',
   },
+  // Client authentication beyond a secret (PRODUCT §3, issues 8, 9, 15).
+  { env: 'TOKEN_PARAMS', key: 'tokenParams', kind: { type: 'params' } },
+  { env: 'CLIENT_ASSERTION_KEY_FILE', key: 'clientAssertionKeyFile', kind: { type: 'path' } },
+  { env: 'CLIENT_ASSERTION_KID', key: 'clientAssertionKid', kind: { type: 'string' } },
+  { env: 'CLIENT_ASSERTION_ALG', key: 'clientAssertionAlg', kind: { type: 'enum', values: ASSERTION_ALGS } },
+  { env: 'CLIENT_ASSERTION_FILE', key: 'clientAssertionFile', kind: { type: 'path' } },
+  { env: 'CLIENT_ASSERTION_TYPE', key: 'clientAssertionType', kind: { type: 'string' }, default: JWT_BEARER },
   {
     env: 'TOKEN_REFRESH_RATIO',
     key: 'tokenRefreshRatio',
@@ -213,10 +236,15 @@ export function loadConfig(sources: ConfigSources): Config {
   }
   const hasId = out.clientId !== undefined;
   const hasSecret = out.clientSecret !== undefined || out.clientSecretFile !== undefined;
-  if (!out.passthroughBasic || hasId || hasSecret) {
+  const method = out.tokenAuthMethod as TokenAuthMethod;
+  const usesSecret = method === 'client_secret_post' || method === 'client_secret_basic';
+  if (!usesSecret) {
+    if (!hasId) problems.push(`CLIENT_ID is required with TOKEN_AUTH_METHOD=${method}`);
+  } else if (!out.passthroughBasic || hasId || hasSecret) {
     if (!hasId) problems.push('CLIENT_ID is required: the client identifier from the workspace settings');
     if (!hasSecret) problems.push('CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings');
   }
+  checkClientAuth(method, out, raw, name, sources, problems);
 
   checkNetworkSettings(out, name, sources.readSecretFile, problems);
 
@@ -271,6 +299,11 @@ function parseValue(kind: Kind, value: unknown, name: string, problems: string[]
         );
       }
       return n;
+    }
+    case 'params': {
+      const { params, problems: bad } = parseTokenParams(value, name);
+      problems.push(...bad);
+      return bad.length > 0 ? undefined : Object.freeze(params.map((p) => Object.freeze(p)));
     }
     case 'enum': {
       const s = String(value).trim();

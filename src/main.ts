@@ -10,6 +10,7 @@ import { ConfigError } from './errors.js';
 import { createLogger } from './log.js';
 import { createDispatchers } from './net/dispatchers.js';
 import { readTlsMaterial } from './net/tls-files.js';
+import { configuredAuth } from './token/configured-auth.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -45,7 +46,9 @@ function readConfig(configFile: string | undefined): Config {
 
 /** `check`: one token fetch, its lifetime printed (never the token), exit 0 or 1 (PRODUCT §2). */
 async function check(config: Config): Promise<never> {
-  if (config.clientId === undefined || config.clientSecret === undefined) {
+  const auth = configuredAuth(config, { clock: systemClock, log: createLogger('silent') });
+  const credential = auth.credential;
+  if (credential === undefined) {
     fail('check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)');
   }
   const dispatchers = createDispatchers({
@@ -56,10 +59,12 @@ async function check(config: Config): Promise<never> {
     proxy: { httpsProxy: config.httpsProxy, httpProxy: config.httpProxy, noProxy: config.noProxy },
     tls: readTlsMaterial(config),
   });
-  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, Date.now);
+  // What the credential is, without the assertion or key (issue 15 §3).
+  for (const line of auth.describe(Date.now())) process.stdout.write(`${line}\n`);
+  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, Date.now, auth.clientAuth);
   const started = Date.now();
   try {
-    const grant = await fetchToken({ clientId: config.clientId, clientSecret: config.clientSecret });
+    const grant = await fetchToken(credential);
     const lifetimeS = Math.round(grant.lifetimeMs / 1000);
     process.stdout.write(
       `ok: token obtained from ${config.tokenUrl} in ${Date.now() - started} ms; ` +

@@ -9,6 +9,7 @@ import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { createAssertionClients, type AssertionClients } from './client-assertions.js';
 
 export interface MockTicketServiceOptions {
   /** Client id to secret; default `{ 'demo-client': 'demo-secret' }`. */
@@ -34,9 +35,13 @@ export interface MockTls {
 export interface TokenRequestRecord {
   at: number;
   clientId: string | undefined;
-  authMethod: 'post' | 'basic' | 'none';
+  authMethod: 'post' | 'basic' | 'none' | 'client_assertion';
   scope: string | undefined;
   headers: Record<string, string | string[] | undefined>;
+  /** Every form field as received, client_secret and client_assertion left out. */
+  form: [string, string][];
+  /** SHA-256 of the client assertion, when one was sent (tests tell assertions apart). */
+  assertionSha256: string | undefined;
 }
 
 export interface ApiRequestRecord {
@@ -76,6 +81,8 @@ export interface MockTicketService {
   setTokenFault(fault: TokenFault): void;
   clearTokenFaults(): void;
   setClientSecret(clientId: string, secret: string): void;
+  /** private_key_jwt clients and federated clients (assertions from a trusted issuer). */
+  readonly assertionClients: AssertionClients;
   /** Every token issued so far becomes invalid at once. */
   revokeAll(): void;
   /** While on, every API call is answered 401 whatever its token. */
@@ -117,6 +124,8 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
   const events = new EventEmitter();
   const sockets = new Set<Socket>();
   let rejectAll = false;
+  const assertionClients = createAssertionClients();
+  let tokenUrl = '';
 
   const issue = (clientId: string): string => {
     const token = `mock_${randomBytes(16).toString('hex')}`;
@@ -145,7 +154,17 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
       secret = dec(decoded.slice(colon + 1));
       authMethod = 'basic';
     }
-    const record: TokenRequestRecord = { at: Date.now(), clientId, authMethod, scope: form.get('scope') ?? undefined, headers: req.headers };
+    const assertion = form.get('client_assertion') ?? undefined;
+    if (assertion !== undefined) authMethod = 'client_assertion';
+    const record: TokenRequestRecord = {
+      at: Date.now(),
+      clientId,
+      authMethod,
+      scope: form.get('scope') ?? undefined,
+      headers: req.headers,
+      form: [...form].filter(([k]) => k !== 'client_secret' && k !== 'client_assertion'),
+      assertionSha256: assertion === undefined ? undefined : createHash('sha256').update(assertion).digest('hex'),
+    };
     tokenRequests.push(record);
     events.emit('token', record);
 
@@ -179,6 +198,14 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     const noStore = { 'cache-control': 'no-store' };
     if (form.get('grant_type') !== 'client_credentials') {
       json(res, 400, { error: form.has('grant_type') ? 'unsupported_grant_type' : 'invalid_request' }, noStore);
+      return;
+    }
+    if (authMethod === 'client_assertion' || assertionClients.isFederated(clientId)) {
+      // A federated client has no secret: only its issuer's assertion is accepted.
+      void assertionClients.verify(form, tokenUrl).then((v) => {
+        if (v.ok) json(res, 200, { access_token: issue(v.clientId!), token_type: 'Bearer', expires_in: ttlS }, noStore);
+        else json(res, 401, { error: 'invalid_client', error_description: v.description }, noStore);
+      });
       return;
     }
     if (clientId === undefined || secret === undefined) {
@@ -307,6 +334,8 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  // The audience a private_key_jwt assertion must name.
+  tokenUrl = `http://${options.host ?? '127.0.0.1'}:${port}${api}/oauth2/token`;
 
   return {
     url: `${options.tls ? 'https' : 'http'}://${options.host ?? '127.0.0.1'}:${port}${prefix}`,
@@ -326,6 +355,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     setTokenFault: (fault) => faults.push({ ...fault, left: fault.times ?? 1 }),
     clearTokenFaults: () => void faults.splice(0),
     setClientSecret: (id, secret) => void clients.set(id, secret),
+    assertionClients,
     revokeAll: () => tokens.clear(),
     rejectAllTokens: (on) => {
       rejectAll = on;

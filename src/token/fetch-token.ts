@@ -4,6 +4,7 @@ import { TokenFetchError } from '../errors.js';
 import { networkFailureReason } from '../net/failure-reason.js';
 import type { Config, TokenAuthMethod } from '../config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
+import { clientSecretBasic, clientSecretPost, type ClientAuth } from './client-auth.js';
 
 /** One set of client credentials. */
 export interface Credential {
@@ -16,8 +17,11 @@ export type FetchToken = (credential: Credential) => Promise<TokenGrant>;
 
 export interface TokenFetcherOptions {
   tokenUrl: string;
-  authMethod: TokenAuthMethod;
+  /** How the client proves who it is: a strategy from `client-auth.ts`, or a secret method's name. */
+  clientAuth: ClientAuth | Extract<TokenAuthMethod, 'client_secret_post' | 'client_secret_basic'>;
   scope: string | undefined;
+  /** Extra form fields on every request (TOKEN_PARAMS), in order, names may repeat. */
+  extraParams?: ReadonlyArray<readonly [string, string]>;
   timeoutMs: number;
   defaultTtlS: number;
   /** The token endpoint's own connection pool, apart from the forwarding one. */
@@ -25,16 +29,22 @@ export interface TokenFetcherOptions {
   now: () => number;
 }
 
-/** The fetcher for the configured token endpoint. */
+/**
+ * The fetcher for the configured token endpoint. Without `clientAuth` it authenticates with a
+ * secret: client_secret_basic when configured, client_secret_post otherwise. That is the fetcher
+ * for pass-through Basic credentials, which carry a secret whatever the configured method.
+ */
 export function tokenFetcherFromConfig(
-  config: Pick<Config, 'tokenUrl' | 'tokenAuthMethod' | 'tokenScope' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
+  config: Pick<Config, 'tokenUrl' | 'tokenAuthMethod' | 'tokenScope' | 'tokenParams' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
   dispatcher: Dispatcher,
   now: () => number,
+  clientAuth?: ClientAuth,
 ): FetchToken {
   return createTokenFetcher({
     tokenUrl: config.tokenUrl,
-    authMethod: config.tokenAuthMethod,
+    clientAuth: clientAuth ?? (config.tokenAuthMethod === 'client_secret_basic' ? clientSecretBasic : clientSecretPost),
     scope: config.tokenScope,
+    extraParams: config.tokenParams,
     timeoutMs: config.tokenFetchTimeoutMs,
     defaultTtlS: config.tokenDefaultTtlS,
     dispatcher,
@@ -45,31 +55,28 @@ export function tokenFetcherFromConfig(
 /** A token response larger than this is not a token response. */
 const MAX_BODY_BYTES = 64 * 1024;
 
-/**
- * RFC 6749 §2.3.1: id and secret are form-urlencoded (Appendix B) before they are joined for
- * Basic: the same encoder as the form body, which also encodes `!'()~`.
- */
-function formEncode(s: string): string {
-  return new URLSearchParams([['', s]]).toString().slice(1);
-}
-
 /** Creates the function that requests a token from the token endpoint with `undici`. */
 export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
-  const { tokenUrl, authMethod, scope, timeoutMs, defaultTtlS, dispatcher, now } = options;
+  const { tokenUrl, scope, timeoutMs, defaultTtlS, dispatcher, now } = options;
+  const clientAuth =
+    typeof options.clientAuth === 'function'
+      ? options.clientAuth
+      : options.clientAuth === 'client_secret_basic'
+        ? clientSecretBasic
+        : clientSecretPost;
+  const extraParams = options.extraParams ?? [];
   return async function fetchToken(credential) {
+    // Called for every request, retries included: an assertion is signed or read afresh.
+    const auth = await clientAuth(credential, tokenUrl);
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
+    for (const [k, v] of auth.form) form.append(k, v);
+    if (scope !== undefined) form.set('scope', scope);
+    for (const [k, v] of extraParams) form.append(k, v);
     const headers: Record<string, string> = {
       'content-type': 'application/x-www-form-urlencoded',
       accept: 'application/json',
+      ...auth.headers,
     };
-    if (authMethod === 'client_secret_basic') {
-      const pair = `${formEncode(credential.clientId)}:${formEncode(credential.clientSecret)}`;
-      headers.authorization = `Basic ${Buffer.from(pair).toString('base64')}`;
-    } else {
-      form.set('client_id', credential.clientId);
-      form.set('client_secret', credential.clientSecret);
-    }
-    if (scope !== undefined) form.set('scope', scope);
 
     const sentAt = now();
     const signal = AbortSignal.timeout(timeoutMs);

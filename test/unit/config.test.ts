@@ -49,6 +49,12 @@ describe('loadConfig defaults and sources', () => {
       tokenUrl: 'https://gw.example.com/api/v1/oauth2/token',
       tokenScope: undefined,
       tokenAuthMethod: 'client_secret_post',
+      tokenParams: [],
+      clientAssertionKeyFile: undefined,
+      clientAssertionKid: undefined,
+      clientAssertionAlg: undefined,
+      clientAssertionFile: undefined,
+      clientAssertionType: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
       tokenRefreshRatio: 0.8,
       tokenDefaultTtlS: 300,
       tokenWaitTimeoutMs: 5000,
@@ -88,6 +94,8 @@ describe('loadConfig defaults and sources', () => {
     TOKEN_URL: 'http://idp.internal/oauth/token',
     TOKEN_SCOPE: 'tickets.read tickets.write',
     TOKEN_AUTH_METHOD: 'client_secret_basic',
+    TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi&resource=a&resource=b',
+    CLIENT_ASSERTION_TYPE: 'urn:x',
     TOKEN_REFRESH_RATIO: '0.5',
     TOKEN_DEFAULT_TTL_S: '60',
     TOKEN_WAIT_TIMEOUT_MS: '0',
@@ -118,6 +126,16 @@ describe('loadConfig defaults and sources', () => {
     tokenUrl: 'http://idp.internal/oauth/token',
     tokenScope: 'tickets.read tickets.write',
     tokenAuthMethod: 'client_secret_basic',
+    tokenParams: [
+      ['audience', 'https://api'],
+      ['resource', 'a'],
+      ['resource', 'b'],
+    ],
+    clientAssertionKeyFile: undefined,
+    clientAssertionKid: undefined,
+    clientAssertionAlg: undefined,
+    clientAssertionFile: undefined,
+    clientAssertionType: 'urn:x',
     tokenRefreshRatio: 0.5,
     tokenDefaultTtlS: 60,
     tokenWaitTimeoutMs: 0,
@@ -156,6 +174,10 @@ describe('loadConfig defaults and sources', () => {
       'tokenUrl: http://idp.internal/oauth/token',
       'tokenScope: tickets.read tickets.write',
       'tokenAuthMethod: client_secret_basic',
+      'tokenParams:',
+      '  audience: https://api',
+      '  resource: [a, b]',
+      'clientAssertionType: urn:x',
       'tokenRefreshRatio: 0.5',
       'tokenDefaultTtlS: 60',
       'tokenWaitTimeoutMs: 0',
@@ -258,8 +280,8 @@ describe('loadConfig value rules', () => {
   });
 
   it('refuses a value outside an enum, listing the allowed ones', () => {
-    expect(configError({ ...MINIMAL, TOKEN_AUTH_METHOD: 'private_key_jwt' }).problems).toEqual([
-      'TOKEN_AUTH_METHOD must be one of client_secret_post, client_secret_basic (got "private_key_jwt")',
+    expect(configError({ ...MINIMAL, TOKEN_AUTH_METHOD: 'client_secret_jwt' }).problems).toEqual([
+      'TOKEN_AUTH_METHOD must be one of client_secret_post, client_secret_basic, private_key_jwt, tls_client_auth, client_assertion_file (got "client_secret_jwt")',
     ]);
     expect(configError({ ...MINIMAL, LOG_LEVEL: 'verbose' }).problems[0]).toMatch(/^LOG_LEVEL must be one of fatal, error, warn, info/);
   });

@@ -5,6 +5,7 @@ import { Agent } from 'undici';
 import { TokenFetchError } from '../../src/errors.js';
 import type { TokenAuthMethod } from '../../src/config.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
+import { clientAssertionFile, parseTokenParams, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
 
 interface Seen {
   method: string;
@@ -49,11 +50,20 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
-function fetcher(options: { authMethod?: TokenAuthMethod; scope?: string; timeoutMs?: number; url?: string } = {}) {
+function fetcher(
+  options: {
+    authMethod?: Extract<TokenAuthMethod, 'client_secret_post' | 'client_secret_basic'> | ClientAuth;
+    scope?: string;
+    timeoutMs?: number;
+    url?: string;
+    extraParams?: [string, string][];
+  } = {},
+) {
   return createTokenFetcher({
     tokenUrl: options.url ?? `${origin}/gw/api/v1/oauth2/token`,
-    authMethod: options.authMethod ?? 'client_secret_post',
+    clientAuth: options.authMethod ?? 'client_secret_post',
     scope: options.scope,
+    extraParams: options.extraParams ?? [],
     timeoutMs: options.timeoutMs ?? 5_000,
     defaultTtlS: 300,
     dispatcher: agent,
@@ -80,6 +90,35 @@ function formDecode(s: string): string {
 const CREDENTIAL = { clientId: 'my client:1', clientSecret: 'se:cr et%/+&=' };
 
 describe('createTokenFetcher', () => {
+  it('sends TOKEN_PARAMS after the grant fields, encoded so that &, =, +, spaces and non-ASCII arrive intact', async () => {
+    const { params } = parseTokenParams({ audience: 'https://api.example.com/x?a=1&b=2', resource: ['a b+c', 'Zürich ✓'] }, 'tokenParams');
+    await fetcher({ extraParams: params, scope: 's1' })(CREDENTIAL);
+    const form = new URLSearchParams(seen[0]!.body);
+    expect([...form.keys()]).toEqual(['grant_type', 'client_id', 'client_secret', 'scope', 'audience', 'resource', 'resource']);
+    expect(form.get('audience')).toBe('https://api.example.com/x?a=1&b=2');
+    expect(form.getAll('resource')).toEqual(['a b+c', 'Zürich ✓']);
+  });
+
+  it('sends client_id and no secret with tls_client_auth', async () => {
+    await fetcher({ authMethod: tlsClientAuth })(CREDENTIAL);
+    const req = seen[0]!;
+    expect(req.headers.authorization).toBeUndefined();
+    expect(Object.fromEntries(new URLSearchParams(req.body))).toEqual({ grant_type: 'client_credentials', client_id: 'my client:1' });
+  });
+
+  it('reads the assertion file for every request, retries included, and never sends a secret', async () => {
+    let content = 'aaa.bbb.ccc';
+    const auth = clientAssertionFile({ path: '/f', read: () => content + '\n', assertionType: 'urn:x', now: Date.now });
+    const fetch = fetcher({ authMethod: auth });
+    content = `${b64({ alg: 'none' })}.${b64({ iss: 'i', exp: Math.floor(Date.now() / 1000) + 600 })}.sig1`;
+    await fetch(CREDENTIAL);
+    content = content.replace('sig1', 'sig2');
+    await fetch(CREDENTIAL);
+    const forms = seen.map((r) => Object.fromEntries(new URLSearchParams(r.body)));
+    expect(forms.map((f) => f.client_assertion?.slice(-4))).toEqual(['sig1', 'sig2']);
+    expect(forms[0]).toEqual({ grant_type: 'client_credentials', client_id: 'my client:1', client_assertion_type: 'urn:x', client_assertion: content.replace('sig2', 'sig1') });
+  });
+
   it('posts the client credentials grant as a form with client_secret_post', async () => {
     const grant = await fetcher()(CREDENTIAL);
     expect(grant).toEqual({ accessToken: 'tok-1', lifetimeMs: 600_000 });
@@ -181,3 +220,7 @@ describe('createTokenFetcher', () => {
     expect(await fetcher()(CREDENTIAL)).toEqual({ accessToken: 'tok-2', lifetimeMs: 60_000 });
   });
 });
+
+function b64(o: unknown): string {
+  return Buffer.from(JSON.stringify(o)).toString('base64url');
+}

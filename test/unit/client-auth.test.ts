@@ -1,0 +1,128 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { decodeProtectedHeader, jwtVerify } from 'jose';
+import { TokenFetchError } from '../../src/errors.js';
+import {
+  JWT_BEARER,
+  clientAssertionFile,
+  clientSecretBasic,
+  clientSecretPost,
+  parseTokenParams,
+  privateKeyJwt,
+  summarizeAssertion,
+  tlsClientAuth,
+} from '../../src/token/client-auth.js';
+
+const CRED = { clientId: 'client-1', clientSecret: 's3cret' };
+const URL_ = 'https://idp.example/token';
+const NOW = Date.UTC(2026, 0, 1, 12, 0, 0);
+
+function jwt(claims: Record<string, unknown>): string {
+  const b = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  return `${b({ alg: 'RS256', typ: 'JWT' })}.${b(claims)}.c2ln`;
+}
+
+describe('secret strategies', () => {
+  it('client_secret_post puts the id and secret in the form and no header', async () => {
+    expect(await clientSecretPost(CRED, URL_)).toEqual({ headers: {}, form: [['client_id', 'client-1'], ['client_secret', 's3cret']] });
+  });
+
+  it('client_secret_basic puts the id and secret in a Basic header and nothing in the form', async () => {
+    const parts = await clientSecretBasic(CRED, URL_);
+    expect(parts.form).toEqual([]);
+    expect(parts.headers.authorization).toBe(`Basic ${Buffer.from('client-1:s3cret').toString('base64')}`);
+  });
+
+  it('tls_client_auth names the client and sends no secret', async () => {
+    expect(await tlsClientAuth(CRED, URL_)).toEqual({ headers: {}, form: [['client_id', 'client-1']] });
+  });
+});
+
+describe('privateKeyJwt', () => {
+  for (const [type, opts, alg] of [
+    ['rsa', { modulusLength: 2048 }, 'RS256'],
+    ['ec', { namedCurve: 'P-256' }, 'ES256'],
+    ['ed25519', {}, 'EdDSA'],
+  ] as const) {
+    it(`signs a fresh ${alg} assertion for every request with iss = sub = client id, aud = token URL, exp = iat + 60 s`, async () => {
+      const { privateKey, publicKey } = generateKeyPairSync(type as 'rsa', opts as { modulusLength: number });
+      let n = 0;
+      const auth = privateKeyJwt({ key: () => privateKey, alg, kid: 'k1', now: () => NOW, randomId: () => `jti-${++n}` });
+      const a = await auth(CRED, URL_);
+      const b = await auth(CRED, URL_);
+      const form = Object.fromEntries(a.form);
+      expect(form.client_id).toBe('client-1');
+      expect(form.client_assertion_type).toBe(JWT_BEARER);
+      expect(form.client_secret).toBeUndefined();
+      expect(Object.fromEntries(b.form).client_assertion).not.toBe(form.client_assertion);
+      const { payload } = await jwtVerify(form.client_assertion!, publicKey, { currentDate: new Date(NOW), audience: URL_ });
+      expect(payload).toEqual({ iss: 'client-1', sub: 'client-1', aud: URL_, jti: 'jti-1', iat: NOW / 1000, exp: NOW / 1000 + 60 });
+      expect(decodeProtectedHeader(form.client_assertion!)).toEqual({ alg, kid: 'k1', typ: 'JWT' });
+    });
+  }
+});
+
+describe('clientAssertionFile', () => {
+  const live = jwt({ iss: 'https://cluster', sub: 'system:serviceaccount:ns:app', aud: 'api', exp: NOW / 1000 + 600 });
+
+  it('sends the trimmed file content with the configured assertion type', async () => {
+    const auth = clientAssertionFile({ path: '/t', read: () => `  ${live}\n`, assertionType: JWT_BEARER, now: () => NOW });
+    expect((await auth(CRED, URL_)).form).toEqual([
+      ['client_id', 'client-1'],
+      ['client_assertion_type', JWT_BEARER],
+      ['client_assertion', live],
+    ]);
+  });
+
+  it('does not send an expired assertion and names the file and the moment it expired, not the assertion', async () => {
+    const expired = jwt({ iss: 'i', exp: NOW / 1000 - 5 });
+    const auth = clientAssertionFile({ path: '/var/run/t', read: () => expired, assertionType: JWT_BEARER, now: () => NOW });
+    const err = await Promise.resolve().then(() => auth(CRED, URL_)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TokenFetchError);
+    expect((err as Error).message).toBe(
+      'client assertion in /var/run/t expired at 2026-01-01T11:59:55.000Z: the projected token is not being rotated',
+    );
+    expect((err as Error).message).not.toContain(expired.split('.')[1]);
+  });
+
+  it('fails naming the file when it is missing or not a JWT', async () => {
+    const missing = clientAssertionFile({ path: '/nope', read: () => { throw Object.assign(new Error('x'), { code: 'ENOENT' }); }, assertionType: JWT_BEARER, now: () => NOW });
+    await expect(Promise.resolve().then(() => missing(CRED, URL_))).rejects.toThrow('client assertion file /nope cannot be used (ENOENT)');
+    const junk = clientAssertionFile({ path: '/j', read: () => 'hello', assertionType: JWT_BEARER, now: () => NOW });
+    await expect(Promise.resolve().then(() => junk(CRED, URL_))).rejects.toThrow('client assertion file /j cannot be used (not a compact JWT)');
+  });
+
+  it('summarizes issuer, subject, audience and expiry for check', () => {
+    expect(summarizeAssertion(live)).toEqual({ issuer: 'https://cluster', subject: 'system:serviceaccount:ns:app', audience: 'api', expiresAt: NOW / 1000 + 600 });
+  });
+});
+
+describe('parseTokenParams', () => {
+  it('reads a form-encoded string with repeated names, in order', () => {
+    expect(parseTokenParams('audience=https%3A%2F%2Fapi&resource=a&resource=b&x=a+b%2B', 'TOKEN_PARAMS')).toEqual({
+      params: [['audience', 'https://api'], ['resource', 'a'], ['resource', 'b'], ['x', 'a b+']],
+      problems: [],
+    });
+  });
+
+  it('reads a map of a string or a list of strings', () => {
+    expect(parseTokenParams({ audience: 'https://api', resource: ['a', 'b'] }, 'tokenParams').params).toEqual([
+      ['audience', 'https://api'],
+      ['resource', 'a'],
+      ['resource', 'b'],
+    ]);
+  });
+
+  it('refuses every field the proxy sets itself, naming the setting', () => {
+    for (const name of ['grant_type', 'client_id', 'client_secret', 'scope', 'client_assertion', 'client_assertion_type']) {
+      expect(parseTokenParams(`${name}=x`, 'TOKEN_PARAMS').problems).toEqual([
+        `TOKEN_PARAMS may not set ${name}: the proxy sets it (use TOKEN_SCOPE for scope)`,
+      ]);
+    }
+  });
+
+  it('refuses values that are neither strings nor lists of strings', () => {
+    expect(parseTokenParams({ a: { b: 1 } }, 'tokenParams').problems).toEqual(['tokenParams.a must be a string or a list of strings']);
+    expect(parseTokenParams([1], 'tokenParams').problems).toHaveLength(1);
+  });
+});
