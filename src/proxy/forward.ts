@@ -5,6 +5,7 @@ import {
   BadRequestError,
   MethodNotAllowedError,
   ProxyError,
+  UpgradeNotSupportedError,
   UpstreamTimeoutError,
   UpstreamUnreachableError,
 } from '../errors.js';
@@ -57,9 +58,13 @@ export function createForwarder(options: ForwarderOptions): (req: IncomingMessag
   return function forward(req, res, expectContinue = false) {
     const started = performance.now();
     const method = req.method!;
+    const headers = readRequestHeaders(req.rawHeaders);
     let error: ProxyError | undefined;
     if (method === 'CONNECT' || method === 'TRACE') error = new MethodNotAllowedError(`${method} is not forwarded`);
-    else error = checkTarget(req.url!);
+    else if (headers.upgrade !== undefined) {
+      error = new UpgradeNotSupportedError(`protocol upgrades (${headers.upgrade}) are not forwarded`);
+      res.shouldKeepAlive = false;
+    } else error = checkTarget(req.url!);
     let source: TokenSource | undefined;
     if (error === undefined) {
       const selected = ctx.selectSource(req);
@@ -70,7 +75,7 @@ export function createForwarder(options: ForwarderOptions): (req: IncomingMessag
       answerProblem(ctx, req, res, error, started);
       return;
     }
-    const handler = new ForwardHandler(ctx, req, res, source, started, expectContinue);
+    const handler = new ForwardHandler(ctx, req, res, headers, source, started, expectContinue);
     const token = source.current();
     if (token !== undefined) handler.dispatch(token);
     else source.get().then(handler.dispatch.bind(handler), handler.fail.bind(handler));
@@ -140,18 +145,17 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   private readonly hasBody: boolean;
   private copy: Buffer[] | undefined;
   private copyBytes = 0;
-  private readonly headers: RequestHeaders;
   private waitingForDrain = false;
 
   constructor(
     private readonly ctx: Context,
     private readonly req: IncomingMessage,
     private readonly res: TrackedResponse,
+    private readonly headers: RequestHeaders,
     private readonly source: TokenSource,
     private readonly started: number,
     private readonly expectContinue: boolean,
   ) {
-    this.headers = readRequestHeaders(req.rawHeaders);
     const length = this.headers.contentLength;
     this.hasBody = (length !== undefined && length !== '0') || this.headers.transferEncoding;
     if (this.hasBody && ctx.replayBodyLimitBytes > 0 && (length === undefined || Number(length) <= ctx.replayBodyLimitBytes)) {

@@ -22,6 +22,11 @@ export interface RequestHeaders {
   transferEncoding: boolean;
   /** `Host` as sent, when sent (for rewriting a `Location`). */
   host: string | undefined;
+  /**
+   * The protocols of an upgrade request (`Upgrade` with `Connection: upgrade`) other than an
+   * `h2c` offer, which is ignored as RFC 9110 §7.8 allows (§4.4); undefined when there are none.
+   */
+  upgrade: string | undefined;
 }
 
 /**
@@ -35,6 +40,7 @@ export function readRequestHeaders(raw: readonly string[]): RequestHeaders {
   let transferEncoding = false;
   let host: string | undefined;
   let connection: string | undefined;
+  let upgrade: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const value = raw[i + 1]!;
@@ -45,9 +51,20 @@ export function readRequestHeaders(raw: readonly string[]): RequestHeaders {
     } else if (lower === 'transfer-encoding') transferEncoding = true;
     else if (lower === 'host') host ??= value;
     else if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
+    else if (lower === 'upgrade') upgrade = upgrade === undefined ? value : `${upgrade},${value}`;
   }
   const named = connection === undefined ? undefined : connectionNamed(connection);
-  return { forward: named === undefined ? forward : without(forward, named, true), contentLength, transferEncoding, host };
+  if (upgrade !== undefined && (named === undefined || !named.has('upgrade') || isH2cOffer(upgrade))) upgrade = undefined;
+  return { forward: named === undefined ? forward : without(forward, named, true), contentLength, transferEncoding, host, upgrade };
+}
+
+/** `Upgrade: h2c` (every protocol offered is h2c): HTTP/2 over cleartext, which the proxy ignores. */
+function isH2cOffer(value: string): boolean {
+  for (const token of value.split(',')) {
+    const t = token.trim().toLowerCase();
+    if (t !== '' && t !== 'h2c') return false;
+  }
+  return true;
 }
 
 /** Fields a `Connection` header names (RFC 9110 §7.6.1), lower-cased; none for the usual values. */
