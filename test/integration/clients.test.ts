@@ -136,3 +136,64 @@ describe('refusals of the HTTP parser', () => {
     expect(((await res.json()) as { url: string }).url).toBe('/api/v1/echo?q=%C3%A9');
   });
 });
+
+/** The header names of a raw response head, less those each hop sets for itself. */
+function headerNames(head: string): string[] {
+  return head
+    .split('\r\n')
+    .slice(1)
+    .filter((l) => l.includes(':'))
+    .map((l) => l.slice(0, l.indexOf(':')))
+    .filter((n) => !/^(date|connection|keep-alive)$/i.test(n));
+}
+
+describe('response header names', () => {
+  it('arrive in the letter case the gateway sent, as curl -sI shows them', async () => {
+    const through = await run('curl', ['-sI', `${proxy.proxyUrl}/api/v1/tickets`]);
+    const direct = await run('curl', ['-sI', '-H', `Authorization: Bearer ${await directToken()}`, `${gateway.url}/api/v1/tickets`]);
+    expect(through).toMatch(/^ETag: "tickets-v1"\r$/m);
+    expect(through).toMatch(/^X-Ticket-Count: 4\r$/m);
+    expect(headerNames(through)).toEqual(headerNames(direct));
+  });
+
+  it('look the same to Python http.client as a direct call, but for the token', async () => {
+    const script = [
+      'import http.client, json, sys',
+      'def names(port, path, auth):',
+      '    c = http.client.HTTPConnection("127.0.0.1", port)',
+      '    c.request("GET", path, headers=({"Authorization": auth} if auth else {}))',
+      '    r = c.getresponse(); r.read()',
+      '    return [r.status, r.getheader("ETag"), [n for n, _ in r.getheaders() if n.lower() not in ("date", "connection", "keep-alive")]]',
+      'print(json.dumps([names(int(sys.argv[1]), "/api/v1/tickets", None), names(int(sys.argv[2]), sys.argv[3], sys.argv[4])]))',
+    ].join('\n');
+    const base = new URL(gateway.url).pathname.replace(/\/$/, '');
+    const out = JSON.parse(await run('python3', ['-c', script, String(proxy.proxyPort), String(gateway.port), `${base}/api/v1/tickets`, `Bearer ${await directToken()}`])) as unknown[];
+    expect(out[0]).toEqual([200, '"tickets-v1"', expect.arrayContaining(['ETag', 'X-Ticket-Count'])]);
+    expect(out[0]).toEqual(out[1]);
+  });
+});
+
+describe('HEAD requests', () => {
+  it('reuse one pooled upstream connection, as curl -I with ten URLs on one connection shows', async () => {
+    // Warm the pool so the count below is of reuse, not of the first connect.
+    expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    const before = gateway.connections();
+    const urls = Array.from({ length: 10 }, (_, i) => `${proxy.proxyUrl}/api/v1/tickets?head=${i}`);
+    const out = await run('curl', ['-sI', ...urls]);
+    expect(out.match(/^HTTP\/1\.1 200 /gm)).toHaveLength(10);
+    expect(gateway.connections() - before).toBeLessThanOrEqual(1);
+  });
+});
+
+let token: string | undefined;
+/** A token of the mock's own, for the same call made straight to the gateway. */
+async function directToken(): Promise<string> {
+  if (token !== undefined) return token;
+  const res = await fetch(`${gateway.url}/api/v1/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'client', client_secret: SECRET }),
+  });
+  token = ((await res.json()) as { access_token: string }).access_token;
+  return token;
+}
