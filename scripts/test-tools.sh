@@ -9,6 +9,7 @@ TOOLS=(
   "curl curl"
   "openssl openssl"
   "python3 python3"
+  "java default-jdk-headless"
 )
 
 missing=()

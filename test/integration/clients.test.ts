@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
 import { pollUntil, rawRequest, startProxy, type ProxyHandle } from '../helpers/index.js';
@@ -183,6 +184,29 @@ describe('HEAD requests', () => {
     expect(out.match(/^HTTP\/1\.1 200 /gm)).toHaveLength(10);
     expect(gateway.connections() - before).toBeLessThanOrEqual(1);
   });
+});
+
+describe('Java 17 HttpClient (offers h2c) and HttpURLConnection', () => {
+  it('see the proxy as the gateway itself, but for the token', async () => {
+    const before = gateway.apiRequests.length;
+    const source = fileURLToPath(new URL('java/Clients.java', import.meta.url));
+    // One JVM start for all four calls; C1 only: the calls are few, the start is what costs.
+    const out = await run('java', ['-XX:TieredStopAtLevel=1', '-Xshare:auto', source, proxy.proxyUrl, gateway.url, await directToken()]);
+    const lines = out.trim().split('\n').map((l) => l.split(' '));
+    const by = (client: string, target: string): string[] => lines.find((l) => l[0] === client && l[1] === target)!.slice(2);
+    expect(by('HttpClient', 'proxy')).toEqual(['200', 'HTTP_1_1', '"tickets-v1"', 'true']);
+    expect(by('HttpURLConnection', 'proxy')).toEqual(['200', 'HTTP_1_1', '"tickets-v1"', 'true']);
+    expect(by('HttpClient', 'proxy')).toEqual(by('HttpClient', 'gateway'));
+    expect(by('HttpURLConnection', 'proxy')).toEqual(by('HttpURLConnection', 'gateway'));
+    // The h2c offer stayed with the proxy.
+    const direct = `Bearer ${await directToken()}`;
+    const forwarded = gateway.apiRequests
+      .slice(before)
+      .filter((r) => r.headers['user-agent']?.toString().startsWith('Java-http-client') && r.headers.authorization !== direct);
+    expect(forwarded).toHaveLength(1);
+    expect(forwarded[0]!.headers.upgrade).toBeUndefined();
+    expect(forwarded[0]!.headers['http2-settings']).toBeUndefined();
+  }, 30_000);
 });
 
 let token: string | undefined;
