@@ -10,6 +10,7 @@ TOOLS=(
   "openssl openssl"
   "python3 python3"
   "tinyproxy tinyproxy"
+  "javac default-jdk-headless"
 )
 
 missing=()

@@ -121,7 +121,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
 
   let listening = false;
   let stopping = false;
-  const proxyServer = createProxyServer({ forward, metrics, log });
+  const proxyServer = createProxyServer({ forward, metrics, log, maxHeaderBytes: config.maxHeaderBytes });
   const adminServer = createAdminServer({
     registry,
     log,

@@ -41,6 +41,7 @@ export interface Config {
   readonly tokenWaitTimeoutMs: number;
   readonly tokenFetchTimeoutMs: number;
   readonly upstreamTimeoutMs: number;
+  readonly maxHeaderBytes: number;
   readonly replayBodyLimitBytes: number;
   /** PEM CAs trusted in addition to the system roots (§12.1). */
   readonly caFile: string | undefined;
@@ -119,6 +120,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'TOKEN_WAIT_TIMEOUT_MS', key: 'tokenWaitTimeoutMs', kind: { type: 'int', min: 0 }, default: 5000 },
   { env: 'TOKEN_FETCH_TIMEOUT_MS', key: 'tokenFetchTimeoutMs', kind: { type: 'int', min: 1 }, default: 10000 },
   { env: 'UPSTREAM_TIMEOUT_MS', key: 'upstreamTimeoutMs', kind: { type: 'int', min: 1 }, default: 30000 },
+  { env: 'MAX_HEADER_BYTES', key: 'maxHeaderBytes', kind: { type: 'int', min: 1024 }, default: 16384 },
   { env: 'REPLAY_BODY_LIMIT_BYTES', key: 'replayBodyLimitBytes', kind: { type: 'int', min: 0 }, default: 65536 },
   { env: 'CA_FILE', key: 'caFile', kind: { type: 'path' } },
   { env: 'TLS_CLIENT_CERT_FILE', key: 'tlsClientCertFile', kind: { type: 'path' } },

@@ -34,6 +34,11 @@ export class BadRequestError extends ProxyError {
   override name = 'BadRequestError';
 }
 
+export class HeadersTooLargeError extends ProxyError {
+  override readonly code = 'headers_too_large';
+  override name = 'HeadersTooLargeError';
+}
+
 export class MethodNotAllowedError extends ProxyError {
   override readonly code = 'method_not_allowed';
   override name = 'MethodNotAllowedError';

@@ -14,6 +14,7 @@ const STATUS: Record<string, [number, string]> = {
   not_proxied: [404, 'Not proxied'],
   bad_path: [400, 'Bad path'],
   bad_request: [400, 'Bad request'],
+  headers_too_large: [431, 'Request header fields too large'],
   method_not_allowed: [405, 'Method not allowed'],
   upgrade_not_supported: [501, 'Upgrade not supported'],
   token_unavailable: [503, 'Token unavailable'],

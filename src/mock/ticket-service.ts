@@ -228,7 +228,8 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
       return;
     }
     if (rest === '/tickets' && (req.method === 'GET' || req.method === 'HEAD')) {
-      json(res, 200, { workspace: holder.clientId, tickets: TICKETS });
+      // Mixed-case names, as many gateways write them: callers may look them up case-sensitively.
+      json(res, 200, { workspace: holder.clientId, tickets: TICKETS }, { ETag: '"tickets-v1"', 'X-Ticket-Count': String(TICKETS.length) });
     } else if (rest === '/echo' || rest.startsWith('/echo/')) {
       json(res, 200, { method: req.method, url: req.url, headers: req.headers, bodyLength: record.bodyLength, bodySha256: record.bodySha256 });
     } else if (rest === '/upload') {

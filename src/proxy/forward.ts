@@ -5,6 +5,7 @@ import {
   BadRequestError,
   MethodNotAllowedError,
   ProxyError,
+  UpgradeNotSupportedError,
   UpstreamTimeoutError,
   UpstreamUnreachableError,
 } from '../errors.js';
@@ -13,7 +14,7 @@ import type { Log } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { sendProblem } from '../problem.js';
 import type { TokenSource } from '../token/token-source.js';
-import { callerResponseHeaders, type ParsedHeaders, readRequestHeaders, type RequestHeaders } from './headers.js';
+import { callerResponseHeaders, flatHeaders, type RawHeaders, readRequestHeaders, type RequestHeaders } from './headers.js';
 import { checkTarget } from './path-guard.js';
 
 /** Picks the token source for a request (the configured credential, or §6 pass-through ones). */
@@ -58,9 +59,13 @@ export function createForwarder(options: ForwarderOptions): (req: IncomingMessag
   return function forward(req, res, expectContinue = false) {
     const started = performance.now();
     const method = req.method!;
+    const headers = readRequestHeaders(req.rawHeaders);
     let error: ProxyError | undefined;
     if (method === 'CONNECT' || method === 'TRACE') error = new MethodNotAllowedError(`${method} is not forwarded`);
-    else error = checkTarget(req.url!);
+    else if (headers.upgrade !== undefined) {
+      error = new UpgradeNotSupportedError(`protocol upgrades (${headers.upgrade}) are not forwarded`);
+      res.shouldKeepAlive = false;
+    } else error = checkTarget(req.url!);
     let source: TokenSource | undefined;
     if (error === undefined) {
       const selected = ctx.selectSource(req);
@@ -71,7 +76,7 @@ export function createForwarder(options: ForwarderOptions): (req: IncomingMessag
       answerProblem(ctx, req, res, error, started);
       return;
     }
-    const handler = new ForwardHandler(ctx, req, res, source, started, expectContinue);
+    const handler = new ForwardHandler(ctx, req, res, headers, source, started, expectContinue);
     const token = source.current();
     if (token !== undefined) handler.dispatch(token);
     else source.get().then(handler.dispatch.bind(handler), handler.fail.bind(handler));
@@ -139,20 +144,21 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   private status = 0;
   private finished = false;
   private readonly hasBody: boolean;
+  private readonly head: boolean;
   private copy: Buffer[] | undefined;
   private copyBytes = 0;
-  private readonly headers: RequestHeaders;
   private waitingForDrain = false;
 
   constructor(
     private readonly ctx: Context,
     private readonly req: IncomingMessage,
     private readonly res: TrackedResponse,
+    private readonly headers: RequestHeaders,
     private readonly source: TokenSource,
     private readonly started: number,
     private readonly expectContinue: boolean,
   ) {
-    this.headers = readRequestHeaders(req.rawHeaders);
+    this.head = req.method === 'HEAD';
     const length = this.headers.contentLength;
     this.hasBody = (length !== undefined && length !== '0') || this.headers.transferEncoding;
     if (this.hasBody && ctx.replayBodyLimitBytes > 0 && (length === undefined || Number(length) <= ctx.replayBodyLimitBytes)) {
@@ -185,6 +191,11 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
           headers,
           body,
           headersTimeout: this.ctx.upstreamTimeoutMs,
+          // undici closes the connection after every HEAD (its issue 258: servers that send a body
+          // with a HEAD answer), which costs a new connection, over TLS a full handshake, per HEAD.
+          // Its parser still refuses stray bytes on an idle connection ("bad response") and closes
+          // it, and the gateway answers HEAD as HTTP says, so HEAD is pooled like the rest (§4.9).
+          reset: this.head ? false : undefined,
         },
         this,
       );
@@ -224,7 +235,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     else this.copy.push(chunk);
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, parsed: ParsedHeaders): void {
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: Record<string, string | string[] | undefined>): void {
     if (statusCode < 200 || this.finished) return;
     if (statusCode === 401) {
       const replay = !this.replayed && this.canReplay() && this.source.invalidate(this.token);
@@ -238,7 +249,9 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     this.status = statusCode;
     const host = this.headers.host;
     const callerOrigin = parsed.location === undefined ? '' : host !== undefined ? `http://${host}` : this.ctx.listenOrigin;
-    this.res.writeHead(statusCode, callerResponseHeaders(parsed, this.ctx.baseUrl, callerOrigin));
+    // undici keeps the parser's raw list on the controller: names as the gateway wrote them (§4.6).
+    const raw = (controller as Dispatcher.DispatchController & { rawHeaders?: RawHeaders }).rawHeaders ?? flatHeaders(parsed);
+    this.res.writeHead(statusCode, callerResponseHeaders(raw, this.ctx.baseUrl, callerOrigin));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -1,7 +1,7 @@
 /**
- * Header rules in both directions (PRODUCT §4.5-4.6). Request headers travel as Node's flat raw
- * list (`[name, value, name, value, ...]`), so names keep their case and repeated fields their
- * order; response headers start from the object undici parses for every response.
+ * Header rules in both directions (PRODUCT §4.5-4.6). Headers travel as flat raw lists
+ * (`[name, value, name, value, ...]`) both ways, so names keep their case and repeated fields
+ * their order.
  */
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1): never forwarded in either direction. */
@@ -22,6 +22,11 @@ export interface RequestHeaders {
   transferEncoding: boolean;
   /** `Host` as sent, when sent (for rewriting a `Location`). */
   host: string | undefined;
+  /**
+   * The protocols of an upgrade request (`Upgrade` with `Connection: upgrade`) other than an
+   * `h2c` offer, which is ignored as RFC 9110 §7.8 allows (§4.4); undefined when there are none.
+   */
+  upgrade: string | undefined;
 }
 
 /**
@@ -35,6 +40,7 @@ export function readRequestHeaders(raw: readonly string[]): RequestHeaders {
   let transferEncoding = false;
   let host: string | undefined;
   let connection: string | undefined;
+  let upgrade: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const value = raw[i + 1]!;
@@ -45,9 +51,20 @@ export function readRequestHeaders(raw: readonly string[]): RequestHeaders {
     } else if (lower === 'transfer-encoding') transferEncoding = true;
     else if (lower === 'host') host ??= value;
     else if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
+    else if (lower === 'upgrade') upgrade = upgrade === undefined ? value : `${upgrade},${value}`;
   }
   const named = connection === undefined ? undefined : connectionNamed(connection);
-  return { forward: named === undefined ? forward : without(forward, named, true), contentLength, transferEncoding, host };
+  if (upgrade !== undefined && (named === undefined || !named.has('upgrade') || isH2cOffer(upgrade))) upgrade = undefined;
+  return { forward: named === undefined ? forward : without(forward, named, true), contentLength, transferEncoding, host, upgrade };
+}
+
+/** `Upgrade: h2c` (every protocol offered is h2c): HTTP/2 over cleartext, which the proxy ignores. */
+function isH2cOffer(value: string): boolean {
+  for (const token of value.split(',')) {
+    const t = token.trim().toLowerCase();
+    if (t !== '' && t !== 'h2c') return false;
+  }
+  return true;
 }
 
 /** Fields a `Connection` header names (RFC 9110 §7.6.1), lower-cased; none for the usual values. */
@@ -62,34 +79,52 @@ function connectionNamed(value: string): Set<string> | undefined {
 }
 
 /** A flat header list less the named fields. */
-function without<T extends string | string[]>(list: readonly T[], named: Set<string>, lowerCase: boolean): T[] {
-  const kept: T[] = [];
+function without(list: readonly string[], named: Set<string>, lowerCase: boolean): string[] {
+  const kept: string[] = [];
   for (let i = 0; i < list.length; i += 2) {
-    const name = list[i] as string;
+    const name = list[i]!;
     if (!named.has(lowerCase ? name.toLowerCase() : name)) kept.push(list[i]!, list[i + 1]!);
   }
   return kept;
 }
 
-/** Response headers as undici hands them over: names lower-cased, repeated fields as arrays. */
-export type ParsedHeaders = Record<string, string | string[] | undefined>;
+/** Response headers as undici's parser hands them over: a flat `[name, value, ...]` list of bytes. */
+export type RawHeaders = readonly (Buffer | string)[];
+
+const latin1 = (b: Buffer | string): string => (typeof b === 'string' ? b : b.toString('latin1'));
 
 /**
  * The headers to send back: the gateway's, less hop-by-hop ones, with a `Location` that points
- * into the gateway rewritten to the origin the caller used (PRODUCT §4.6). Starts from the object
- * undici parses for every response anyway, so nothing is decoded twice; names go back lower-cased
- * (case-insensitive in HTTP), repeated fields in their order.
+ * into the gateway rewritten to the origin the caller used (PRODUCT §4.6). Built from the raw
+ * list undici's parser keeps, so names keep the letter case the gateway sent (legacy code looks
+ * them up case-sensitively, issue 14) and repeated fields their order.
  */
-export function callerResponseHeaders(headers: ParsedHeaders, baseUrl: string, callerOrigin: string): (string | string[])[] {
-  const out: (string | string[])[] = [];
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || DROP_RESPONSE.has(name)) continue;
-    out.push(name, name === 'location' && typeof value === 'string' ? rewriteLocation(value, baseUrl, callerOrigin) : value);
+export function callerResponseHeaders(raw: RawHeaders, baseUrl: string, callerOrigin: string): string[] {
+  const out: string[] = [];
+  let connection: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = latin1(raw[i]!);
+    const lower = name.toLowerCase();
+    const value = latin1(raw[i + 1]!);
+    if (DROP_RESPONSE.has(lower)) {
+      if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
+      continue;
+    }
+    out.push(name, lower === 'location' ? rewriteLocation(value, baseUrl, callerOrigin) : value);
   }
-  const connection = headers.connection;
-  const named = connection === undefined ? undefined : connectionNamed(Array.isArray(connection) ? connection.join(',') : connection);
-  return named === undefined ? out : without(out, named, false);
+  const named = connection === undefined ? undefined : connectionNamed(connection);
+  return named === undefined ? out : without(out, named, true);
+}
+
+/** A parsed header object as a flat list (for a dispatcher that keeps no raw list). */
+export function flatHeaders(parsed: Record<string, string | string[] | undefined>): string[] {
+  const out: string[] = [];
+  for (const name in parsed) {
+    const value = parsed[name];
+    if (Array.isArray(value)) for (const v of value) out.push(name, v);
+    else if (value !== undefined) out.push(name, value);
+  }
+  return out;
 }
 
 /**

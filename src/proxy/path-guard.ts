@@ -11,6 +11,9 @@ export function checkTarget(target: string): ProxyError | undefined {
   if (target.charCodeAt(0) !== 47 /* / */) {
     return new BadPathError('only origin-form request targets (starting with "/") are forwarded');
   }
+  // A fragment is never sent (RFC 9110 §7.1); a gateway's URL parser would cut the path at it
+  // (`/api/v1/oauth2#/token` read as `/api/v1/oauth2`), so a raw `#` anywhere, query included, is refused.
+  if (target.includes('#')) return new BadPathError('"#" in the request target (send it percent-encoded as %23)');
   const q = target.indexOf('?');
   const path = q === -1 ? target : target.slice(0, q);
   const bad = badPathReason(path);

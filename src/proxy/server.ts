@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { BadRequestError, MethodNotAllowedError, UpgradeNotSupportedError } from '../errors.js';
+import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, type ProxyError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { rawProblemResponse } from '../problem.js';
@@ -9,12 +9,33 @@ export interface ProxyServerOptions {
   forward: (req: IncomingMessage, res: ServerResponse, expectContinue?: boolean) => void;
   metrics: Metrics;
   log: Log;
+  /** `MAX_HEADER_BYTES`: the largest request head accepted (§4.10). */
+  maxHeaderBytes: number;
 }
+
+/** Per-connection state, kept on the socket itself. */
+const kInFlight = Symbol('inFlight');
+const kClosing = Symbol('closing');
+const kRefusal = Symbol('refusal');
+const kLast = Symbol('last');
+type TrackedSocket = Duplex & {
+  [kInFlight]?: number;
+  [kClosing]?: boolean;
+  [kRefusal]?: string;
+  [kLast]?: ServerResponse;
+};
+type TrackedResponse = ServerResponse & { socketAtStart?: TrackedSocket };
 
 /**
  * The proxy listener: plain HTTP/1.1 on loopback by default. Requests go to the forwarder; the
- * shapes Node hands elsewhere get their problem answer here: `CONNECT` (405), protocol upgrades
- * (501, PRODUCT §4.4) and requests the HTTP parser refuses (400).
+ * shapes Node hands elsewhere get their problem answer here: `CONNECT` (405) and requests the
+ * HTTP parser refuses (431 for an over-long head, else 400). Protocol upgrades are answered by
+ * the forwarder (§4.4): with no `upgrade` listener Node hands them over as ordinary requests, on
+ * Node 22 and 24 alike, so an `h2c` offer is simply answered over HTTP/1.1.
+ *
+ * Once the proxy has decided to close a connection it forwards nothing more from it (issue 14):
+ * a request parsed after an answer that closes the connection is dropped unanswered, and a parse
+ * error lets the answers in flight finish before the refusal is written and the connection closed.
  */
 export function createProxyServer(options: ProxyServerOptions): Server {
   const { forward, metrics, log } = options;
@@ -23,33 +44,72 @@ export function createProxyServer(options: ProxyServerOptions): Server {
       // No header parsing surprises: reject obsolete line folding and similar shapes (smuggling).
       insecureHTTPParser: false,
       requireHostHeader: false,
+      maxHeaderSize: options.maxHeaderBytes,
       keepAliveTimeout: 65_000,
       headersTimeout: 60_000,
       requestTimeout: 0,
     },
-    (req, res) => forward(req, res),
+    (req, res) => accept(req, res, false),
   );
-  server.on('checkContinue', (req, res) => forward(req, res, true));
-  const refuse = (req: IncomingMessage, socket: Duplex, err: Error): void => {
-    metrics.observeRequest(req.method ?? 'other', err instanceof MethodNotAllowedError ? 405 : 501, 0);
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => accept(req, res, true));
+
+  function accept(req: IncomingMessage, res: TrackedResponse, expectContinue: boolean): void {
+    const socket = req.socket as TrackedSocket;
+    if (socket[kClosing] === true) {
+      // Pipelined behind an answer that closes the connection: its answer could never arrive.
+      res.shouldKeepAlive = false;
+      return;
+    }
+    socket[kInFlight] = (socket[kInFlight] ?? 0) + 1;
+    res.socketAtStart = socket;
+    socket[kLast] = res;
+    res.on('close', onResponseClose);
+    forward(req, res, expectContinue);
+    if (!res.shouldKeepAlive) socket[kClosing] = true;
+  }
+
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    metrics.observeRequest(req.method ?? 'other', 405, 0);
     socket.on('error', () => {});
-    socket.end(rawProblemResponse(err));
-  };
-  server.on('connect', (req: IncomingMessage, socket: Duplex) =>
-    refuse(req, socket, new MethodNotAllowedError('CONNECT is not forwarded')),
-  );
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex) =>
-    refuse(req, socket, new UpgradeNotSupportedError('protocol upgrades (WebSocket) are not forwarded')),
-  );
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    socket.end(rawProblemResponse(new MethodNotAllowedError('CONNECT is not forwarded')));
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, raw: Duplex) => {
+    const socket = raw as TrackedSocket;
     log.debug({ code: err.code }, 'malformed request refused');
+    socket.on('error', () => {});
     if (!socket.writable || err.code === 'ECONNRESET') {
       socket.destroy();
       return;
     }
-    metrics.observeRequest('other', 400, 0);
-    socket.on('error', () => {});
-    socket.end(rawProblemResponse(new BadRequestError(`the request could not be parsed (${err.code ?? 'bad request'})`)));
+    const refusal: ProxyError =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? new HeadersTooLargeError(`the request head is larger than MAX_HEADER_BYTES (${options.maxHeaderBytes} bytes)`)
+        : new BadRequestError(`the request could not be parsed (${err.code ?? 'bad request'})`);
+    metrics.observeRequest('other', refusal instanceof HeadersTooLargeError ? 431 : 400, 0);
+    socket[kClosing] = true;
+    socket[kRefusal] = rawProblemResponse(refusal);
+    const last = socket[kLast];
+    if (last !== undefined && !last.req.complete && !last.writableFinished) {
+      // The error cut the body of the request in flight: its answer can never be complete, so
+      // the refusal goes out now (the upstream request is aborted as the connection closes).
+      if (last.headersSent) socket.destroy();
+      else writeRefusal(socket);
+    } else if ((socket[kInFlight] ?? 0) === 0) writeRefusal(socket);
   });
   return server;
+}
+
+/** One answer on a connection is done; a refusal waiting for it goes out once none is left. */
+function onResponseClose(this: TrackedResponse): void {
+  const socket = this.socketAtStart!;
+  const left = socket[kInFlight]! - 1;
+  socket[kInFlight] = left;
+  if (left === 0 && socket[kRefusal] !== undefined) writeRefusal(socket);
+}
+
+function writeRefusal(socket: TrackedSocket): void {
+  const refusal = socket[kRefusal]!;
+  socket[kRefusal] = undefined;
+  if (socket.writable) socket.end(refusal);
+  else socket.destroy();
 }

@@ -40,7 +40,7 @@ describe('hostile raw requests', () => {
 
   it('refuses absurdly large headers with 431 and keeps serving', async () => {
     const res = await rawRequest(proxy.proxyPort, `GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, { timeoutMs: 5000 });
-    expect(res).toMatch(/^HTTP\/1\.1 4(31|00)/);
+    expect(res).toMatch(/^HTTP\/1\.1 431 /);
   });
 
   it('answers a malformed request with problem+json', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { callerResponseHeaders, readRequestHeaders, rewriteLocation } from '../../src/proxy/headers.js';
+import { callerResponseHeaders, flatHeaders, readRequestHeaders, rewriteLocation } from '../../src/proxy/headers.js';
 
 const BASE = 'https://gw.example.com/gw';
 const CALLER = 'http://127.0.0.1:8180';
@@ -69,39 +69,54 @@ describe('readRequestHeaders', () => {
 });
 
 describe('callerResponseHeaders', () => {
-  it('drops hop-by-hop headers and those Connection names, keeping the rest in order', () => {
-    const parsed = {
-      'content-type': 'application/json',
-      connection: 'keep-alive, X-Hop',
-      'keep-alive': 'timeout=5',
-      'x-hop': 'gone',
-      'transfer-encoding': 'chunked',
-      trailer: 'X-Checksum',
-      upgrade: 'h2c',
-      'proxy-authenticate': 'Basic',
-      'proxy-connection': 'keep-alive',
-      te: 'trailers',
-      etag: '"v1"',
-      'content-length': '2',
-    };
-    expect(callerResponseHeaders(parsed, BASE, CALLER)).toEqual(['content-type', 'application/json', 'etag', '"v1"', 'content-length', '2']);
+  const raw = (...pairs: string[]): Buffer[] => pairs.map((p) => Buffer.from(p, 'latin1'));
+
+  it('drops hop-by-hop headers and those Connection names, keeping the rest in order and letter case', () => {
+    const headers = raw(
+      'Content-Type', 'application/json',
+      'Connection', 'keep-alive, X-Hop',
+      'Keep-Alive', 'timeout=5',
+      'X-Hop', 'gone',
+      'Transfer-Encoding', 'chunked',
+      'Trailer', 'X-Checksum',
+      'Upgrade', 'h2c',
+      'Proxy-Authenticate', 'Basic',
+      'Proxy-Connection', 'keep-alive',
+      'TE', 'trailers',
+      'ETag', '"v1"',
+      'X-Request-Id', 'r-1',
+      'content-length', '2',
+    );
+    expect(callerResponseHeaders(headers, BASE, CALLER)).toEqual([
+      'Content-Type', 'application/json', 'ETag', '"v1"', 'X-Request-Id', 'r-1', 'content-length', '2',
+    ]);
   });
 
-  it('drops what repeated Connection fields name', () => {
-    expect(callerResponseHeaders({ connection: ['close', 'X-A'], 'x-a': '1', 'x-b': '2' }, BASE, CALLER)).toEqual(['x-b', '2']);
+  it('drops what repeated Connection fields name, whatever their case', () => {
+    expect(callerResponseHeaders(raw('connection', 'close', 'Connection', 'X-A', 'x-a', '1', 'X-B', '2'), BASE, CALLER)).toEqual(['X-B', '2']);
   });
 
   it('keeps repeated Set-Cookie headers, each as it came', () => {
-    const parsed = { 'set-cookie': ['a=1; Path=/', 'b=2; HttpOnly', 'c=3, d=4'] };
-    expect(callerResponseHeaders(parsed, BASE, CALLER)).toEqual(['set-cookie', ['a=1; Path=/', 'b=2; HttpOnly', 'c=3, d=4']]);
+    const headers = raw('Set-Cookie', 'a=1; Path=/', 'Set-Cookie', 'b=2; HttpOnly', 'set-cookie', 'c=3, d=4');
+    expect(callerResponseHeaders(headers, BASE, CALLER)).toEqual(['Set-Cookie', 'a=1; Path=/', 'Set-Cookie', 'b=2; HttpOnly', 'set-cookie', 'c=3, d=4']);
+  });
+
+  it('passes header values as latin1 bytes, unchanged', () => {
+    expect(callerResponseHeaders([Buffer.from('X-Name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])], BASE, CALLER)).toEqual(['X-Name', 'caf\u00e9']);
   });
 
   it('rewrites a Location into the gateway to the origin the caller used', () => {
-    const parsed = { location: 'https://gw.example.com/gw/api/v1/tickets/T-2', 'x-other': 'https://gw.example.com/gw/api/v1/x' };
-    expect(callerResponseHeaders(parsed, BASE, 'http://localhost:9000')).toEqual([
-      'location', 'http://localhost:9000/api/v1/tickets/T-2',
-      'x-other', 'https://gw.example.com/gw/api/v1/x',
+    const headers = raw('Location', 'https://gw.example.com/gw/api/v1/tickets/T-2', 'X-Other', 'https://gw.example.com/gw/api/v1/x');
+    expect(callerResponseHeaders(headers, BASE, 'http://localhost:9000')).toEqual([
+      'Location', 'http://localhost:9000/api/v1/tickets/T-2',
+      'X-Other', 'https://gw.example.com/gw/api/v1/x',
     ]);
+  });
+});
+
+describe('flatHeaders', () => {
+  it('turns a parsed header object into a flat list, repeated fields in order', () => {
+    expect(flatHeaders({ a: '1', 'set-cookie': ['x', 'y'], b: undefined })).toEqual(['a', '1', 'set-cookie', 'x', 'set-cookie', 'y']);
   });
 });
 

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BadPathError, NotProxiedError } from '../../src/errors.js';
 import { checkTarget } from '../../src/proxy/path-guard.js';
@@ -42,6 +43,10 @@ const badPath = [
   'http://host/api/v1/x',
   'api/v1/x',
   '*',
+  '/api/v1/oauth2#/token',
+  '/api/v1/..#x',
+  '/api/v1/tickets#',
+  '/api/v1/tickets?q=a#b',
 ];
 
 const notProxied = [
@@ -80,5 +85,16 @@ describe('checkTarget', () => {
     const err = checkTarget(target);
     expect(err).toBeInstanceOf(NotProxiedError);
     expect(err?.code).toBe('not_proxied');
+  });
+});
+
+describe('a raw # in the target', () => {
+  it('is refused as bad_path wherever it stands, query included', () => {
+    const part = fc.stringMatching(/^[A-Za-z0-9._~%/?=&;-]{0,12}$/);
+    fc.assert(
+      fc.property(part, part, (before, after) => {
+        expect(checkTarget(`/api/v1/${before}#${after}`)).toBeInstanceOf(BadPathError);
+      }),
+    );
   });
 });
