@@ -33,6 +33,8 @@ export interface ApiRequestRecord {
   /** Path and query exactly as received. */
   url: string;
   headers: Record<string, string | string[] | undefined>;
+  /** Header names and values as received, in order (`[name, value, ...]`). */
+  rawHeaders: string[];
   bodyLength: number;
   bodySha256: string;
   aborted: boolean;
@@ -257,6 +259,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
         method: req.method ?? 'GET',
         url,
         headers: req.headers,
+        rawHeaders: req.rawHeaders,
         bodyLength: length,
         bodySha256: hash.digest('hex'),
         aborted: false,
