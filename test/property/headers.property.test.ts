@@ -95,7 +95,9 @@ describe('header rules, end to end', () => {
 
   it('the caller receives no hop-by-hop or Connection-named field from the gateway, the rest in order', async () => {
     await fc.assert(
-      fc.asyncProperty(fields, async (answered) => {
+      // Node's server refuses to send a Trailer field with a Content-Length: the mock cannot send one.
+      // A request-only Cookie field in a response is left out: undici joins its repeats with "; ".
+      fc.asyncProperty(fields.map((l) => l.filter(([n]) => !['trailer', 'cookie'].includes(n.toLowerCase()))), async (answered) => {
         // The gateway's own Connection header would end its connection; name fields in it all the same.
         const set = answered.map(([n, v]) => `set=${encodeURIComponent(`${n}:${v}`)}`).join('&');
         const raw = await new Promise<string[]>((resolve, reject) => {
