@@ -95,7 +95,8 @@ const FAULTS = [
     begin: () => gateway.setClientSecret('soak', 'soak-secret-2'), end: () => writeFileSync(secretFile, 'soak-secret-2\n') },
   { name: 'slow gateway headers', len: len(20), explains: ['504 upstream_timeout'],
     begin: () => gateway.setApiFault({ kind: 'delay', ms: UPSTREAM_TIMEOUT_MS + 1000 }), end: () => gateway.setApiFault(undefined) },
-  { name: 'gateway down', len: len(30), explains: ['502 upstream_unreachable', 'error'], begin: () => gateway.setDown(true), end: () => gateway.setDown(false) },
+  // The token endpoint lives on the gateway: a token that runs out while it is down is this fault's too.
+  { name: 'gateway down', len: len(30), explains: ['502 upstream_unreachable', '503 token_unavailable', 'error'], begin: () => gateway.setDown(true), end: () => gateway.setDown(false) },
 ];
 // Spread over the middle of the run: the first sixth is the baseline, the last sixth recovery.
 {
