@@ -315,16 +315,21 @@ function parseValue(kind: Kind, value: unknown, name: string, problems: string[]
   }
 }
 
+/** A URL as shown in a message: user information (`user:password@`) replaced, whatever the scheme. */
+function withoutUserinfo(value: string): string {
+  return value.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/*)?[^/?#]*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
+}
+
 function checkUrl(value: string, name: string, allowInsecure: boolean, problems: string[], trimSlash = true): string | undefined {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    problems.push(`${name} must be an absolute https URL (got ${JSON.stringify(value)})`);
+    problems.push(`${name} must be an absolute https URL (got ${JSON.stringify(withoutUserinfo(value))})`);
     return undefined;
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    problems.push(`${name} must be an absolute https URL (got ${JSON.stringify(value)})`);
+    problems.push(`${name} must be an absolute https URL (got ${JSON.stringify(withoutUserinfo(value))})`);
     return undefined;
   }
   if (url.username || url.password) {
@@ -332,7 +337,7 @@ function checkUrl(value: string, name: string, allowInsecure: boolean, problems:
     return undefined;
   }
   if (url.search || url.hash) {
-    problems.push(`${name} must not have a query or fragment (got ${JSON.stringify(value)})`);
+    problems.push(`${name} must not have a query or fragment (got ${JSON.stringify(withoutUserinfo(value))})`);
     return undefined;
   }
   if (url.protocol === 'http:' && !allowInsecure && !isLoopbackHost(url.hostname)) {

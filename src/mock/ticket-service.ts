@@ -49,11 +49,18 @@ export interface ApiRequestRecord {
   /** Path and query exactly as received. */
   url: string;
   headers: Record<string, string | string[] | undefined>;
+  /** Header names and values as received, in order (`[name, value, ...]`). */
+  rawHeaders: string[];
   bodyLength: number;
   bodySha256: string;
   aborted: boolean;
   tokenValid: boolean;
+  /** The token was one the mock issued, past its expiry when the request arrived. */
+  tokenExpired: boolean;
 }
+
+/** What the API answers while set, in place of the normal answer (soak faults). */
+export type ApiFault = { kind: 'reset' } | { kind: 'delay'; ms: number };
 
 /** The next answer(s) of the token endpoint, in place of the normal one. */
 export type TokenFault =
@@ -87,6 +94,12 @@ export interface MockTicketService {
   revokeAll(): void;
   /** While on, every API call is answered 401 whatever its token. */
   rejectAllTokens(on: boolean): void;
+  /** Sets (or with undefined clears) a fault for every API request that follows. */
+  setApiFault(fault: ApiFault | undefined): void;
+  /** Stops listening and drops every connection (true), or listens again on the same port (false). */
+  setDown(down: boolean): Promise<void>;
+  /** Connections open right now. */
+  openConnections(): number;
   /** Emits `request` (ApiRequestRecord) when an API request ends or aborts, and `token` (TokenRequestRecord). */
   readonly events: EventEmitter;
   close(): Promise<void>;
@@ -126,6 +139,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
   let rejectAll = false;
   const assertionClients = createAssertionClients();
   let tokenUrl = '';
+  let apiFault: ApiFault | undefined;
 
   const issue = (clientId: string): string => {
     const token = `mock_${randomBytes(16).toString('hex')}`;
@@ -220,9 +234,27 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     json(res, 200, { access_token: issue(clientId), token_type: 'Bearer', expires_in: ttlS }, noStore);
   };
 
-  const handleApi = (req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, rest: string, query: URLSearchParams): void => {
+  const handleApi = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    record: ApiRequestRecord,
+    rest: string,
+    query: URLSearchParams,
+    delayed = false,
+  ): void => {
     const holder = valid(req);
     record.tokenValid = holder !== undefined;
+    const presented = tokens.get(/^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
+    record.tokenExpired = presented !== undefined && presented.expiresAt <= Date.now();
+    if (apiFault?.kind === 'reset') {
+      req.socket.destroy();
+      return;
+    }
+    if (apiFault?.kind === 'delay' && !delayed) {
+      const timer = setTimeout(() => handleApi(req, res, record, rest, query, true), apiFault.ms);
+      res.on('close', () => clearTimeout(timer));
+      return;
+    }
     if (!holder) {
       json(res, 401, { error: 'invalid_token' }, { 'www-authenticate': 'Bearer error="invalid_token"' });
       return;
@@ -302,10 +334,12 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
         method: req.method ?? 'GET',
         url,
         headers: req.headers,
+        rawHeaders: req.rawHeaders,
         bodyLength: length,
         bodySha256: hash.digest('hex'),
         aborted: false,
         tokenValid: false,
+        tokenExpired: false,
       };
       apiRequests.push(record);
       res.on('close', () => {
@@ -358,6 +392,17 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     setClientSecret: (id, secret) => void clients.set(id, secret),
     assertionClients,
     revokeAll: () => tokens.clear(),
+    setApiFault: (fault) => {
+      apiFault = fault;
+    },
+    setDown: (down) =>
+      new Promise<void>((resolve) => {
+        if (down) {
+          server.close(() => resolve());
+          for (const s of sockets) s.destroy();
+        } else server.listen(port, options.host ?? '127.0.0.1', resolve);
+      }),
+    openConnections: () => sockets.size,
     rejectAllTokens: (on) => {
       rejectAll = on;
     },

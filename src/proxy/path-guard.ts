@@ -50,6 +50,7 @@ function decodeForCompare(s: string): string {
   try {
     return decodeURIComponent(s).toLowerCase();
   } catch {
-    return s.toLowerCase();
+    // Not UTF-8 somewhere (`%ff`, overlong `%c0%ae`): still decode each escape, as a server would.
+    return s.replace(/%[0-9a-fA-F]{2}/g, (e) => String.fromCharCode(parseInt(e.slice(1), 16))).toLowerCase();
   }
 }

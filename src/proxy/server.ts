@@ -46,7 +46,10 @@ export function createProxyServer(options: ProxyServerOptions): Server {
       requireHostHeader: false,
       maxHeaderSize: options.maxHeaderBytes,
       keepAliveTimeout: 65_000,
-      headersTimeout: 60_000,
+      // A caller gets 10 s for a request head (slowloris), checked every second; the body may
+      // stream for as long as it takes (requestTimeout 0: large uploads). README "Limits".
+      headersTimeout: 10_000,
+      connectionsCheckingInterval: 1_000,
       requestTimeout: 0,
     },
     (req, res) => accept(req, res, false),

@@ -1,0 +1,124 @@
+/**
+ * Token responses (PRODUCT §5.3) and configuration (§3) as properties: any input yields a token
+ * or the typed error (`TokenFetchError`, `ConfigError`), never a throw of another kind, and the
+ * secret or token never appears in the error's text.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { loadConfig, SETTINGS } from '../../src/config.js';
+import { ConfigError, TokenFetchError } from '../../src/errors.js';
+import { parseTokenResponse } from '../../src/token/parse-response.js';
+import { FC } from './budget.js';
+
+const TOKEN = 'tok-Zq81-secret-token-value';
+const SECRET = 'sek-Pw55-client-secret-value';
+const NOW = Date.UTC(2026, 10, 23, 7, 0, 0);
+
+const jwt = (claims: unknown) =>
+  `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig${TOKEN}`;
+
+/** Token endpoint answers: the RFC 6749 shapes, their near misses, and arbitrary JSON or bytes. */
+const tokenField = fc.oneof(fc.constant(TOKEN), fc.constant(''), fc.constant(jwt({ exp: NOW / 1000 + 60 })), fc.constant(jwt({ exp: 'x' })),
+  fc.constant(jwt({ exp: NOW / 1000 - 5 })), fc.constant(`${TOKEN}.${TOKEN}.${TOKEN}`), fc.jsonValue());
+const expiresIn = fc.oneof(fc.constant(undefined), fc.constant(null), fc.integer(), fc.double(), fc.constantFrom('3600', ' 60 ', '1e3', '-1', '0', 'NaN', '0x10', '3600.5', ''), fc.jsonValue());
+const tokenType = fc.oneof(fc.constant(undefined), fc.constantFrom('Bearer', 'bearer', 'BEARER', 'mac', 'DPoP', ''), fc.jsonValue());
+const tokenBody = fc.oneof(
+  fc.record({ access_token: tokenField, token_type: tokenType, expires_in: expiresIn }, { requiredKeys: [] }).map((o) => JSON.stringify(o)),
+  fc.record({ error: fc.oneof(fc.string(), fc.jsonValue()), error_description: fc.oneof(fc.string(), fc.jsonValue()) }, { requiredKeys: [] }).map((o) => JSON.stringify(o)),
+  fc.jsonValue().map((v) => JSON.stringify(v)),
+  fc.string({ unit: 'binary' }),
+  fc.constantFrom('', 'null', '[]', '{', `{"access_token":"${TOKEN}"`, '"x"', '1e400'),
+);
+const status = fc.oneof(fc.constantFrom(200, 201, 204, 400, 401, 403, 429, 500, 503), fc.integer({ min: 0, max: 999 }));
+const retryAfter = fc.oneof(fc.constant(undefined), fc.constantFrom('120', '0', '-1', 'Wed, 21 Oct 2015 07:28:00 GMT', 'Sunday, 06-Nov-94 08:49:37 GMT', 'soon', '9'.repeat(400)), fc.string(), fc.array(fc.string(), { maxLength: 2 }));
+
+describe('token responses, any input', () => {
+  it('yield a usable token with a positive finite lifetime, or a TokenFetchError that never quotes the token', () => {
+    fc.assert(
+      fc.property(status, retryAfter, tokenBody, fc.integer({ min: 1, max: 86_400 }), (st, ra, body, ttl) => {
+        let grant;
+        try {
+          grant = parseTokenResponse(st, { 'retry-after': ra }, body, { defaultTtlS: ttl, sentAt: NOW });
+        } catch (err) {
+          expect(err).toBeInstanceOf(TokenFetchError);
+          const e = err as TokenFetchError;
+          expect(`${e.message} ${e.oauthError ?? ''} ${e.oauthErrorDescription ?? ''}`).not.toContain(TOKEN);
+          if (e.retryAfterMs !== undefined) expect(e.retryAfterMs >= 0 && e.retryAfterMs <= 300_000).toBe(true);
+          return;
+        }
+        expect(st >= 200 && st <= 299).toBe(true);
+        expect(typeof grant.accessToken === 'string' && grant.accessToken !== '').toBe(true);
+        expect(Number.isFinite(grant.lifetimeMs) && grant.lifetimeMs > 0).toBe(true);
+      }),
+      FC,
+    );
+  });
+});
+
+/** A value for a setting: a good one, a near miss, or anything YAML could hold. */
+const GOOD: Record<string, string[]> = {
+  BASE_URL: ['https://gw.example.com', 'http://127.0.0.1:9', 'https://gw.example.com/gw/'],
+  TOKEN_URL: ['https://idp.example.com/token'],
+  CLIENT_ID: ['app'],
+  CLIENT_SECRET_FILE: ['/run/secret'],
+  LISTEN_PORT: ['0', '8180'],
+  TOKEN_REFRESH_RATIO: ['0.8'],
+};
+/** Places the secret may hide in: a URL's user information, the secret itself. */
+const SECRET_URLS = [`https://u:${SECRET}@gw.example.com`, `ftp://u:${SECRET}@gw.example.com`, `https://u:${SECRET}@gw.example.com/?q#f`, `http://u:${SECRET}@10.0.0.1`, `gw:${SECRET}@x`];
+const anyValue = fc.oneof(
+  fc.constantFrom('', ' ', 'true', 'no', '-1', '1e309', '0x1f', 'NaN', '65536', '[::1]', 'not a url', 'http://', '\u0000'),
+  fc.string(),
+  fc.jsonValue(),
+);
+const settingValue = (env: string) =>
+  env === 'CLIENT_SECRET' ? fc.constantFrom<unknown>(SECRET, ` ${SECRET}\n`, [SECRET], { value: SECRET }) : env === 'BASE_URL' || env === 'TOKEN_URL' ? fc.oneof(fc.constantFrom(...(GOOD[env] ?? []), ...SECRET_URLS), anyValue) : fc.oneof(fc.constantFrom(...(GOOD[env] ?? ['x'])), anyValue);
+const envArb = fc.record(Object.fromEntries(SETTINGS.map((s) => [s.env, settingValue(s.env).map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))])), { requiredKeys: [] });
+const fileArb = fc.oneof(
+  fc.constant(undefined),
+  fc.record(Object.fromEntries(SETTINGS.map((s) => [s.key, settingValue(s.env)])), { requiredKeys: [] }),
+  fc.jsonValue(),
+  fc.dictionary(fc.string(), fc.jsonValue(), { maxKeys: 3 }),
+);
+const secretFile = fc.oneof(fc.constantFrom(SECRET, `${SECRET}\n`, '', '  \n'), fc.constant(undefined));
+
+describe('configuration, any input', () => {
+  it('yields a frozen configuration or one ConfigError that never contains the secret', () => {
+    fc.assert(
+      fc.property(envArb, fileArb, secretFile, (env, file, content) => {
+        let config;
+        try {
+          config = loadConfig({
+            env: env as Record<string, string>,
+            file: file === undefined ? undefined : { path: '/etc/tap.yaml', values: file },
+            readSecretFile: () => {
+              if (content === undefined) throw Object.assign(new Error(`EACCES: permission denied, open '/run/secret'`), { code: 'EACCES' });
+              return content;
+            },
+          });
+        } catch (err) {
+          expect(err).toBeInstanceOf(ConfigError);
+          expect((err as ConfigError).message).not.toContain(SECRET);
+          expect((err as ConfigError).problems.length).toBeGreaterThan(0);
+          return;
+        }
+        expect(Object.isFrozen(config)).toBe(true);
+        expect(typeof config.baseUrl).toBe('string');
+        expect(config.baseUrl).not.toContain(SECRET);
+      }),
+      FC,
+    );
+  });
+
+  it('a gateway URL with a password and the wrong scheme is refused without showing the password', () => {
+    for (const url of [`ftp://user:${SECRET}@gw.example.com`, `gw:${SECRET}@x`, `https://u:${SECRET}@gw.example.com/?q`]) {
+      expect(() => loadConfig({ env: { BASE_URL: url, CLIENT_ID: 'a', CLIENT_SECRET: 'b' }, readSecretFile: () => '' })).toThrow(ConfigError);
+      try {
+        loadConfig({ env: { BASE_URL: url, CLIENT_ID: 'a', CLIENT_SECRET: 'b' }, readSecretFile: () => '' });
+      } catch (err) {
+        expect((err as ConfigError).message).toContain('BASE_URL');
+        expect((err as ConfigError).message).not.toContain(SECRET);
+      }
+    }
+  });
+});
