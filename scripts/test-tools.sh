@@ -9,6 +9,8 @@ TOOLS=(
   "curl curl"
   "openssl openssl"
   "python3 python3"
+  "promtool prometheus"
+  "prometheus prometheus"
 )
 
 missing=()
