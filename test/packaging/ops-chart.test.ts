@@ -1,0 +1,42 @@
+/**
+ * The chart's operations kit: the PrometheusRule and the Grafana dashboard ConfigMap render, off
+ * by default, from the very files shipped in ops/ (one source each).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { helm } from './helm-binary.js';
+import { findKind as find, type Obj, parseObjects as parse } from './k8s-objects.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const chart = join(root, 'helm', 'ticket-auth-proxy');
+
+async function render(args: string[]): Promise<Obj[]> {
+  const result = await helm(['template', 'rel', chart, '--namespace', 'tickets', '--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=creds', ...args]);
+  if (result.code !== 0) throw new Error(`helm template ${args.join(' ')} failed:\n${result.stderr}`);
+  return parse(result.stdout);
+}
+
+describe('the chart operations kit', () => {
+  it('renders neither a PrometheusRule nor a dashboard ConfigMap by default', async () => {
+    const objects = await render([]);
+    expect(objects.map((o) => o.kind)).not.toContain('PrometheusRule');
+    expect(objects.filter((o) => o.kind === 'ConfigMap')).toEqual([]);
+  });
+
+  it('renders the PrometheusRule with the rules of ops/prometheus verbatim and the labels asked for', async () => {
+    const objects = await render(['--set', 'prometheusRule.enabled=true', '--set', 'prometheusRule.labels.release=kps']);
+    const rule = find(objects, 'PrometheusRule')!;
+    expect(rule.metadata.labels.release).toBe('kps');
+    expect(rule.spec).toEqual(parseYaml(readFileSync(join(root, 'ops/prometheus/ticket-auth-proxy-rules.yaml'), 'utf8')));
+  });
+
+  it('renders the dashboard ConfigMap for the Grafana sidecar with the JSON of ops/grafana verbatim', async () => {
+    const objects = await render(['--set', 'grafanaDashboard.enabled=true', '--set', 'mode=sidecar']);
+    const map = objects.find((o) => o.kind === 'ConfigMap') as Obj;
+    expect(map.metadata.labels.grafana_dashboard).toBe('1');
+    const json = readFileSync(join(root, 'ops/grafana/ticket-auth-proxy-dashboard.json'), 'utf8');
+    expect(JSON.parse(map.data['ticket-auth-proxy.json'] as string)).toEqual(JSON.parse(json));
+  });
+});
