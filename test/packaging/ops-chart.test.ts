@@ -40,3 +40,11 @@ describe('the chart operations kit', () => {
     expect(JSON.parse(map.data['ticket-auth-proxy.json'] as string)).toEqual(JSON.parse(json));
   });
 });
+
+describe('the pod template annotations', () => {
+  it('carry no Secret checksum with an existingSecret, whose content the chart does not know', async () => {
+    const objects = await render([]);
+    const annotations = (find(objects, 'Deployment')!.spec.template.metadata.annotations ?? {}) as Record<string, string>;
+    expect(Object.keys(annotations)).not.toContain('checksum/ticket-auth-proxy-secret');
+  });
+});
