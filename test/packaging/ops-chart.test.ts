@@ -48,3 +48,20 @@ describe('the pod template annotations', () => {
     expect(Object.keys(annotations)).not.toContain('checksum/ticket-auth-proxy-secret');
   });
 });
+
+describe('the NetworkPolicy with a ServiceMonitor', () => {
+  it('fails rendering with the value to set when Prometheus could not reach /metrics', async () => {
+    const result = await helm(['template', 'rel', chart, '--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=creds', '--set', 'serviceMonitor.enabled=true']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('networkPolicy.metricsNamespaceLabels');
+  });
+
+  it('lets the namespace named by metricsNamespaceLabels reach the admin port', async () => {
+    const objects = await render(['--set', 'serviceMonitor.enabled=true', '--set', 'networkPolicy.metricsNamespaceLabels.kubernetes\\.io/metadata\\.name=monitoring']);
+    const policy = find(objects, 'NetworkPolicy')!;
+    expect(policy.spec.ingress).toContainEqual({
+      from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+      ports: [{ port: 'admin', protocol: 'TCP' }],
+    });
+  });
+});
