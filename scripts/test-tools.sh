@@ -11,6 +11,8 @@ TOOLS=(
   "python3 python3"
   "tinyproxy tinyproxy"
   "javac default-jdk-headless"
+  "promtool prometheus"
+  "prometheus prometheus"
 )
 
 missing=()

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
-import { parse as parseYaml } from 'yaml';
 import { startApp } from './app.js';
 import { helpText, parseArgs } from './cli.js';
 import { systemClock } from './clock.js';
@@ -20,7 +19,8 @@ function fail(message: string, status = 2): never {
   process.exit(status);
 }
 
-function readConfig(configFile: string | undefined): Config {
+/** Reads the configuration; `yaml` is loaded only when a file is named (it costs memory otherwise unused). */
+async function readConfig(configFile: string | undefined): Promise<Config> {
   const path = configFile ?? process.env.CONFIG_FILE;
   let file: { path: string; values: unknown } | undefined;
   if (path !== undefined && path !== '') {
@@ -30,6 +30,7 @@ function readConfig(configFile: string | undefined): Config {
     } catch (err) {
       fail(`invalid configuration:\n  - ${configFile !== undefined ? '--config' : 'CONFIG_FILE'} names a file that cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}): ${path}`);
     }
+    const { parse: parseYaml } = await import('yaml');
     try {
       file = { path, values: parseYaml(text) };
     } catch (err) {
@@ -94,7 +95,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
-  const config = readConfig(args.configFile);
+  const config = await readConfig(args.configFile);
   if (args.command === 'check') await check(config);
 
   const log = createLogger(config.logLevel);

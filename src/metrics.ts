@@ -106,7 +106,9 @@ export interface Metrics {
 }
 
 export function createMetrics(registry: Registry): Metrics {
-  collectDefaultMetrics({ register: registry });
+  // The event-loop delay is sampled every 100 ms rather than prom-client's 10 ms: a 10 ms timer
+  // costs about 0.4 s of CPU a minute at idle (bench/BASELINE.md, footprint).
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
 
   const fetches = new Counter({
     name: 'ticket_auth_proxy_token_fetches_total',

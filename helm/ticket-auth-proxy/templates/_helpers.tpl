@@ -53,10 +53,13 @@ helm.sh/chart: {{ printf "ticket-auth-proxy-%s" (.Chart.Version | replace "+" "_
 {{- end -}}
 {{- end -}}
 
-{{/* For parent charts: a pod annotation that changes when the chart-created Secret does. */}}
+{{/* For parent charts: a pod annotation that changes when the chart-created Secret does; nothing
+     with an existingSecret, whose content the chart does not know. */}}
 {{- define "ticket-auth-proxy.checksum" -}}
 {{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- if $v.createSecret -}}
 checksum/ticket-auth-proxy-secret: {{ printf "%s\n%s\n%v" $v.clientId $v.clientSecret $v.createSecret | sha256sum }}
+{{- end -}}
 {{- end -}}
 
 {{/* For parent charts: the least terminationGracePeriodSeconds for the proxy to drain. */}}
