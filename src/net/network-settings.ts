@@ -39,7 +39,12 @@ export function checkNetworkSettings(
 
   const hasCert = out.tlsClientCertFile !== undefined;
   const hasKey = out.tlsClientKeyFile !== undefined;
-  if (hasCert !== hasKey) {
+  if (out.tokenAuthMethod === 'tls_client_auth' && !hasCert && !hasKey) {
+    // RFC 8705 §2.1: the certificate is the client's only proof of who it is.
+    problems.push(
+      `${name('tokenAuthMethod')}=tls_client_auth needs TLS_CLIENT_CERT_FILE and TLS_CLIENT_KEY_FILE: the client certificate is what proves the client`,
+    );
+  } else if (hasCert !== hasKey) {
     problems.push(
       `${hasCert ? name('tlsClientCertFile') : name('tlsClientKeyFile')} is set without ${hasCert ? 'TLS_CLIENT_KEY_FILE' : 'TLS_CLIENT_CERT_FILE'}: set both (certificate chain and key) or neither`,
     );

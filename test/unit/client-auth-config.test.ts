@@ -99,8 +99,11 @@ describe('TOKEN_PARAMS and the secret methods', () => {
     );
   });
 
-  it('tls_client_auth needs only the client id and refuses a secret', () => {
-    expect(load({ TOKEN_AUTH_METHOD: 'tls_client_auth' }).clientSecret).toBeUndefined();
+  it('tls_client_auth needs a client certificate instead of a secret, and refuses a secret', () => {
+    expect(problems({ TOKEN_AUTH_METHOD: 'tls_client_auth' })).toContain(
+      'TOKEN_AUTH_METHOD=tls_client_auth needs TLS_CLIENT_CERT_FILE and TLS_CLIENT_KEY_FILE',
+    );
+    expect(problems({ TOKEN_AUTH_METHOD: 'tls_client_auth' })).not.toContain('CLIENT_SECRET_FILE (or CLIENT_SECRET) is required');
     expect(problems({ TOKEN_AUTH_METHOD: 'tls_client_auth', CLIENT_SECRET: 'x' })).toContain('CLIENT_SECRET is set with TOKEN_AUTH_METHOD=tls_client_auth');
   });
 });
