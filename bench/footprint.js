@@ -11,14 +11,12 @@
 // FOOTPRINT_CONNECTIONS (50), FOOTPRINT_MAIN (the product's entry, default dist/main.js), BENCH_PRODUCT_NODE_OPTIONS (default: the Dockerfile's NODE_OPTIONS).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { createMockTicketService } from '../dist/mock/ticket-service.js';
+import { freePort, imageNodeOptions, root } from './processes.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
 const idleS = Number(env.FOOTPRINT_IDLE_S ?? 60);
 const burstS = Number(env.FOOTPRINT_BURST_S ?? 10);
@@ -27,23 +25,6 @@ const connections = Number(env.FOOTPRINT_CONNECTIONS ?? 50);
 const clockTicks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 const productNodeOptions = env.BENCH_PRODUCT_NODE_OPTIONS ?? imageNodeOptions();
 const productMain = env.FOOTPRINT_MAIN ?? join(root, 'dist/main.js');
-
-function imageNodeOptions() {
-  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-  const match = /^\s*(?:ENV\s+)?NODE_OPTIONS=(?:"([^"]*)"|(\S*))/m.exec(dockerfile);
-  return match ? (match[1] ?? match[2] ?? '') : '';
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

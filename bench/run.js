@@ -19,13 +19,11 @@
 // which keep-alive holds at the number of pooled connections, not the number of requests.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { createMockTicketService } from '../dist/mock/ticket-service.js';
+import { freePort, imageNodeOptions, root } from './processes.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
 const durationS = Number(env.BENCH_DURATION_S ?? 5);
 const rounds = Number(env.BENCH_ROUNDS ?? 3);
@@ -62,29 +60,6 @@ process.on('SIGINT', () => process.exit(130));
 // ---------------------------------------------------------------------------------------------
 
 /** The `NODE_OPTIONS` the container image sets (`ENV NODE_OPTIONS=...` in the Dockerfile). */
-function imageNodeOptions() {
-  let dockerfile;
-  try {
-    dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-  } catch {
-    return '';
-  }
-  // In an ENV instruction, on its own or among others continued over several lines.
-  const match = /^\s*(?:ENV\s+)?NODE_OPTIONS=(?:"([^"]*)"|(\S*))/m.exec(dockerfile);
-  return match ? (match[1] ?? match[2] ?? '') : '';
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** Starts a node process and resolves once `ready` says so (a line on stdout, or a poll). */
 function startNode(name, args, { env: extraEnv = {}, readyLine = /^ready /m, ready } = {}) {
   const child = spawn(process.execPath, [...nodeFlags, ...args], {
