@@ -29,7 +29,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
 }
 
 export function helpText(version: string): string {
-  const settings = SETTINGS.map((s) => `  ${s.env.padEnd(24)} ${s.key.padEnd(22)} ${s.default === undefined ? '' : `default ${String(s.default)}`}`);
+  const settings = SETTINGS.map((s) => `  ${s.env.padEnd(24)} ${(s.envOnly ? '(environment only)' : s.key).padEnd(22)} ${s.default === undefined ? '' : `default ${String(s.default)}`}`);
   return `ticket-auth-proxy ${version}
 Forwards local calls to the Ticket Service gateway with an OAuth 2.0 access token it obtains
 (client credentials), caches and refreshes itself.

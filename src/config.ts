@@ -79,6 +79,8 @@ interface Setting {
   key: keyof Config;
   kind: Kind;
   default?: string | number | boolean;
+  /** Not a key of the file: `CONFIG_FILE` names the file itself. */
+  envOnly?: boolean;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -94,7 +96,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'LISTEN_PORT', key: 'listenPort', kind: { type: 'port' }, default: 8180 },
   { env: 'ADMIN_HOST', key: 'adminHost', kind: { type: 'host' }, default: '0.0.0.0' },
   { env: 'ADMIN_PORT', key: 'adminPort', kind: { type: 'port' }, default: 8181 },
-  { env: 'CONFIG_FILE', key: 'configFile', kind: { type: 'path' } },
+  { env: 'CONFIG_FILE', key: 'configFile', kind: { type: 'path' }, envOnly: true },
   { env: 'TOKEN_URL', key: 'tokenUrl', kind: { type: 'url' } },
   { env: 'TOKEN_SCOPE', key: 'tokenScope', kind: { type: 'string' } },
   {
@@ -180,6 +182,10 @@ export function loadConfig(sources: ConfigSources): Config {
         const setting = BY_KEY.get(key);
         if (!setting) {
           problems.push(`${key} in ${path} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`);
+          continue;
+        }
+        if (setting.envOnly) {
+          problems.push(`${key} in ${path}: ${setting.env} is read from the environment only (a configuration file cannot name another)`);
           continue;
         }
         if (value !== null && value !== undefined) raw.set(key, { value, from: `${key} in ${path}` });

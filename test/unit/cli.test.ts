@@ -41,6 +41,10 @@ describe('helpText', () => {
     const text = helpText('1.2.3');
     expect(text).toContain('ticket-auth-proxy 1.2.3');
     expect(text).toContain('check [--config FILE]');
-    for (const s of SETTINGS) expect(text).toMatch(new RegExp(`${s.env}\\s+${s.key}`));
+    for (const s of SETTINGS) expect(text).toMatch(new RegExp(`${s.env}\\s+${s.envOnly ? '\\(environment only\\)' : s.key}`));
+  });
+
+  it('lists no file key for CONFIG_FILE, which a file cannot set', () => {
+    expect(helpText('1.2.3')).not.toMatch(/CONFIG_FILE\s+configFile/);
   });
 });

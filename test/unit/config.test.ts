@@ -173,7 +173,6 @@ describe('loadConfig defaults and sources', () => {
       'listenPort: 9180',
       "adminHost: '::1'",
       'adminPort: 9181',
-      `configFile: ${FILE}`,
       'tokenUrl: http://idp.internal/oauth/token',
       'tokenScope: tickets.read tickets.write',
       'tokenAuthMethod: client_secret_basic',
@@ -198,7 +197,7 @@ describe('loadConfig defaults and sources', () => {
       'logLevel: debug',
       'accessLog: true',
     ].join('\n');
-    expect(load({}, yaml, { [SECRET_PATH]: 'from-file\n' })).toEqual(everyParsed);
+    expect(load({}, yaml, { [SECRET_PATH]: 'from-file\n' })).toEqual({ ...everyParsed, configFile: undefined });
   });
 
   it('lets the environment win over the file', () => {
@@ -403,6 +402,12 @@ describe('loadConfig errors', () => {
     expect(configError(MINIMAL, { baseURL: 'https://gw', listen_port: 1 }).problems).toEqual([
       `baseURL in ${FILE} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
       `listen_port in ${FILE} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
+    ]);
+  });
+
+  it('refuses a configuration file that names another, since CONFIG_FILE is read from the environment only', () => {
+    expect(configError(MINIMAL, { configFile: '/etc/other.yaml' }).problems).toEqual([
+      `configFile in ${FILE}: CONFIG_FILE is read from the environment only (a configuration file cannot name another)`,
     ]);
   });
 
