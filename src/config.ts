@@ -4,6 +4,7 @@ import { checkNetworkSettings } from './net/network-settings.js';
 import { ASSERTION_ALGS } from './token/assertion-key.js';
 import { JWT_BEARER, parseTokenParams } from './token/client-auth.js';
 import { checkClientAuth } from './token/client-auth-config.js';
+import { unreadableFileProblem } from './files/unreadable.js';
 
 export type TokenAuthMethod =
   | 'client_secret_post'
@@ -221,6 +222,7 @@ export function loadConfig(sources: ConfigSources): Config {
     if (!raw.has('baseUrl')) problems.push('BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com');
   } else {
     out.baseUrl = checkUrl(out.baseUrl as string, name('baseUrl'), out.allowInsecureHttp as boolean, problems);
+    checkNotApiRoot(out, name('baseUrl'), problems);
   }
   if (out.tokenUrl !== undefined) {
     // Used as given: unlike BASE_URL, a token endpoint's trailing slash can matter to its server.
@@ -238,8 +240,7 @@ export function loadConfig(sources: ConfigSources): Config {
       if (secret === '') problems.push(`${name('clientSecretFile')} names a file that is empty: ${out.clientSecretFile as string}`);
       else out.clientSecret = secret;
     } catch (err) {
-      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      problems.push(`${name('clientSecretFile')} names a file that cannot be read (${reason}): ${out.clientSecretFile as string}`);
+      problems.push(unreadableFileProblem(name('clientSecretFile'), out.clientSecretFile as string, err));
     }
   }
   const hasId = out.clientId !== undefined;
@@ -324,6 +325,26 @@ function parseValue(kind: Kind, value: unknown, name: string, problems: string[]
 /** A URL as shown in a message: user information (`user:password@`) replaced, whatever the scheme. */
 function withoutUserinfo(value: string): string {
   return value.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/*)?[^/?#]*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
+}
+
+/**
+ * `BASE_URL` set to the gateway's API root (`.../api/v1`) or its token endpoint is the easy
+ * mistake of a first set-up (issue 12): the proxy adds `/api/v1` itself. A gateway whose API
+ * really sits at `.../api/v1/api/v1` says so by naming its `TOKEN_URL` explicitly.
+ */
+function checkNotApiRoot(out: Record<string, unknown>, name: string, problems: string[]): void {
+  if (typeof out.baseUrl !== 'string') return;
+  const baseUrl = out.baseUrl;
+  const tail = /\/api\/v1(\/oauth2\/token)?$/i.exec(baseUrl);
+  if (tail === null || (tail[1] === undefined && out.tokenUrl !== undefined)) return;
+  const base = baseUrl.slice(0, tail.index);
+  problems.push(
+    `${name} ends in ${tail[0]} (got "${baseUrl}"): the proxy adds /api/v1 itself, so set it to the gateway's base URL, ${base}` +
+      (tail[1] === undefined
+        ? `; a gateway whose API really is at ${baseUrl}/api/v1 keeps this value and sets TOKEN_URL=${baseUrl}/api/v1/oauth2/token as well`
+        : ''),
+  );
+  out.baseUrl = undefined;
 }
 
 function checkUrl(value: string, name: string, allowInsecure: boolean, problems: string[], trimSlash = true): string | undefined {

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { parseCaFile, parseClientCertificate } from './tls-material.js';
 import { redactUserinfo } from './redact.js';
+import { unreadableFileProblem } from '../files/unreadable.js';
 
 type Out = Record<string, unknown>;
 
@@ -20,8 +21,7 @@ export function checkNetworkSettings(
     try {
       return readFile(path);
     } catch (err) {
-      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      problems.push(`${name(key)} names a file that cannot be read (${reason}): ${path}`);
+      problems.push(unreadableFileProblem(name(key), path, err));
       return undefined;
     }
   };

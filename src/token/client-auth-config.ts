@@ -1,6 +1,7 @@
 import type { Config, ConfigSources, TokenAuthMethod } from '../config.js';
 import { loadAssertionKey } from './assertion-key.js';
 import { summarizeAssertion } from './client-auth.js';
+import { unreadableFileProblem } from '../files/unreadable.js';
 
 /**
  * The configuration rules of the client authentication methods (PRODUCT §3): what each method
@@ -25,8 +26,7 @@ export function checkClientAuth(
     try {
       return sources.readSecretFile(out[key] as string);
     } catch (err) {
-      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      problems.push(`${name(key)} names a file that cannot be read (${reason}): ${out[key] as string}`);
+      problems.push(unreadableFileProblem(name(key), out[key] as string, err));
       return undefined;
     }
   };

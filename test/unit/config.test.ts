@@ -411,6 +411,35 @@ describe('loadConfig errors', () => {
     ]);
   });
 
+  it('refuses a BASE_URL that is the gateway API root, saying the proxy adds /api/v1 itself', () => {
+    expect(configError({ ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1/' }).problems).toEqual([
+      'BASE_URL ends in /api/v1 (got "https://gw.example.com/api/v1"): the proxy adds /api/v1 itself, so set it to the gateway\'s base URL, https://gw.example.com; a gateway whose API really is at https://gw.example.com/api/v1/api/v1 keeps this value and sets TOKEN_URL=https://gw.example.com/api/v1/api/v1/oauth2/token as well',
+    ]);
+    expect(configError({ ...MINIMAL, BASE_URL: 'https://gw.example.com/gw/api/v1/oauth2/token' }).problems[0]).toContain(
+      "the proxy adds /api/v1 itself, so set it to the gateway's base URL, https://gw.example.com/gw",
+    );
+  });
+
+  it('accepts a BASE_URL ending in /api/v1 when TOKEN_URL is named explicitly', () => {
+    const config = loadConfig({
+      env: { ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1', TOKEN_URL: 'https://gw.example.com/api/v1/api/v1/oauth2/token' },
+      readSecretFile: () => '',
+    });
+    expect(config.baseUrl).toBe('https://gw.example.com/api/v1');
+  });
+
+  it('says which user the proxy runs as when a file it names is not readable to it', () => {
+    const denied = Object.assign(new Error('permission denied'), { code: 'EACCES' });
+    const env = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET_FILE: '/run/secret' };
+    let message = '';
+    try {
+      loadConfig({ env, readSecretFile: () => { throw denied; } });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain(`CLIENT_SECRET_FILE names a file that cannot be read (EACCES; the proxy runs as uid ${process.getuid!()}: make the file readable by it): /run/secret`);
+  });
+
   it('refuses a file that is not a mapping', () => {
     expect(configError(MINIMAL, '- baseUrl\n- clientId\n').problems).toEqual([`${FILE} must hold a YAML mapping of settings (got a list)`]);
     expect(configError(MINIMAL, 'just text').problems).toEqual([`${FILE} must hold a YAML mapping of settings (got string)`]);
