@@ -21,7 +21,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/main.ts', 'src/demo.ts', 'test/**', 'bench/**', 'vitest.config.ts'],
+    files: ['src/main.ts', 'src/demo.ts', 'src/mock/main.ts', 'test/**', 'bench/**', 'vitest.config.ts'],
     rules: { 'no-restricted-syntax': 'off', 'no-console': 'off' },
   },
 );

@@ -4,10 +4,10 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createMockTicketService } from './mock/ticket-service.js';
+import { createMockTicketService, DEMO_CLIENT } from './mock/ticket-service.js';
 
-const CLIENT_ID = 'demo-client';
-const CLIENT_SECRET = 'demo-secret';
+const CLIENT_ID = DEMO_CLIENT.id;
+const CLIENT_SECRET = DEMO_CLIENT.secret;
 const LISTEN_PORT = process.env.LISTEN_PORT ?? '8180';
 const ADMIN_PORT = process.env.ADMIN_PORT ?? '8181';
 

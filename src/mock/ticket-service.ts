@@ -11,8 +11,11 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { createAssertionClients, type AssertionClients } from './client-assertions.js';
 
+/** The client the demo and `npm run mock` know: a throwaway pair, printed for the user to try. */
+export const DEMO_CLIENT = { id: 'demo-client', secret: 'demo-secret' } as const;
+
 export interface MockTicketServiceOptions {
-  /** Client id to secret; default `{ 'demo-client': 'demo-secret' }`. */
+  /** Client id to secret; default {@link DEMO_CLIENT}. */
   clients?: Record<string, string>;
   /** Lifetime of issued tokens; default 60 s. */
   tokenTtlS?: number;
@@ -125,7 +128,7 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
 
 /** Starts the mock on loopback (port 0 by default) and resolves once it listens. */
 export async function createMockTicketService(options: MockTicketServiceOptions = {}): Promise<MockTicketService> {
-  const clients = new Map(Object.entries(options.clients ?? { 'demo-client': 'demo-secret' }));
+  const clients = new Map(Object.entries(options.clients ?? { [DEMO_CLIENT.id]: DEMO_CLIENT.secret }));
   const ttlS = options.tokenTtlS ?? 60;
   const prefix = (options.pathPrefix ?? '').replace(/\/$/, '');
   const api = `${prefix}/api/v1`;
@@ -367,7 +370,13 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = server.address() as AddressInfo;
   // The audience a private_key_jwt assertion must name.
   tokenUrl = `http://${options.host ?? '127.0.0.1'}:${port}${api}/oauth2/token`;

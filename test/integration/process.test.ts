@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
+import { SETTINGS } from '../../src/config.js';
 import { pollUntil, runCli, startProxy } from '../helpers/index.js';
 
 const SECRET = 'proc-secret-77aa';
@@ -108,7 +109,7 @@ describe('command line (PRODUCT §2)', () => {
   it('accepts the commented example configuration as it ships, with its secret file in place', () => {
     const text = readFileSync(new URL('../../config/ticket-auth-proxy.example.yaml', import.meta.url), 'utf8');
     // Every setting has a key in the example, set or commented out.
-    for (const key of ['baseUrl', 'clientId', 'clientSecretFile', 'clientSecret', 'allowInsecureHttp', 'listenHost', 'listenPort', 'adminHost', 'adminPort', 'tokenUrl', 'tokenScope', 'tokenAuthMethod', 'tokenRefreshRatio', 'tokenDefaultTtlS', 'tokenWaitTimeoutMs', 'tokenFetchTimeoutMs', 'upstreamTimeoutMs', 'replayBodyLimitBytes', 'caFile', 'tlsClientCertFile', 'tlsClientKeyFile', 'httpsProxy', 'httpProxy', 'noProxy', 'passthroughBasic', 'tokenCacheMax', 'shutdownDelayS', 'shutdownTimeoutS', 'logLevel', 'accessLog']) {
+    for (const key of SETTINGS.filter((setting) => !setting.envOnly).map((setting) => setting.key)) {
       expect(text, key).toMatch(new RegExp(`^#? ?${key}:`, 'm'));
     }
   });
@@ -138,6 +139,44 @@ describe('npm run demo (PRODUCT §2)', () => {
     expect(await exited).toBe(0);
     expect(out).toContain('shutdown complete');
     expect(out).not.toContain('demo-secret');
+  });
+});
+
+describe('npm run mock (issue 12)', () => {
+  it('prints its URL and the lines that point a proxy at it, and check succeeds with those lines', async () => {
+    const { spawn } = await import('node:child_process');
+    const mock = spawn(process.execPath, [new URL('../../dist/mock/main.js', import.meta.url).pathname], {
+      env: { PATH: process.env.PATH, MOCK_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    mock.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    const exited = new Promise<number | null>((resolve) => mock.on('exit', (code) => resolve(code)));
+    try {
+      await pollUntil(() => out.includes('Ctrl-C'), { timeoutMs: 15_000 });
+      const exported = /export (.+)/.exec(out)![1]!;
+      const env = Object.fromEntries(exported.split(' ').map((pair) => pair.split('=') as [string, string]));
+      expect(Object.keys(env)).toEqual(['BASE_URL', 'CLIENT_ID', 'CLIENT_SECRET']);
+      expect(out).toContain(`Mock Ticket Service at ${env.BASE_URL}`);
+      const result = await runCli(['check'], env);
+      expect(result.stderr).toBe('');
+      expect(result.stdout).toContain(`ok: token obtained from ${env.BASE_URL}/api/v1/oauth2/token`);
+      expect(result.code).toBe(0);
+    } finally {
+      mock.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+  });
+
+  it('says which port is taken and how to choose another', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const result = spawnSync(process.execPath, [new URL('../../dist/mock/main.js', import.meta.url).pathname], {
+      env: { PATH: process.env.PATH, MOCK_PORT: String(gateway.port) },
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(`cannot listen on 127.0.0.1:${gateway.port} (EADDRINUSE); choose another port with MOCK_PORT`);
   });
 });
 
