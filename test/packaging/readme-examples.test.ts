@@ -57,7 +57,7 @@ describe('README Deploy section', () => {
   it('runs docker with the port on host loopback, a read-only root, no capabilities and the secret from a file', () => {
     const argv = words(blocks.get('docker-run')!);
     expect(argv.slice(0, 2)).toEqual(['docker', 'run']);
-    expect(flagValues(argv, '-p')).toEqual(['127.0.0.1:8180:8180']);
+    expect(flagValues(argv, '-p')).toEqual(['127.0.0.1:8180:8180', '127.0.0.1:8181:8181']);
     for (const flag of ['--read-only', '--cap-drop', '--security-opt']) expect(argv).toContain(flag);
     expect(flagValues(argv, '--user')).toEqual(['65532:65532']);
     const env = Object.fromEntries(flagValues(argv, '-e').map((kv) => kv.split('=', 2) as [string, string]));
@@ -67,7 +67,8 @@ describe('README Deploy section', () => {
     const [, target, mode] = flagValues(argv, '-v')[0]!.split(':');
     expect(target).toBe(env.CLIENT_SECRET_FILE);
     expect(mode).toBe('ro');
-    expect(argv.at(-1)).toBe(`ghcr.io/ticket-auth-proxy/ticket-auth-proxy:${version}`);
+    expect(argv.at(-1)).toBe(`registry.example.com/platform/ticket-auth-proxy:${version}`);
+    expect(readme).toContain(`docker build -t registry.example.com/platform/ticket-auth-proxy:${version} .`);
   });
 
   it('installs the standalone chart with a command helm renders into valid objects', async () => {
@@ -79,6 +80,7 @@ describe('README Deploy section', () => {
     for (const o of objects) validateObject(o);
     const container: Obj = findKind(objects, 'Deployment')!.spec.template.spec.containers[0];
     expect(envOf(container).BASE_URL.value).toBe('https://tickets.example.com');
+    expect(container.image).toBe(`registry.example.com/platform/ticket-auth-proxy:${version}`);
     expect(findKind(objects, 'NetworkPolicy')!.spec.ingress[0].from[0].podSelector.matchLabels).toEqual({ app: 'legacy-app' });
     expect(findKind(objects, 'Service')!.metadata.name).toBe('tickets-ticket-auth-proxy');
     expect(readme).toContain('http://tickets-ticket-auth-proxy.<namespace>.svc:8180');
