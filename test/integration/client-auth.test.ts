@@ -135,7 +135,9 @@ describe('client_assertion_file (issue 15)', () => {
     const first = g.tokenRequests[0]!.assertionSha256;
     publish(await sign(600));
     // The change is tried at once; then a 401 forces another fetch with the same new assertion.
-    await pollUntil(() => g.tokenRequests.length === 2, { timeoutMs: 5000 });
+    // Revoke only once the second token is issued and held: revoking earlier would leave it valid.
+    await pollUntil(() => p.lines().filter((l) => l.msg === 'token fetched').length === 2, { timeoutMs: 5000 });
+    expect(g.tokenRequests.length).toBe(2);
     g.revokeAll();
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
     expect(g.tokenRequests.length).toBe(3);
