@@ -68,6 +68,13 @@ describe('pass-through credentials (PRODUCT §6)', () => {
     for (const id of Object.keys(clients)) expect(text).not.toContain(id);
   });
 
+  it('fetches pass-through tokens with TOKEN_AUTH_METHOD=client_secret_basic, TOKEN_SCOPE and TOKEN_PARAMS', async () => {
+    const { clients, gateway, get } = await setup({ TOKEN_AUTH_METHOD: 'client_secret_basic', TOKEN_SCOPE: 'tickets.read', TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi' });
+    expect((await get(basic('beta', clients.beta))).status).toBe(200);
+    expect(gateway.tokenRequests[0]).toMatchObject({ clientId: 'beta', authMethod: 'basic', scope: 'tickets.read' });
+    expect(gateway.tokenRequests[0]!.form).toContainEqual(['audience', 'https://api']);
+  });
+
   it('answers a wrong secret 401 invalid_client and remembers the rejection instead of asking again', async () => {
     const { clients, gateway, get } = await setup();
     const wrong = basic('alpha', secret());
