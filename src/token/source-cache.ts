@@ -99,8 +99,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
   };
 
   const create = (key: string, credential: Credential): Entry => {
-    const entry: Entry = { source: undefined as unknown as PassthroughSource, lastUsedAt: clock.now(), idleLimitMs: options.defaultLifetimeMs, idleTimer: undefined };
-    entry.source = new PassthroughSource({
+    const source = new PassthroughSource({
       label: 'passthrough',
       credential,
       fetchToken: options.fetchToken,
@@ -130,6 +129,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
         },
       },
     });
+    const entry: Entry = { source, lastUsedAt: clock.now(), idleLimitMs: options.defaultLifetimeMs, idleTimer: undefined };
     entries.set(key, entry);
     options.onSize(entries.size);
     scheduleIdleCheck(key, entry);
