@@ -1,10 +1,10 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Registry } from 'prom-client';
 import { createAdminServer } from './admin.js';
 import type { Clock } from './clock.js';
 import { isLoopbackHost, type Config } from './config.js';
-import { CredentialsRequiredError } from './errors.js';
+import { CredentialsRequiredError, ProxyError } from './errors.js';
 import type { Log } from './log.js';
 import { createMetrics } from './metrics.js';
 import { createDispatchers } from './net/dispatchers.js';
@@ -15,7 +15,9 @@ import { shutdown } from './shutdown.js';
 import { ClientAssertionError } from './token/client-auth.js';
 import { configuredAuth } from './token/configured-auth.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
+import { parseBasicCredentials } from './token/basic-credentials.js';
 import { watchSecretFile } from './token/secret-file.js';
+import { createSourceCache, type SourceCache } from './token/source-cache.js';
 import { TokenSource } from './token/token-source.js';
 
 export interface AppDeps {
@@ -107,10 +109,35 @@ export async function startApp(deps: AppDeps): Promise<App> {
   });
 
   const noCredentials = new CredentialsRequiredError('no credentials are configured; send Basic credentials');
+  // PRODUCT §6: callers' own Basic credentials, each with a token source of its own.
+  let passthrough: SourceCache | undefined;
+  if (config.passthroughBasic) {
+    passthrough = createSourceCache({
+      max: config.tokenCacheMax,
+      fetchToken: tokenFetcherFromConfig(config, dispatchers.token, () => clock.now()),
+      clock,
+      random,
+      refreshRatio: config.tokenRefreshRatio,
+      waitTimeoutMs: config.tokenWaitTimeoutMs,
+      defaultLifetimeMs: config.tokenDefaultTtlS * 1000,
+      log,
+      observer: metrics.passthroughToken,
+      onSize: (n) => metrics.setTokenCacheEntries(n),
+    });
+  }
+  const cache = passthrough;
+  const selectSource = (req: IncomingMessage): TokenSource | ProxyError => {
+    if (cache !== undefined) {
+      const basic = parseBasicCredentials(req.headers.authorization);
+      if (basic instanceof ProxyError) return basic;
+      if (basic !== undefined) return cache.sourceFor(basic);
+    }
+    return configured ?? noCredentials;
+  };
   const forward = createForwarder({
     pool: dispatchers.gateway,
     baseUrl: config.baseUrl,
-    selectSource: () => configured ?? noCredentials,
+    selectSource,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
     metrics,
@@ -145,6 +172,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     adminAddress = await listen(adminServer, config.adminPort, config.adminHost, 'the admin listener (ADMIN_HOST, ADMIN_PORT)');
   } catch (err) {
     configured?.stop();
+    passthrough?.stop();
     stopWatch?.();
     stopTlsWatch();
     stopAuthWatch?.();
@@ -153,13 +181,6 @@ export async function startApp(deps: AppDeps): Promise<App> {
     throw err;
   }
   listening = true;
-  if (config.passthroughBasic) {
-    // PRODUCT §6 is not built yet: say so rather than ignore the setting silently.
-    log.warn(
-      {},
-      'PASSTHROUGH_BASIC is set but pass-through credentials are not supported yet: Basic credentials are replaced by the configured ones',
-    );
-  }
   if (!isLoopbackHost(config.listenHost)) {
     log.warn(
       { host: config.listenHost },
@@ -190,6 +211,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
         },
         onClosed: async () => {
           configured?.stop();
+          passthrough?.stop();
           stopWatch?.();
           stopTlsWatch();
           stopAuthWatch?.();

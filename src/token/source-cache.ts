@@ -1,0 +1,159 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { Clock } from '../clock.js';
+import { InvalidClientError, TokenFetchError, TokenUnavailableError } from '../errors.js';
+import type { Log } from '../log.js';
+import type { Credential, FetchToken } from './fetch-token.js';
+import { TokenSource, type TokenSourceObserver } from './token-source.js';
+
+/** How long a credential the token endpoint rejected is answered without asking it again (PRODUCT §6). */
+export const REJECTION_MEMORY_MS = 10_000;
+
+/** The answer to a malformed or rejected pass-through credential; never names the id or secret. */
+const rejectedClient = (): InvalidClientError =>
+  new InvalidClientError('the token endpoint rejected the Basic credentials of this request');
+
+export interface SourceCacheOptions {
+  /** Most entries held (`TOKEN_CACHE_MAX`); the least recently used one is evicted beyond it. */
+  max: number;
+  fetchToken: FetchToken;
+  clock: Clock;
+  random: () => number;
+  refreshRatio: number;
+  waitTimeoutMs: number;
+  /** Idle limit of an entry that has no token yet, in ms (a token's lifetime once it has one). */
+  defaultLifetimeMs: number;
+  log: Log;
+  /** Counts fetches (never by client id). */
+  observer: TokenSourceObserver;
+  /** Called with the number of entries whenever it changes. */
+  onSize(n: number): void;
+  /** Key for the HMAC of id and secret; random per process unless given. */
+  hmacKey?: Buffer;
+}
+
+/** A pass-through credential's token source: a rejected credential reads as `invalid_client`. */
+class PassthroughSource extends TokenSource {
+  override get(): Promise<string> {
+    return super.get().catch((err: unknown) => {
+      throw isRejection(err) ? rejectedClient() : err;
+    });
+  }
+}
+
+function isRejection(err: unknown): boolean {
+  return err instanceof TokenUnavailableError && err.cause instanceof TokenFetchError && err.cause.outcome === 'rejected';
+}
+
+interface Entry {
+  source: PassthroughSource;
+  lastUsedAt: number;
+  idleLimitMs: number;
+  idleTimer: unknown;
+}
+
+/** The pass-through token sources (PRODUCT §6). */
+export interface SourceCache {
+  /** The source for these credentials, or `invalid_client` while they are remembered as rejected. */
+  sourceFor(credential: Credential): TokenSource | InvalidClientError;
+  readonly size: number;
+  /** Stops every entry's timers and drops them all. */
+  stop(): void;
+}
+
+/**
+ * An LRU of token sources for callers' own credentials, keyed by an HMAC of id and secret under a
+ * per-process key, so a wrong secret finds no entry and never another caller's token. Each entry
+ * runs the whole §5 lifecycle; it is dropped (timers stopped) after a token lifetime without a
+ * request, when evicted, or when the token endpoint rejects its credentials, which are then
+ * answered `invalid_client` for {@link REJECTION_MEMORY_MS} without a fetch.
+ */
+export function createSourceCache(options: SourceCacheOptions): SourceCache {
+  const { clock } = options;
+  const hmacKey = options.hmacKey ?? randomBytes(32);
+  const rejectedAt = new LRUCache<string, number>({ max: options.max });
+  const entries = new LRUCache<string, Entry>({
+    max: options.max,
+    dispose: (entry) => {
+      clock.clearTimeout(entry.idleTimer);
+      entry.source.stop();
+    },
+    disposeAfter: () => options.onSize(entries.size),
+  });
+
+  const keyOf = (c: Credential): string =>
+    createHmac('sha256', hmacKey).update(c.clientId).update('\0').update(c.clientSecret).digest('base64url');
+
+  const scheduleIdleCheck = (key: string, entry: Entry): void => {
+    clock.clearTimeout(entry.idleTimer);
+    entry.idleTimer = clock.setTimeout(
+      () => {
+        if (entries.peek(key) !== entry) return;
+        if (clock.now() - entry.lastUsedAt >= entry.idleLimitMs) {
+          options.log.debug({ credential: 'passthrough' }, 'pass-through credential idle for a token lifetime; dropped');
+          entries.delete(key);
+        } else scheduleIdleCheck(key, entry);
+      },
+      Math.max(0, entry.lastUsedAt + entry.idleLimitMs - clock.now()),
+    );
+  };
+
+  const create = (key: string, credential: Credential): Entry => {
+    const source = new PassthroughSource({
+      label: 'passthrough',
+      credential,
+      fetchToken: options.fetchToken,
+      clock,
+      random: options.random,
+      refreshRatio: options.refreshRatio,
+      waitTimeoutMs: options.waitTimeoutMs,
+      log: options.log,
+      observer: {
+        onFetch(outcome, durationS) {
+          options.observer.onFetch?.(outcome, durationS);
+          if (outcome !== 'rejected') return;
+          // After the source has scheduled its retry, so that stopping it clears that timer too.
+          queueMicrotask(() => {
+            if (entries.peek(key) !== entry) return;
+            rejectedAt.set(key, clock.now());
+            entries.delete(key);
+          });
+        },
+        onState(state) {
+          if (state.expiresAtMs === 0) return;
+          const lifetime = state.expiresAtMs - state.lastSuccessAtMs;
+          if (lifetime > 0 && lifetime !== entry.idleLimitMs) {
+            entry.idleLimitMs = lifetime;
+            scheduleIdleCheck(key, entry);
+          }
+        },
+      },
+    });
+    const entry: Entry = { source, lastUsedAt: clock.now(), idleLimitMs: options.defaultLifetimeMs, idleTimer: undefined };
+    entries.set(key, entry);
+    options.onSize(entries.size);
+    scheduleIdleCheck(key, entry);
+    return entry;
+  };
+
+  return {
+    sourceFor(credential) {
+      const key = keyOf(credential);
+      const at = rejectedAt.get(key);
+      if (at !== undefined) {
+        if (clock.now() - at < REJECTION_MEMORY_MS) return rejectedClient();
+        rejectedAt.delete(key);
+      }
+      const entry = entries.get(key) ?? create(key, credential);
+      entry.lastUsedAt = clock.now();
+      return entry.source;
+    },
+    get size() {
+      return entries.size;
+    },
+    stop() {
+      entries.clear();
+      rejectedAt.clear();
+    },
+  };
+}

@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidClientError, TokenFetchError, type FetchOutcome } from '../../src/errors.js';
+import { parseBasicCredentials } from '../../src/token/basic-credentials.js';
+import { createSourceCache, REJECTION_MEMORY_MS, type SourceCacheOptions } from '../../src/token/source-cache.js';
+import { TokenSource } from '../../src/token/token-source.js';
+import { FakeClock, settle } from './fake-clock.js';
+import { FakeFetcher, FakeLog } from './fakes.js';
+
+const LIFETIME = 100_000;
+const ALPHA = { clientId: 'alpha-id', clientSecret: 'alpha-secret-!@#' };
+const BETA = { clientId: 'beta-id', clientSecret: 'beta-secret-$%^' };
+
+function setup(options: Partial<SourceCacheOptions> = {}) {
+  const clock = new FakeClock();
+  const fetcher = new FakeFetcher(clock);
+  fetcher.answer = (call) => ({ accessToken: `tok-${call.credential.clientId}-${fetcher.calls.length}`, lifetimeMs: LIFETIME });
+  const log = new FakeLog();
+  const fetches: FetchOutcome[] = [];
+  const sizes: number[] = [];
+  const cache = createSourceCache({
+    max: 10,
+    fetchToken: fetcher.fetchToken,
+    clock,
+    random: () => 0,
+    refreshRatio: 0.8,
+    waitTimeoutMs: 5_000,
+    defaultLifetimeMs: 300_000,
+    log,
+    observer: { onFetch: (outcome) => fetches.push(outcome) },
+    onSize: (n) => sizes.push(n),
+    ...options,
+  });
+  const use = async (credential: typeof ALPHA): Promise<string | Error> => {
+    const source = cache.sourceFor(credential);
+    if (!(source instanceof TokenSource)) return source;
+    const got = source.get().catch((err: Error) => err);
+    await settle();
+    return got;
+  };
+  return { clock, fetcher, log, cache, fetches, sizes, use };
+}
+
+const rejected = () => new TokenFetchError('rejected', 'token endpoint answered 401 invalid_client', { status: 401, oauthError: 'invalid_client' });
+
+describe('pass-through token sources', () => {
+  it('gives the same credentials the same source, and a wrong secret a source of its own', async () => {
+    const t = setup();
+    const a = t.cache.sourceFor(ALPHA);
+    expect(t.cache.sourceFor({ ...ALPHA })).toBe(a);
+    expect(t.cache.sourceFor({ ...ALPHA, clientSecret: 'wrong' })).not.toBe(a);
+    expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
+    expect(t.cache.size).toBe(2);
+  });
+
+  it('drops an entry that served no request for a whole token lifetime and stops its timers', async () => {
+    const t = setup();
+    expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
+    await t.clock.advance(LIFETIME - 1);
+    expect(t.cache.size).toBe(1);
+    await t.clock.advance(1);
+    expect(t.cache.size).toBe(0);
+    expect(t.sizes.at(-1)).toBe(0);
+    expect(t.clock.pending).toBe(0);
+    const fetched = t.fetcher.calls.length;
+    await t.clock.advance(10 * LIFETIME);
+    expect(t.fetcher.calls).toHaveLength(fetched);
+  });
+
+  it('keeps refreshing an entry while it serves requests', async () => {
+    const t = setup();
+    await t.use(ALPHA);
+    for (let i = 0; i < 5; i++) {
+      await t.clock.advance(LIFETIME / 2);
+      expect(typeof (await t.use(ALPHA))).toBe('string');
+    }
+    expect(t.cache.size).toBe(1);
+    expect(t.fetcher.calls.length).toBeGreaterThan(2);
+  });
+
+  it('stops the timers of an entry the cache evicts', async () => {
+    const t = setup({ max: 1 });
+    await t.use(ALPHA);
+    await t.use(BETA);
+    expect(t.cache.size).toBe(1);
+    await t.clock.advance(LIFETIME / 2);
+    await t.use(BETA);
+    await t.clock.advance(LIFETIME / 2);
+    expect(t.fetcher.calls.filter((c) => c.credential.clientId === 'alpha-id')).toHaveLength(1);
+    expect(t.sizes.every((n) => n <= 1)).toBe(true);
+  });
+
+  it('answers rejected credentials invalid_client and asks the token endpoint again only after 10 s', async () => {
+    const t = setup();
+    t.fetcher.answer = () => rejected();
+    expect(await t.use(ALPHA)).toBeInstanceOf(InvalidClientError);
+    expect(t.cache.size).toBe(0);
+    expect(t.clock.pending).toBe(0);
+    for (let i = 0; i < 50; i++) expect(t.cache.sourceFor(ALPHA)).toBeInstanceOf(InvalidClientError);
+    await t.clock.advance(REJECTION_MEMORY_MS - 1);
+    expect(t.cache.sourceFor(ALPHA)).toBeInstanceOf(InvalidClientError);
+    expect(t.fetcher.calls).toHaveLength(1);
+    await t.clock.advance(1);
+    expect(await t.use(ALPHA)).toBeInstanceOf(InvalidClientError);
+    expect(t.fetcher.calls).toHaveLength(2);
+    expect(t.fetches).toEqual(['rejected', 'rejected']);
+    // Other credentials are not affected.
+    t.fetcher.answer = () => ({ accessToken: 'tok-beta', lifetimeMs: LIFETIME });
+    expect(await t.use(BETA)).toBe('tok-beta');
+  });
+
+  it('answers every waiting request of a rejected credential invalid_client', async () => {
+    const t = setup();
+    t.fetcher.answer = undefined;
+    const source = t.cache.sourceFor(ALPHA) as TokenSource;
+    const waiting = Array.from({ length: 5 }, () => source.get().catch((err: Error) => err));
+    await settle();
+    t.fetcher.last.fail(rejected());
+    for (const w of await Promise.all(waiting)) expect(w).toBeInstanceOf(InvalidClientError);
+    expect(t.fetcher.calls).toHaveLength(1);
+  });
+
+  it('never logs a client id or secret', async () => {
+    const t = setup();
+    await t.use(ALPHA);
+    t.fetcher.answer = () => rejected();
+    await t.use(BETA);
+    await t.clock.advance(2 * LIFETIME);
+    const text = t.log.text();
+    for (const s of [ALPHA.clientId, ALPHA.clientSecret, BETA.clientId, BETA.clientSecret]) expect(text).not.toContain(s);
+  });
+});
+
+describe('Basic credentials', () => {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+  it('reads id and secret, the secret keeping any further colons', () => {
+    expect(parseBasicCredentials(`Basic ${b64('id:se:cr:et')}`)).toEqual({ clientId: 'id', clientSecret: 'se:cr:et' });
+    expect(parseBasicCredentials(`bAsIc  ${b64('id:s')}`)).toEqual({ clientId: 'id', clientSecret: 's' });
+  });
+
+  it('leaves requests without Basic credentials to the configured credential', () => {
+    expect(parseBasicCredentials(undefined)).toBeUndefined();
+    expect(parseBasicCredentials('Bearer abc')).toBeUndefined();
+    expect(parseBasicCredentials('Basically')).toBeUndefined();
+  });
+
+  it.each([
+    ['no credentials', 'Basic'],
+    ['not base64', 'Basic !!!'],
+    ['a lone base64 character too many', 'Basic aWQ6c2VjcmV0a'],
+    ['no colon', `Basic ${b64('idsecret')}`],
+    ['an empty id', `Basic ${b64(':secret')}`],
+    ['not UTF-8', `Basic ${Buffer.from([0x69, 0x3a, 0xff]).toString('base64')}`],
+  ])('answers %s invalid_client without quoting the header', (_what, header) => {
+    const err = parseBasicCredentials(header);
+    expect(err).toBeInstanceOf(InvalidClientError);
+    expect((err as Error).message).not.toContain(header.slice(6) || '\u0000');
+  });
+});
