@@ -238,8 +238,9 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: Record<string, string | string[] | undefined>): void {
     if (statusCode < 200 || this.finished) return;
     if (statusCode === 401) {
-      const replay = !this.replayed && this.canReplay() && this.source.invalidate(this.token);
-      if (this.replayed) this.source.invalidate(this.token);
+      // The token is dropped and another fetched in every case; only the replay needs the body (§5.7).
+      const renewed = this.source.invalidate(this.token);
+      const replay = !this.replayed && this.canReplay() && renewed;
       this.ctx.metrics.upstreamUnauthorized(replay);
       if (replay) {
         this.discarding = true;
