@@ -1,13 +1,26 @@
-/** Exponential backoff with full jitter (PRODUCT §5.6): about 0.5 s, doubling, capped at 30 s. */
+/**
+ * Exponential backoff with full jitter (PRODUCT §5.6): about 0.5 s, doubling, capped at 30 s, or
+ * at {@link backoffCapMs} while a valid token is held.
+ */
 export const BACKOFF_BASE_MS = 500;
 export const BACKOFF_CAP_MS = 30_000;
+
+/**
+ * The backoff cap while the held token is usable for `validForMs` more: a quarter of that, never
+ * below 30 s; 30 s without a valid token. A quarter never reaches past the last usable moment;
+ * in a token's last 30 s the 30 s floor wins (PRODUCT §5.6 asks for both, which cannot both
+ * hold there), so a failing endpoint is not retried ever faster as the token runs out.
+ */
+export function backoffCapMs(validForMs: number): number {
+  return Math.max(BACKOFF_CAP_MS, validForMs / 4);
+}
 
 /**
  * The wait before retry number `attempt` (1 for the first retry): uniformly random in
  * `[0, min(cap, base * 2^(attempt-1))]`, and never less than the server's `Retry-After`.
  */
-export function backoffDelay(attempt: number, random: () => number, retryAfterMs?: number): number {
-  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempt - 1));
+export function backoffDelay(attempt: number, random: () => number, retryAfterMs?: number, capMs = BACKOFF_CAP_MS): number {
+  const ceiling = Math.min(capMs, BACKOFF_BASE_MS * 2 ** Math.max(0, attempt - 1));
   const delay = Math.floor(random() * ceiling);
   return retryAfterMs === undefined ? delay : Math.max(delay, retryAfterMs);
 }
@@ -23,4 +36,12 @@ export function expiryMarginMs(lifetimeMs: number): number {
  */
 export function refreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number): number {
   return Math.max(0, lifetimeMs * ratio - random() * 0.1 * lifetimeMs);
+}
+
+/**
+ * When the first refresh of a process starts (PRODUCT §5.4): uniformly between half of `ratio`
+ * and `ratio` of the lifetime, so a fleet restarted at once loses its lock-step.
+ */
+export function firstRefreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number): number {
+  return lifetimeMs * ratio * (1 - random() / 2);
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../errors.js';
 import type { Log } from '../log.js';
-import { backoffDelay, expiryMarginMs, refreshOffsetMs } from './backoff.js';
+import { backoffCapMs, backoffDelay, expiryMarginMs, firstRefreshOffsetMs, refreshOffsetMs } from './backoff.js';
 import type { Credential, FetchToken } from './fetch-token.js';
 import type { TokenGrant } from './parse-response.js';
 
@@ -65,6 +65,8 @@ export class TokenSource {
   private nextAttemptAt: number | undefined;
   private waiters: Waiter[] = [];
   private stopped = false;
+  /** Whether a refresh was scheduled already: the first one is spread wider (§5.4). */
+  private refreshedOnce = false;
   /** The last failure, kept until the next success (pass-through credentials read `outcome`). */
   lastError: TokenFetchError | undefined;
 
@@ -213,7 +215,11 @@ export class TokenSource {
       this.fetchNow();
       return;
     }
-    const refreshAt = Math.min(startedAt + refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random), this.usableUntil);
+    const offset = this.refreshedOnce
+      ? refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random)
+      : firstRefreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random);
+    this.refreshedOnce = true;
+    const refreshAt = Math.min(startedAt + offset, this.usableUntil);
     this.refreshTimer = this.clock.setTimeout(() => {
       this.refreshTimer = undefined;
       this.fetchNow();
@@ -236,7 +242,9 @@ export class TokenSource {
       this.fetchNow();
       return;
     }
-    const delay = backoffDelay(this.failures, this.opts.random, error.retryAfterMs);
+    // While a valid token is held, the cap grows with the time it has left (§5.6).
+    const validForMs = this.current() !== undefined ? this.usableUntil - now : 0;
+    const delay = backoffDelay(this.failures, this.opts.random, error.retryAfterMs, backoffCapMs(validForMs));
     this.nextAttemptAt = now + delay;
     this.retryTimer = this.clock.setTimeout(() => {
       this.retryTimer = undefined;

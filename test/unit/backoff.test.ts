@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BACKOFF_BASE_MS, BACKOFF_CAP_MS, backoffDelay, expiryMarginMs, refreshOffsetMs } from '../../src/token/backoff.js';
+import { BACKOFF_BASE_MS, BACKOFF_CAP_MS, backoffCapMs, backoffDelay, expiryMarginMs, firstRefreshOffsetMs, refreshOffsetMs } from '../../src/token/backoff.js';
 
 const fixed = (r: number) => () => r;
 
@@ -57,5 +57,24 @@ describe('refreshOffsetMs', () => {
 
   it('never becomes negative for a small ratio', () => {
     expect(refreshOffsetMs(100_000, 0.05, fixed(0.999_999))).toBe(0);
+  });
+});
+
+describe('backoffCapMs', () => {
+  it('is 30 s without a valid token and while the token has at most two minutes left', () => {
+    for (const v of [0, -5, 1_000, 120_000]) expect(backoffCapMs(v)).toBe(30_000);
+  });
+
+  it('grows to a quarter of the usable life left, which never reaches past it', () => {
+    expect(backoffCapMs(3_000_000)).toBe(750_000);
+    expect(backoffDelay(20, fixed(0.999_999), undefined, backoffCapMs(3_000_000))).toBe(749_999);
+  });
+});
+
+describe('firstRefreshOffsetMs', () => {
+  it('falls uniformly between half the ratio and the ratio of the lifetime', () => {
+    expect(firstRefreshOffsetMs(3_600_000, 0.8, fixed(0))).toBe(2_880_000);
+    expect(firstRefreshOffsetMs(3_600_000, 0.8, fixed(0.5))).toBe(2_160_000);
+    expect(firstRefreshOffsetMs(3_600_000, 0.8, fixed(0.999_999))).toBeGreaterThan(1_440_000);
   });
 });

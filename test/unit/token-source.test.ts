@@ -63,13 +63,28 @@ describe('TokenSource refresh schedule', () => {
     expect(t.fetcher.last.at - T0).toBe(80_000);
   });
 
-  it('moves the refresh earlier by up to 10 % of the lifetime as the jitter nears one, never later', async () => {
-    for (const r of [0, 0.1, 0.5, 0.9, 0.999_999]) {
+  it('spreads the first refresh of a process uniformly between half the ratio and the ratio', async () => {
+    for (const r of [0, 0.25, 0.5, 0.999_999]) {
       const t = setup();
       t.jitter.value = r;
       await t.holding();
       await t.clock.advance(LIFETIME);
       const refreshAt = t.fetcher.calls[1]!.at - T0;
+      expect(Math.abs(refreshAt - 80_000 * (1 - r / 2))).toBeLessThan(1);
+      expect(refreshAt).toBeGreaterThanOrEqual(40_000);
+    }
+  });
+
+  it('moves later refreshes earlier by up to 10 % of the lifetime as the jitter nears one, never later', async () => {
+    for (const r of [0, 0.1, 0.5, 0.9, 0.999_999]) {
+      const t = setup();
+      t.jitter.value = r;
+      await t.holding();
+      await t.clock.advance(Math.ceil(80_000 * (1 - r / 2)));
+      const secondAt = t.fetcher.calls[1]!.at;
+      t.fetcher.last.succeed('tok-B', LIFETIME);
+      await t.clock.advance(LIFETIME);
+      const refreshAt = t.fetcher.calls[2]!.at - secondAt;
       expect(Math.abs(refreshAt - (80_000 - r * 10_000))).toBeLessThan(1);
       expect(refreshAt).toBeGreaterThanOrEqual(70_000);
       expect(refreshAt).toBeLessThanOrEqual(80_000);
@@ -80,8 +95,12 @@ describe('TokenSource refresh schedule', () => {
     const t = setup({ refreshRatio: 0.5 });
     t.jitter.value = 0.5;
     await t.holding();
+    await t.clock.advance(37_500);
+    // The first refresh: 0.5 * (1 - 0.5 / 2) of the lifetime; the next: 0.5 - 0.05.
+    expect(t.fetcher.calls[1]!.at - T0).toBe(37_500);
+    t.fetcher.last.succeed('tok-B', LIFETIME);
     await t.clock.advance(LIFETIME);
-    expect(t.fetcher.calls[1]!.at - T0).toBe(45_000);
+    expect(t.fetcher.calls[2]!.at - t.fetcher.calls[1]!.at).toBe(45_000);
   });
 
   it('answers get() at once from the held token while a refresh is in flight', async () => {
@@ -138,6 +157,33 @@ describe('TokenSource backoff', () => {
     const gaps = t.fetcher.calls.slice(1, 11).map((c, i) => c.at - t.fetcher.calls[i]!.at);
     expect(gaps).toEqual([499, 999, 1_998, 3_996, 7_992, 15_984, 29_970, 29_970, 29_970, 29_970]);
     expect(t.source.state.consecutiveFailures).toBe(t.fetcher.calls.length);
+  });
+
+  it('grows the cap to a quarter of the held token\'s usable life, and back to 30 s once none is held', async () => {
+    const t = setup();
+    const HOUR = 3_600_000;
+    t.jitter.value = 0;
+    await t.holding('tok-A', HOUR);
+    t.jitter.value = 0.999_999;
+    t.fetcher.answer = serverError;
+    // The first refresh at 80 % of the hour fails again and again while the token is still valid.
+    await t.clock.advance(0.8 * HOUR);
+    const start = t.fetcher.calls.length;
+    await t.clock.advance(0.2 * HOUR);
+    const gaps = t.fetcher.calls.slice(start).map((c, i, a) => c.at - (i === 0 ? t.fetcher.calls[start - 1]! : a[i - 1]!).at);
+    const validAt = (at: number) => T0 + HOUR - 10_000 - at;
+    // Longer than 30 s while a quarter of the remaining life is: never past the last usable moment.
+    expect(Math.max(...gaps)).toBeGreaterThan(30_000);
+    for (const c of t.fetcher.calls.slice(start)) expect(c.at).toBeLessThanOrEqual(T0 + HOUR);
+    for (const [i, c] of t.fetcher.calls.slice(start).entries()) {
+      const prev = i === 0 ? t.fetcher.calls[start - 1]! : t.fetcher.calls[start + i - 1]!;
+      expect(c.at - prev.at).toBeLessThanOrEqual(Math.max(30_000, validAt(prev.at) / 4) + 1);
+    }
+    // Without a valid token the gaps are 30 s at most.
+    await t.clock.advance(10 * 60_000);
+    const late = t.fetcher.calls.filter((c) => c.at > T0 + HOUR + 60_000);
+    expect(late.length).toBeGreaterThan(5);
+    for (let i = 1; i < late.length; i++) expect(late[i]!.at - late[i - 1]!.at).toBeLessThanOrEqual(30_000);
   });
 
   it('retries at once when the jitter is zero (full jitter)', async () => {
