@@ -3,18 +3,23 @@
 // Runs the product's own token source (dist/token/token-source.js) for every sidecar of a fleet,
 // on a simulated clock: the sidecars start within the same second, the token endpoint issues
 // tokens of one hour and answers in 50 ms, and it is down (503, no Retry-After) for five minutes
-// over the first refresh window. Prints the token endpoint's requests per second, phase by phase,
-// and whether any sidecar was ever without a valid token.
+// inside the first refresh wave. The same fleet runs twice in one run: with the schedule of
+// PRODUCT §5.4/§5.6 (first refresh between half the ratio and the ratio; backoff cap a quarter of
+// the held token's usable life) and with the schedule before it (`legacySchedule`: every refresh
+// at the ratio less up to 10 %, a 30 s cap). Then one proxy with pass-through credentials
+// (dist/token/source-cache.js): as many credentials as sidecars, each used every 5 minutes, a
+// tenth of them idle after the first hour.
 //
-// Settings (environment): FLEET_SIDECARS (10000), FLEET_HOURS (2), FLEET_TOKEN_TTL_S (3600),
-// FLEET_OUTAGE_AT_S (2700: inside the first refresh window, where an outage hurts), FLEET_OUTAGE_S
+// Settings (environment): FLEET_SIDECARS (10000), FLEET_HOURS (3), FLEET_TOKEN_TTL_S (3600),
+// FLEET_OUTAGE_AT_S (2700: inside the first refresh wave, where an outage hurts), FLEET_OUTAGE_S
 // (300), FLEET_REFRESH_RATIO (0.8, the default of TOKEN_REFRESH_RATIO), FLEET_SEED (1).
 import { TokenFetchError } from '../dist/errors.js';
+import { createSourceCache } from '../dist/token/source-cache.js';
 import { TokenSource } from '../dist/token/token-source.js';
 
 const env = process.env;
 const sidecars = Number(env.FLEET_SIDECARS ?? 10_000);
-const horizonMs = Number(env.FLEET_HOURS ?? 2) * 3_600_000;
+const horizonMs = Number(env.FLEET_HOURS ?? 3) * 3_600_000;
 const ttlMs = Number(env.FLEET_TOKEN_TTL_S ?? 3600) * 1000;
 const outageAtMs = Number(env.FLEET_OUTAGE_AT_S ?? 2700) * 1000;
 const outageMs = Number(env.FLEET_OUTAGE_S ?? 300) * 1000;
@@ -33,8 +38,6 @@ function seeded(seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-const random = seeded(Number(env.FLEET_SEED ?? 1));
-
 /** A clock that moves from one timer to the next: a binary heap ordered by due time, then creation. */
 class SimClock {
   time = epoch;
@@ -109,133 +112,170 @@ function before(a, b) {
   return a.at < b.at || (a.at === b.at && a.seq < b.seq);
 }
 
-const clock = new SimClock();
-const perSecond = new Uint32Array(Math.ceil(horizonMs / 1000) + 1);
-const failedPerSecond = new Uint32Array(perSecond.length);
-let issued = 0;
+const quiet = { error() {}, warn() {}, info() {}, debug() {} };
+const horizonS = horizonMs / 1000;
 
-/** The token endpoint: 50 ms per answer, down with 503 during the outage. */
-function fetchToken() {
-  const sentAt = clock.now() - epoch;
-  perSecond[Math.floor(sentAt / 1000)]++;
-  const down = sentAt >= outageAtMs && sentAt < outageAtMs + outageMs;
-  if (down) failedPerSecond[Math.floor(sentAt / 1000)]++;
-  return new Promise((resolve, reject) => {
-    clock.setTimeout(() => {
-      if (down) reject(new TokenFetchError('server_error', 'token endpoint answered 503', { status: 503 }));
-      else resolve({ accessToken: `t${++issued}`, lifetimeMs: ttlMs });
-    }, latencyMs);
-  });
+/** The token endpoint on `clock`: 50 ms per answer, down with 503 during the outage; counts per second. */
+function tokenEndpoint(clock, perSecond, count) {
+  return (credential) => {
+    const sentAt = clock.now() - epoch;
+    perSecond[Math.floor(sentAt / 1000)]++;
+    count?.(credential, sentAt);
+    const down = sentAt >= outageAtMs && sentAt < outageAtMs + outageMs;
+    return new Promise((resolve, reject) => {
+      clock.setTimeout(() => {
+        if (down) reject(new TokenFetchError('server_error', 'token endpoint answered 503', { status: 503 }));
+        else resolve({ accessToken: 't', lifetimeMs: ttlMs });
+      }, latencyMs);
+    });
+  };
 }
 
-const quiet = { error() {}, warn() {}, info() {}, debug() {} };
-const sources = [];
-for (let i = 0; i < sidecars; i++) {
-  const source = new TokenSource({
-    label: `sidecar-${i}`,
-    credential: { clientId: 'fleet', clientSecret: 'fleet' },
+/** Every 10 simulated seconds after start-up, counts the sources without a valid token. */
+function withoutTokenWatch(sources) {
+  const ever = new Uint8Array(sources.length);
+  let nextCheck = epoch + 60_000;
+  return {
+    onInstant(at) {
+      while (at >= nextCheck) {
+        for (let i = 0; i < sources.length; i++) if (sources[i].current() === undefined) ever[i] = 1;
+        nextCheck += 10_000;
+      }
+    },
+    count: () => ever.reduce((a, b) => a + b, 0),
+  };
+}
+
+/** One fleet of configured sidecars; `legacy` runs the schedule before PRODUCT §5.4/§5.6. */
+async function fleet(legacy) {
+  const clock = new SimClock();
+  const random = seeded(Number(env.FLEET_SEED ?? 1));
+  const perSecond = new Uint32Array(horizonS + 1);
+  const fetchToken = tokenEndpoint(clock, perSecond);
+  const sources = [];
+  for (let i = 0; i < sidecars; i++) {
+    const source = new TokenSource({
+      label: 'sidecar',
+      credential: { clientId: 'fleet', clientSecret: 'fleet' },
+      fetchToken,
+      clock,
+      random,
+      refreshRatio,
+      waitTimeoutMs: 5000,
+      log: quiet,
+      legacySchedule: legacy,
+    });
+    sources.push(source);
+    // Started within the same second.
+    clock.setTimeout(() => source.start(), Math.floor(random() * 1000));
+  }
+  const watch = withoutTokenWatch(sources);
+  await clock.runUntil(epoch + horizonMs, watch.onInstant);
+  for (const s of sources) s.stop();
+  return { perSecond, without: watch.count() };
+}
+
+/**
+ * One proxy holding `sidecars` pass-through credentials, each used every 5 minutes; a tenth of
+ * them idle after the first hour. Counts fetches per hour for the busy and the idle ones.
+ */
+async function passthrough() {
+  const clock = new SimClock();
+  const random = seeded(Number(env.FLEET_SEED ?? 1) + 1);
+  const perSecond = new Uint32Array(horizonS + 1);
+  const hours = Math.ceil(horizonS / 3600);
+  const byHour = { busy: new Array(hours).fill(0), idle: new Array(hours).fill(0) };
+  const isIdle = (clientId) => Number(clientId.slice(1)) % 10 === 0;
+  const fetchToken = tokenEndpoint(clock, perSecond, (credential, sentAt) => {
+    byHour[isIdle(credential.clientId) ? 'idle' : 'busy'][Math.floor(sentAt / 3_600_000)]++;
+  });
+  let entries = 0;
+  const cache = createSourceCache({
+    max: sidecars + 1,
     fetchToken,
     clock,
     random,
     refreshRatio,
     waitTimeoutMs: 5000,
+    defaultLifetimeMs: 300_000,
     log: quiet,
+    observer: {},
+    onSize: (n) => (entries = n),
   });
-  sources.push(source);
-  // Started within the same second.
-  clock.setTimeout(() => source.start(), Math.floor(random() * 1000));
+  const everyMs = 5 * 60_000;
+  for (let i = 0; i < sidecars; i++) {
+    const credential = { clientId: `c${i}`, clientSecret: `secret-${i}` };
+    const idle = isIdle(`c${i}`);
+    const use = () => {
+      if (idle && clock.now() - epoch >= 3_600_000) return;
+      // As a request does: the source for the credentials, then its token (PRODUCT §6).
+      const source = cache.sourceFor(credential);
+      if (!(source instanceof Error) && source.current() === undefined) source.get().catch(() => {});
+      clock.setTimeout(use, everyMs);
+    };
+    clock.setTimeout(use, Math.floor(random() * 1000));
+  }
+  await clock.runUntil(epoch + horizonMs);
+  const entriesAtEnd = entries;
+  cache.stop();
+  return { perSecond, byHour, entriesAtEnd };
 }
 
-// Every 10 simulated seconds after start-up: sidecars without a valid token.
-let worstWithout = 0;
-let worstWithoutAt = 0;
-const checkEveryMs = 10_000;
-let nextCheck = epoch + 60_000;
-const started = Date.now();
-await clock.runUntil(epoch + horizonMs, (at) => {
-  while (at >= nextCheck) {
-    let without = 0;
-    for (const s of sources) if (s.current() === undefined) without++;
-    if (without > worstWithout) {
-      worstWithout = without;
-      worstWithoutAt = nextCheck - epoch;
-    }
-    nextCheck += checkEveryMs;
-  }
-});
-for (const s of sources) s.stop();
-
-// ---------------------------------------------------------------------------------------------
-
-/** Peak and mean requests per second over [fromS, toS), the mean over seconds with any request too. */
-function phase(name, fromS, toS) {
+/** Peak and mean of requests per minute over the hour [hour, hour + 1). */
+function hourRate(perSecond, hour) {
   let total = 0;
   let peak = 0;
-  let peakAt = fromS;
-  let first = -1;
-  let last = -1;
-  let failed = 0;
-  for (let s = fromS; s < Math.min(toS, perSecond.length); s++) {
-    const n = perSecond[s];
+  for (let m = hour * 60; m < hour * 60 + 60; m++) {
+    let n = 0;
+    for (let s = m * 60; s < m * 60 + 60 && s < perSecond.length; s++) n += perSecond[s];
     total += n;
-    failed += failedPerSecond[s];
-    if (n > peak) {
-      peak = n;
-      peakAt = s;
-    }
-    if (n > 0) {
-      if (first < 0) first = s;
-      last = s;
-    }
+    peak = Math.max(peak, n);
   }
-  const activeS = first < 0 ? 0 : last - first + 1;
-  const meanActive = activeS ? total / activeS : 0;
-  return { name, fromS, toS, total, failed, peak, peakAt, activeFromS: first, activeS, meanActive, meanPhase: total / (toS - fromS) };
+  return { total, peak, mean: total / 60 };
 }
 
-const outageFromS = outageAtMs / 1000;
-const outageToS = (outageAtMs + outageMs) / 1000;
-const horizonS = horizonMs / 1000;
-const phases = [
-  phase('start-up', 0, 60),
-  phase('steady (before the outage)', 60, outageFromS),
-  phase('outage', outageFromS, outageToS),
-  phase('recovery (60 s after)', outageToS, outageToS + 60),
-  phase('steady (after recovery)', outageToS + 60, horizonS),
-];
+function between(perSecond, fromS, toS) {
+  let n = 0;
+  for (let s = fromS; s < toS && s < perSecond.length; s++) n += perSecond[s];
+  return n;
+}
+
+const started = Date.now();
+const legacy = await fleet(true);
+const after = await fleet(false);
+const pass = await passthrough();
+const simulatedS = ((Date.now() - started) / 1000).toFixed(1);
 
 const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
-const clockTime = (s) => `${String(Math.floor(s / 60)).padStart(3)}:${String(s % 60).padStart(2, '0')}`;
+const clockTime = (s) => `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+const outageFromS = outageAtMs / 1000;
+const outageToS = (outageAtMs + outageMs) / 1000;
 const lines = [];
 lines.push('# Fleet simulation: the token endpoint under a fleet of sidecars', '');
 lines.push(
-  `${sidecars} sidecars started within 1 s; tokens of ${ttlMs / 1000} s; refresh ratio ${refreshRatio}, jitter up to 10 % of the lifetime; ` +
-    `${horizonS / 3600} simulated hours; token endpoint down (503) from ${clockTime(outageFromS)} for ${outageMs / 1000} s. ` +
-    `Simulated in ${((Date.now() - started) / 1000).toFixed(1)} s.`,
+  `${sidecars} sidecars started within 1 s; tokens of ${ttlMs / 1000} s; refresh ratio ${refreshRatio}; ${horizonS / 3600} simulated hours; ` +
+    `token endpoint down (503) from ${clockTime(outageFromS)} for ${outageMs / 1000} s. Simulated in ${simulatedS} s. ` +
+    'Rates are requests per minute; "before" is the schedule before PRODUCT §5.4/§5.6 (first refresh like the others, 30 s backoff cap).',
   '',
 );
-lines.push('| phase | from (min:s) | requests | failed | peak req/s (at) | active window s | mean req/s in window | peak / mean in window | mean req/s over phase | peak / mean over phase |');
-lines.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
-for (const p of phases) {
-  lines.push(
-    `| ${p.name} | ${clockTime(p.fromS)} | ${p.total} | ${p.failed} | ${p.peak} (${clockTime(p.peakAt)}) | ${p.activeS} | ${fmt(p.meanActive)} | ${fmt(p.peak / p.meanActive, 2)} | ${fmt(p.meanPhase, 2)} | ${fmt(p.peak / p.meanPhase, 1)} |`,
-  );
+lines.push('| figure | before | after | target |');
+lines.push('|---|--:|--:|---|');
+for (let h = 1; h < Math.ceil(horizonS / 3600); h++) {
+  const b = hourRate(legacy.perSecond, h);
+  const a = hourRate(after.perSecond, h);
+  lines.push(`| hour ${h + 1}: peak / mean req/min | ${fmt(b.peak / b.mean, 2)} (${b.peak} / ${fmt(b.mean)}) | ${fmt(a.peak / a.mean, 2)} (${a.peak} / ${fmt(a.mean)}) | ≤ 2 |`);
 }
-const steady = phases.filter((p) => p.name.startsWith('steady') && p.total > 0);
-const recovery = phases[3];
+const ob = between(legacy.perSecond, outageFromS, outageToS);
+const oa = between(after.perSecond, outageFromS, outageToS);
+lines.push(`| requests during the outage | ${ob} | ${oa} | ≥ 4× fewer: ${fmt(ob / Math.max(1, oa), 1)}× |`);
+lines.push(`| requests in the minute after it | ${between(legacy.perSecond, outageToS, outageToS + 60)} | ${between(after.perSecond, outageToS, outageToS + 60)} | |`);
+lines.push(`| sidecars ever without a valid token (checked every 10 s) | ${legacy.without} | ${after.without} | 0 |`);
+lines.push(`| fetches per sidecar over ${horizonS / 3600} h | ${fmt(between(legacy.perSecond, 0, horizonS + 1) / sidecars, 2)} | ${fmt(between(after.perSecond, 0, horizonS + 1) / sidecars, 2)} | |`);
 lines.push('');
-lines.push(`- Fetches per sidecar over ${horizonS / 3600} h: ${fmt(perSecond.reduce((a, b) => a + b, 0) / sidecars, 2)} (${issued} tokens issued).`);
-lines.push(`- Most sidecars without a valid token at one check (every 10 s after start-up): ${worstWithout}${worstWithout ? ` at ${clockTime(worstWithoutAt / 1000)}` : ''}.`);
-for (const p of steady) {
-  const inWave = p.peak / p.meanActive;
-  const overPhase = p.peak / p.meanPhase;
-  lines.push(
-    `- Target, ${p.name}: peak ≤ 2× mean. Within the refresh wave (${p.activeS} s): ${fmt(inWave, 2)}× (${inWave <= 2 ? 'met' : 'NOT met'}); ` +
-      `over the whole phase: ${fmt(overPhase, 1)}× (${overPhase <= 2 ? 'met' : 'NOT met'}).`,
-  );
-}
-lines.push(
-  `- After the outage: ${recovery.total} requests over ${recovery.activeS} s (peak ${recovery.peak}/s, ${fmt(recovery.peak / Math.max(1, recovery.total) * 100)} % of them in the peak second): ` +
-    `${recovery.activeS >= 10 && recovery.peak / Math.max(1, recovery.total) < 0.2 ? 'spread over the backoff window' : 'a spike'}.`,
-);
+lines.push(`Pass-through: one proxy, ${sidecars} credentials each used every 5 minutes, a tenth (${sidecars / 10}) idle after the first hour; token fetches per hour:`, '');
+lines.push('| hour | busy credentials | idle credentials |');
+lines.push('|--:|--:|--:|');
+for (let h = 0; h < pass.byHour.busy.length; h++) lines.push(`| ${h + 1} | ${pass.byHour.busy[h]} | ${pass.byHour.idle[h]} |`);
+lines.push('');
+lines.push(`Entries held at the end: ${pass.entriesAtEnd} (busy credentials: ${sidecars - sidecars / 10}).`);
 process.stdout.write(lines.join('\n') + '\n');

@@ -33,6 +33,12 @@ export interface TokenSourceOptions {
   waitTimeoutMs: number;
   log: Log;
   observer?: TokenSourceObserver | undefined;
+  /**
+   * True reproduces the schedule before PRODUCT §5.4/§5.6 spread the first refresh and grew the
+   * backoff cap (every refresh at the ratio less up to 10 %, a 30 s cap): `npm run bench:fleet`
+   * compares the two in one run.
+   */
+  legacySchedule?: boolean | undefined;
 }
 
 interface Waiter {
@@ -215,7 +221,7 @@ export class TokenSource {
       this.fetchNow();
       return;
     }
-    const offset = this.refreshedOnce
+    const offset = this.refreshedOnce || this.opts.legacySchedule === true
       ? refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random)
       : firstRefreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random);
     this.refreshedOnce = true;
@@ -243,7 +249,7 @@ export class TokenSource {
       return;
     }
     // While a valid token is held, the cap grows with the time it has left (§5.6).
-    const validForMs = this.current() !== undefined ? this.usableUntil - now : 0;
+    const validForMs = this.current() !== undefined && this.opts.legacySchedule !== true ? this.usableUntil - now : 0;
     const delay = backoffDelay(this.failures, this.opts.random, error.retryAfterMs, backoffCapMs(validForMs));
     this.nextAttemptAt = now + delay;
     this.retryTimer = this.clock.setTimeout(() => {
