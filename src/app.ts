@@ -14,6 +14,7 @@ import { createProxyServer } from './proxy/server.js';
 import { shutdown } from './shutdown.js';
 import { ClientAssertionError } from './token/client-auth.js';
 import { configuredAuth } from './token/configured-auth.js';
+import { describeTokenFailure, displayTokenUrl } from './token/diagnose.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 import { watchSecretFile } from './token/secret-file.js';
 import { TokenSource } from './token/token-source.js';
@@ -79,6 +80,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       waitTimeoutMs: config.tokenWaitTimeoutMs,
       log,
       observer: metrics.configuredToken,
+      tokenUrl: config.tokenUrl,
     });
     const source = configured;
     if (config.clientSecretFile !== undefined && config.clientSecret !== undefined) {
@@ -131,7 +133,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       if (configured !== undefined && configured.current() === undefined) {
         const last = configured.lastError;
         if (last instanceof ClientAssertionError) return `no valid token (${last.message})`;
-        return last ? `no valid token (last fetch: ${last.outcome})` : 'no valid token yet';
+        return last ? `no valid token (last fetch: ${last.outcome}: ${describeTokenFailure(last, config.tokenUrl)})` : 'no valid token yet';
       }
       return undefined;
     },
@@ -171,6 +173,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       proxy: { host: proxyAddress.address, port: proxyAddress.port },
       admin: { host: adminAddress.address, port: adminAddress.port },
       gateway: config.baseUrl,
+      tokenUrl: displayTokenUrl(config.tokenUrl),
     },
     'listeners up',
   );

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../errors.js';
 import type { Log } from '../log.js';
 import { backoffDelay, expiryMarginMs, refreshOffsetMs } from './backoff.js';
+import { diagnoseTokenFailure, displayTokenUrl } from './diagnose.js';
 import type { Credential, FetchToken } from './fetch-token.js';
 import type { TokenGrant } from './parse-response.js';
 
@@ -33,6 +34,8 @@ export interface TokenSourceOptions {
   waitTimeoutMs: number;
   log: Log;
   observer?: TokenSourceObserver | undefined;
+  /** The token URL, named (without userinfo) with every fetch failure logged. */
+  tokenUrl?: string | undefined;
 }
 
 interface Waiter {
@@ -242,6 +245,7 @@ export class TokenSource {
       this.retryTimer = undefined;
       this.fetchNow();
     }, delay);
+    const diagnosis = this.opts.tokenUrl === undefined ? undefined : diagnoseTokenFailure(error, this.opts.tokenUrl);
     const fields = {
       credential: this.opts.label,
       outcome: error.outcome,
@@ -249,11 +253,13 @@ export class TokenSource {
       error: error.oauthError,
       errorDescription: error.oauthErrorDescription,
       reason: error.message,
+      ...(this.opts.tokenUrl === undefined ? {} : { tokenUrl: displayTokenUrl(this.opts.tokenUrl), hint: diagnosis?.hint }),
       attempt: this.failures,
       retryInMs: delay,
       tokenValidForMs: this.current() !== undefined ? this.usableUntil - now : 0,
     };
-    if (error.outcome === 'rejected') this.opts.log.error(fields, 'token endpoint rejected the client credentials');
+    const credentialsRejected = diagnosis ? diagnosis.credentialsRejected : error.outcome === 'rejected';
+    if (credentialsRejected) this.opts.log.error(fields, 'token endpoint rejected the client credentials');
     else this.opts.log.warn(fields, 'token fetch failed');
     // Requests that would still be waiting when the next attempt starts get their 503 now.
     const keep: Waiter[] = [];
