@@ -136,6 +136,8 @@ describe('client_assertion_file (issue 15)', () => {
     publish(await sign(600));
     // The change is tried at once; then a 401 forces another fetch with the same new assertion.
     await pollUntil(() => g.tokenRequests.length === 2, { timeoutMs: 5000 });
+    // The second token in the proxy's hands (the mock verifies the assertion asynchronously) before it is revoked.
+    await pollUntil(() => p.lines().filter((l) => l.msg === 'token fetched').length === 2, { timeoutMs: 5000 });
     g.revokeAll();
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
     expect(g.tokenRequests.length).toBe(3);
