@@ -14,6 +14,7 @@ import { createProxyServer } from './proxy/server.js';
 import { shutdown } from './shutdown.js';
 import { ClientAssertionError } from './token/client-auth.js';
 import { configuredAuth } from './token/configured-auth.js';
+import { describeTokenFailure, displayTokenUrl } from './token/diagnose.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 import { parseBasicCredentials } from './token/basic-credentials.js';
 import { watchSecretFile } from './token/secret-file.js';
@@ -81,6 +82,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       waitTimeoutMs: config.tokenWaitTimeoutMs,
       log,
       observer: metrics.configuredToken,
+      tokenUrl: config.tokenUrl,
     });
     const source = configured;
     if (config.clientSecretFile !== undefined && config.clientSecret !== undefined) {
@@ -158,7 +160,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       if (configured !== undefined && configured.current() === undefined) {
         const last = configured.lastError;
         if (last instanceof ClientAssertionError) return `no valid token (${last.message})`;
-        return last ? `no valid token (last fetch: ${last.outcome})` : 'no valid token yet';
+        return last ? `no valid token (last fetch: ${last.outcome}: ${describeTokenFailure(last, config.tokenUrl)})` : 'no valid token yet';
       }
       return undefined;
     },
@@ -192,6 +194,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       proxy: { host: proxyAddress.address, port: proxyAddress.port },
       admin: { host: adminAddress.address, port: adminAddress.port },
       gateway: config.baseUrl,
+      tokenUrl: displayTokenUrl(config.tokenUrl),
     },
     'listeners up',
   );

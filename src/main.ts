@@ -5,11 +5,12 @@ import { startApp } from './app.js';
 import { helpText, parseArgs } from './cli.js';
 import { systemClock } from './clock.js';
 import { loadConfig, type Config } from './config.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, TokenFetchError } from './errors.js';
 import { createLogger } from './log.js';
 import { createDispatchers } from './net/dispatchers.js';
 import { readTlsMaterial } from './net/tls-files.js';
 import { configuredAuth } from './token/configured-auth.js';
+import { describeTokenFailure } from './token/diagnose.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -75,7 +76,8 @@ async function check(config: Config): Promise<never> {
     process.exit(0);
   } catch (err) {
     const e = err as { outcome?: string; message: string };
-    process.stderr.write(`ticket-auth-proxy: check failed: ${e.outcome ?? 'error'}: ${e.message}\n`);
+    const message = err instanceof TokenFetchError ? describeTokenFailure(err, config.tokenUrl) : e.message;
+    process.stderr.write(`ticket-auth-proxy: check failed: ${e.outcome ?? 'error'}: ${message}\n`);
     process.exit(1);
   }
 }

@@ -110,13 +110,13 @@ export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
       text = Buffer.concat(chunks).toString('utf8');
     } catch (err) {
       if (err instanceof TokenFetchError) throw err;
-      throw classify(err, timeoutMs, signal);
+      throw classify(err, timeoutMs, signal, tokenUrl);
     }
     return parseTokenResponse(statusCode, responseHeaders, text, { defaultTtlS, sentAt });
   };
 }
 
-function classify(err: unknown, timeoutMs: number, signal: AbortSignal): TokenFetchError {
+function classify(err: unknown, timeoutMs: number, signal: AbortSignal, tokenUrl: string): TokenFetchError {
   const code = (err as { code?: string }).code;
   if (
     signal.aborted ||
@@ -127,5 +127,6 @@ function classify(err: unknown, timeoutMs: number, signal: AbortSignal): TokenFe
     return new TokenFetchError('timeout', `token request timed out after ${timeoutMs} ms`, { cause: err });
   }
   const reason = networkFailureReason(err);
-  return new TokenFetchError('network_error', `token endpoint unreachable (${reason})`, { cause: err });
+  const host = URL.canParse(tokenUrl) ? new URL(tokenUrl).host : 'the token host';
+  return new TokenFetchError('network_error', `token endpoint ${host} unreachable (${reason})`, { cause: err });
 }

@@ -71,7 +71,15 @@ export function parseTokenResponse(
   if (status < 200 || status > 299) {
     const { error, description } = oauthError(body);
     const retryAfterMs = parseRetryAfter(first(headers['retry-after']), options.sentAt);
-    const outcome = status === 400 || status === 401 ? 'rejected' : status === 429 ? 'rate_limited' : 'server_error';
+    // 404/405: no token endpoint at this URL, which no retry will change (issue 12 §1).
+    const outcome =
+      status === 400 || status === 401
+        ? 'rejected'
+        : status === 429
+          ? 'rate_limited'
+          : status === 404 || status === 405
+            ? 'invalid_response'
+            : 'server_error';
     throw new TokenFetchError(
       outcome,
       `token endpoint answered ${status}${error ? ` ${error}` : ''}${description ? `: ${description}` : ''}`,
@@ -96,7 +104,7 @@ export function parseTokenResponse(
       status,
     });
   }
-  let lifetimeMs: number;
+  let lifetimeMs: number | undefined;
   if (r.expires_in !== undefined && r.expires_in !== null) {
     const n =
       typeof r.expires_in === 'number'
@@ -110,17 +118,18 @@ export function parseTokenResponse(
       });
     }
     lifetimeMs = n * 1000;
-  } else {
-    const exp = jwtExpiry(r.access_token);
-    if (exp !== undefined) {
-      lifetimeMs = exp * 1000 - options.sentAt;
-      if (lifetimeMs <= 0) {
-        throw new TokenFetchError('invalid_response', 'token response holds a JWT that has already expired', { status });
-      }
-    } else {
-      lifetimeMs = options.defaultTtlS * 1000;
-    }
   }
+  // A JWT's exp bounds the lifetime too: an IdP that rounds the issue time down can set it up to a
+  // second before sent + expires_in (PRODUCT §5.3), so the earlier of the two is taken.
+  const exp = jwtExpiry(r.access_token);
+  if (exp !== undefined) {
+    const untilExpMs = exp * 1000 - options.sentAt;
+    if (untilExpMs <= 0) {
+      throw new TokenFetchError('invalid_response', 'token response holds a JWT that has already expired', { status });
+    }
+    lifetimeMs = lifetimeMs === undefined ? untilExpMs : Math.min(lifetimeMs, untilExpMs);
+  }
+  lifetimeMs ??= options.defaultTtlS * 1000;
   return { accessToken: r.access_token, lifetimeMs };
 }
 

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../errors.js';
 import type { Log } from '../log.js';
 import { backoffCapMs, backoffDelay, expiryMarginMs, firstRefreshOffsetMs, refreshOffsetMs } from './backoff.js';
+import { diagnoseTokenFailure, displayTokenUrl } from './diagnose.js';
 import type { Credential, FetchToken } from './fetch-token.js';
 import type { TokenGrant } from './parse-response.js';
 
@@ -39,6 +40,8 @@ export interface TokenSourceOptions {
    * compares the two in one run.
    */
   legacySchedule?: boolean | undefined;
+  /** The token URL, named (without userinfo) with every fetch failure logged. */
+  tokenUrl?: string | undefined;
 }
 
 interface Waiter {
@@ -256,6 +259,7 @@ export class TokenSource {
       this.retryTimer = undefined;
       this.fetchNow();
     }, delay);
+    const diagnosis = this.opts.tokenUrl === undefined ? undefined : diagnoseTokenFailure(error, this.opts.tokenUrl);
     const fields = {
       credential: this.opts.label,
       outcome: error.outcome,
@@ -263,11 +267,13 @@ export class TokenSource {
       error: error.oauthError,
       errorDescription: error.oauthErrorDescription,
       reason: error.message,
+      ...(this.opts.tokenUrl === undefined ? {} : { tokenUrl: displayTokenUrl(this.opts.tokenUrl), hint: diagnosis?.hint }),
       attempt: this.failures,
       retryInMs: delay,
       tokenValidForMs: this.current() !== undefined ? this.usableUntil - now : 0,
     };
-    if (error.outcome === 'rejected') this.opts.log.error(fields, 'token endpoint rejected the client credentials');
+    const credentialsRejected = diagnosis ? diagnosis.credentialsRejected : error.outcome === 'rejected';
+    if (credentialsRejected) this.opts.log.error(fields, 'token endpoint rejected the client credentials');
     else this.opts.log.warn(fields, 'token fetch failed');
     // Requests that would still be waiting when the next attempt starts get their 503 now.
     const keep: Waiter[] = [];

@@ -44,9 +44,19 @@ describe('parseTokenResponse: a usable token (RFC 6749 §5.1)', () => {
     expect(ok({ access_token: token, token_type: 'Bearer' })).toEqual({ accessToken: token, lifetimeMs: 600_000 });
   });
 
-  it('prefers expires_in to the JWT exp claim', () => {
+  it('takes expires_in when it ends before the JWT exp claim', () => {
     const token = jwt({ exp: SENT_AT / 1000 + 600 });
     expect(ok({ access_token: token, expires_in: 60 }).lifetimeMs).toBe(60_000);
+  });
+
+  it('takes the JWT exp claim when it falls before sent + expires_in, as when the IdP rounds the issue time down', () => {
+    const token = jwt({ exp: SENT_AT / 1000 + 599.5 });
+    expect(ok({ access_token: token, expires_in: 600 }).lifetimeMs).toBe(599_500);
+  });
+
+  it('refuses a JWT already expired even when expires_in promises more', () => {
+    const token = jwt({ exp: SENT_AT / 1000 - 1 });
+    expect(thrown(() => ok({ access_token: token, expires_in: 600 })).outcome).toBe('invalid_response');
   });
 
   it('treats a null expires_in as absent', () => {
@@ -157,7 +167,12 @@ describe('parseTokenResponse: the token endpoint said no (RFC 6749 §5.2)', () =
     expect(thrown(() => parseTokenResponse(429, { 'retry-after': ['5', '50'] }, '', OPTS)).retryAfterMs).toBe(5_000);
   });
 
-  it.each([500, 502, 503, 504, 302, 404])('counts %i as server_error', (status) => {
+  it.each([404, 405])('counts %i as invalid_response: no token endpoint at this URL', (status) => {
+    const err = thrown(() => parseTokenResponse(status, {}, '<html>not found</html>', OPTS));
+    expect(err).toMatchObject({ outcome: 'invalid_response', status });
+  });
+
+  it.each([500, 502, 503, 504, 302])('counts %i as server_error', (status) => {
     const err = thrown(() => parseTokenResponse(status, {}, '<html>oops</html>', OPTS));
     expect(err).toMatchObject({ outcome: 'server_error', status, oauthError: undefined, oauthErrorDescription: undefined });
     expect(err.message).toContain(String(status));

@@ -1,0 +1,32 @@
+/** The little of oidc-provider's API the tests use (the package ships no type declarations). */
+declare module 'oidc-provider' {
+  import type { IncomingMessage, ServerResponse } from 'node:http';
+
+  export interface ResourceServer {
+    scope: string;
+    audience?: string;
+    accessTokenFormat?: 'opaque' | 'jwt';
+    accessTokenTTL?: number;
+  }
+
+  export interface Configuration {
+    clients?: Record<string, unknown>[];
+    scopes?: string[];
+    features?: {
+      devInteractions?: { enabled: boolean };
+      clientCredentials?: { enabled: boolean };
+      resourceIndicators?: {
+        enabled: boolean;
+        defaultResource?: (ctx: unknown, client: unknown, oneOf?: string) => string | undefined | Promise<string | undefined>;
+        getResourceServerInfo?: (ctx: unknown, resource: string, client: unknown) => ResourceServer | Promise<ResourceServer>;
+      };
+    };
+  }
+
+  export default class Provider {
+    constructor(issuer: string, configuration?: Configuration);
+    callback(): (req: IncomingMessage, res: ServerResponse) => void;
+  }
+
+  export const errors: { InvalidTarget: new (description?: string) => Error };
+}
