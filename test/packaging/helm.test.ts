@@ -88,7 +88,7 @@ describe('the chart', () => {
   });
 
   it('has ci values for standalone, sidecar, created-secret and all-options renders', () => {
-    expect(ciValues).toEqual(expect.arrayContaining(['standalone-values.yaml', 'sidecar-values.yaml', 'created-secret-values.yaml', 'standalone-all-options-values.yaml']));
+    expect(ciValues).toEqual(expect.arrayContaining(['standalone-values.yaml', 'sidecar-values.yaml', 'created-secret-values.yaml', 'standalone-all-options-values.yaml', 'secretless-values.yaml']));
   });
 
   it.each(ciValues)('renders %s into objects the Kubernetes API schemas accept', async (file) => {
@@ -226,6 +226,44 @@ describe('production networks (README, "Production networks")', () => {
   });
 });
 
+/** The secretless container: the projected service-account token is the assertion, no Secret anywhere. */
+function expectSecretless(container: Obj, volumes: Obj[], audience: string): void {
+  const vars = env(container);
+  for (const name of Object.keys(vars)) expect(KNOWN_ENV, `${name} is not a setting the proxy reads`).toContain(name);
+  expect(vars.TOKEN_AUTH_METHOD.value).toBe('client_assertion_file');
+  expect(vars.CLIENT_ID.value).toBe('ticket-proxy');
+  expect(vars.CLIENT_SECRET_FILE).toBeUndefined();
+  const path: string = vars.CLIENT_ASSERTION_FILE.value;
+  const mount = container.volumeMounts.find((m: Obj) => path.startsWith(`${m.mountPath}/`));
+  expect(mount?.readOnly).toBe(true);
+  expect(mount.subPath, 'a subPath mount never sees the kubelet rotate the token').toBeUndefined();
+  const volume = volumes.find((v) => v.name === mount.name)!;
+  expect(volume.projected.sources).toEqual([
+    { serviceAccountToken: { audience, expirationSeconds: 3600, path: path.slice(mount.mountPath.length + 1) } },
+  ]);
+  expect(volumes.some((v) => v.secret !== undefined), 'no Secret is needed').toBe(false);
+}
+
+describe('secretless mode (README, "Run without a secret")', () => {
+  it('projects the service-account token with the audience and sets it as the client assertion, with no Secret', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'secretless-values.yaml')]);
+    for (const o of objects) validateObject(o);
+    expect(objects.map((o) => o.kind)).not.toContain('Secret');
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    expect(pod.serviceAccountName).toBe('ticket-auth-proxy');
+    expectSecretless(pod.containers[0], pod.volumes, 'api://AzureADTokenExchange');
+  });
+
+  const secretless = ['--set', 'baseUrl=https://x.example', '--set', 'clientId=ticket-proxy', '--set', 'auth.serviceAccountToken.enabled=true'];
+  it.each([
+    ['a Secret as well', [...secretless, '--set', 'auth.serviceAccountToken.audience=a', '--set', 'existingSecret=creds'], /auth.serviceAccountToken.enabled needs no Secret: unset existingSecret and createSecret/],
+    ['no audience', secretless, /audience/],
+    ['no clientId', ['--set', 'baseUrl=https://x.example', '--set', 'auth.serviceAccountToken.enabled=true', '--set', 'auth.serviceAccountToken.audience=a'], /needs clientId/],
+  ])('refuses %s', async (_name, args, message) => {
+    expect(await renderError(args)).toMatch(message);
+  });
+});
+
 describe('values.schema.json and the chart refuse bad values, naming them', () => {
   const base = ['--set', 'existingSecret=creds'];
   it.each([
@@ -271,6 +309,16 @@ describe('sidecar mode, through a parent chart', () => {
     expect(env(sidecar).HTTPS_PROXY.value).toBe('http://proxy.corp:3128');
   });
 
+
+  it('gives the sidecar in a parent pod the projected token instead of a Secret in secretless mode', async () => {
+    const objects = await render(
+      ['--set', 'ticket-auth-proxy.existingSecret=', '--set', 'ticket-auth-proxy.clientId=ticket-proxy', '--set', 'ticket-auth-proxy.auth.serviceAccountToken.enabled=true', '--set', 'ticket-auth-proxy.auth.serviceAccountToken.audience=https://kubernetes.example/idp'],
+      parentChart(),
+    );
+    for (const o of objects) validateObject(o);
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    expectSecretless(pod.initContainers.find((c: Obj) => c.name === 'ticket-auth-proxy'), pod.volumes, 'https://kubernetes.example/idp');
+  });
 
   it('renders no workload of its own in sidecar mode', async () => {
     const objects = await render(['-f', join(chart, 'ci', 'sidecar-values.yaml')]);

@@ -38,6 +38,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "ticket-auth-proxy-%s" (.Chart.Version | replace "+" "_") }}
 {{- end -}}
 
+{{/* "true" when the client proves itself with the pod's projected service-account token. */}}
+{{- define "ticket-auth-proxy.secretless" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- $sat := ($v.auth | default dict).serviceAccountToken | default dict -}}
+{{- if $sat.enabled -}}
+{{- if or $v.existingSecret $v.createSecret -}}
+{{- fail "ticket-auth-proxy: auth.serviceAccountToken.enabled needs no Secret: unset existingSecret and createSecret (the projected token replaces the client secret)" -}}
+{{- end -}}
+{{- if not $v.clientId -}}
+{{- fail "ticket-auth-proxy: auth.serviceAccountToken.enabled needs clientId (the client the identity provider federates the service account with)" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{- define "ticket-auth-proxy.assertionDir" -}}/var/run/secrets/ticket-auth-proxy/assertion{{- end -}}
+
 {{/* The Secret holding client-id and client-secret; refuses to render without credentials. */}}
 {{- define "ticket-auth-proxy.secretName" -}}
 {{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
@@ -122,6 +139,20 @@ env:
   - name: TOKEN_SCOPE
     value: {{ . | quote }}
   {{- end }}
+  {{- if include "ticket-auth-proxy.secretless" $ctx }}
+  # Secretless: the projected service-account token is the client assertion, read afresh for
+  # every token request, so the kubelet's rotation needs no restart (PRODUCT §12.5).
+  - name: TOKEN_AUTH_METHOD
+    value: "client_assertion_file"
+  - name: CLIENT_ID
+    value: {{ $v.clientId | quote }}
+  - name: CLIENT_ASSERTION_FILE
+    value: {{ include "ticket-auth-proxy.assertionDir" $ctx }}/token
+  {{- with $v.auth.serviceAccountToken.assertionType }}
+  - name: CLIENT_ASSERTION_TYPE
+    value: {{ . | quote }}
+  {{- end }}
+  {{- else }}
   - name: TOKEN_AUTH_METHOD
     value: {{ $v.tokenAuthMethod | quote }}
   - name: CLIENT_ID
@@ -132,6 +163,7 @@ env:
   # The secret as a file: a rotated Secret reaches the proxy without a restart.
   - name: CLIENT_SECRET_FILE
     value: {{ include "ticket-auth-proxy.secretDir" $ctx }}/client-secret
+  {{- end }}
   - name: LISTEN_HOST
     value: {{ if eq $role "standalone" }}"0.0.0.0"{{ else }}"127.0.0.1"{{ end }}
   - name: LISTEN_PORT
@@ -157,9 +189,15 @@ env:
   {{- toYaml . | nindent 2 }}
   {{- end }}
 volumeMounts:
+  {{- if include "ticket-auth-proxy.secretless" $ctx }}
+  - name: ticket-auth-proxy-assertion
+    mountPath: {{ include "ticket-auth-proxy.assertionDir" $ctx }}
+    readOnly: true
+  {{- else }}
   - name: ticket-auth-proxy-credentials
     mountPath: {{ include "ticket-auth-proxy.secretDir" $ctx }}
     readOnly: true
+  {{- end }}
   {{- include "ticket-auth-proxy.networkMounts" $ctx | nindent 2 }}
 {{- if $preStopSleep }}
 lifecycle:
@@ -222,6 +260,17 @@ For parent charts: the proxy as one entry of a pod's containers list: under init
 
 {{/* For parent charts: the volume the sidecar mounts, as one entry of a pod's volumes list. */}}
 {{- define "ticket-auth-proxy.sidecarVolumes" -}}
+{{- if include "ticket-auth-proxy.secretless" . }}
+{{- $sat := (include "ticket-auth-proxy.values" . | fromYaml).auth.serviceAccountToken }}
+- name: ticket-auth-proxy-assertion
+  projected:
+    defaultMode: 0444
+    sources:
+      - serviceAccountToken:
+          audience: {{ $sat.audience | quote }}
+          expirationSeconds: {{ int ($sat.expirationSeconds | default 3600) }}
+          path: token
+{{- else }}
 - name: ticket-auth-proxy-credentials
   secret:
     secretName: {{ include "ticket-auth-proxy.secretName" . }}
@@ -230,6 +279,7 @@ For parent charts: the proxy as one entry of a pod's containers list: under init
     items:
       - key: client-secret
         path: client-secret
+{{- end }}
 {{- include "ticket-auth-proxy.networkVolumes" . }}
 {{- end -}}
 
