@@ -264,11 +264,22 @@ describe('secretless mode (README, "Run without a secret")', () => {
   });
 });
 
+describe('http: gateways (ALLOW_INSECURE_HTTP)', () => {
+  it('accepts an http: baseUrl on loopback, and off loopback only with allowInsecureHttp, which it passes on', async () => {
+    const loopback = await render(['--set', 'existingSecret=creds', '--set', 'baseUrl=http://127.0.0.1:8080']);
+    expect(env(find(loopback, 'Deployment')!.spec.template.spec.containers[0]).ALLOW_INSECURE_HTTP).toBeUndefined();
+    const objects = await render(['--set', 'existingSecret=creds', '--set', 'baseUrl=http://tickets.internal', '--set', 'allowInsecureHttp=true']);
+    expect(env(find(objects, 'Deployment')!.spec.template.spec.containers[0]).ALLOW_INSECURE_HTTP.value).toBe('true');
+  });
+});
+
 describe('values.schema.json and the chart refuse bad values, naming them', () => {
   const base = ['--set', 'existingSecret=creds'];
   it.each([
     ['a missing baseUrl', [...base], /baseUrl/],
     ['a baseUrl that is no URL', [...base, '--set', 'baseUrl=tickets.example.com'], /baseUrl/],
+    ['an http: baseUrl for a host off loopback, as the proxy would', [...base, '--set', 'baseUrl=http://tickets.example.com'], /baseUrl/],
+    ['an http: tokenUrl for a host off loopback', [...base, '--set', 'baseUrl=https://x.example', '--set', 'tokenUrl=http://idp.example/token'], /tokenUrl/],
     ['a string replica count', [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicaCount=two'], /replicaCount.*(integer|string)/],
     ['a port out of range', [...base, '--set', 'baseUrl=https://x.example', '--set', 'proxyPort=70000'], /proxyPort/],
     ['an unknown key', [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicas=3'], /replicas/],

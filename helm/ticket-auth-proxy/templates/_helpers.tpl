@@ -135,6 +135,10 @@ env:
   - name: TOKEN_URL
     value: {{ . | quote }}
   {{- end }}
+  {{- if $v.allowInsecureHttp }}
+  - name: ALLOW_INSECURE_HTTP
+    value: "true"
+  {{- end }}
   {{- with $v.tokenScope }}
   - name: TOKEN_SCOPE
     value: {{ . | quote }}
