@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import { InvalidClientError, TokenFetchError, TokenUnavailableError } from '../errors.js';
@@ -81,8 +81,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
     disposeAfter: () => options.onSize(entries.size),
   });
 
-  const keyOf = (c: Credential): string =>
-    createHmac('sha256', hmacKey).update(c.clientId).update('\0').update(c.clientSecret).digest('base64url');
+  const keyOf = credentialKeyer(hmacKey);
 
   const scheduleIdleCheck = (key: string, entry: Entry): void => {
     clock.clearTimeout(entry.idleTimer);
@@ -155,5 +154,21 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       entries.clear();
       rejectedAt.clear();
     },
+  };
+}
+
+/**
+ * HMAC-SHA256 (RFC 2104) of id and secret under `key`, as the cache key. The key's padded blocks
+ * are computed once; each request then costs two one-shot hashes, where `createHmac` builds and
+ * keys an object per call (about three times the cost, on the hot path of every Basic request).
+ */
+export function credentialKeyer(key: Buffer): (c: Credential) => string {
+  const block = Buffer.alloc(64);
+  (key.length > 64 ? hash('sha256', key, 'buffer') : key).copy(block);
+  const inner = Buffer.from(block.map((b) => b ^ 0x36));
+  const outer = Buffer.from(block.map((b) => b ^ 0x5c));
+  return (c) => {
+    const message = Buffer.concat([inner, Buffer.from(`${c.clientId}\0${c.clientSecret}`, 'utf8')]);
+    return hash('sha256', Buffer.concat([outer, hash('sha256', message, 'buffer')]), 'base64url');
   };
 }

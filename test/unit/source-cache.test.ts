@@ -1,7 +1,8 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { InvalidClientError, TokenFetchError, type FetchOutcome } from '../../src/errors.js';
 import { parseBasicCredentials } from '../../src/token/basic-credentials.js';
-import { createSourceCache, REJECTION_MEMORY_MS, type SourceCacheOptions } from '../../src/token/source-cache.js';
+import { createSourceCache, credentialKeyer, REJECTION_MEMORY_MS, type SourceCacheOptions } from '../../src/token/source-cache.js';
 import { TokenSource } from '../../src/token/token-source.js';
 import { FakeClock, settle } from './fake-clock.js';
 import { FakeFetcher, FakeLog } from './fakes.js';
@@ -155,5 +156,16 @@ describe('Basic credentials', () => {
     const err = parseBasicCredentials(header);
     expect(err).toBeInstanceOf(InvalidClientError);
     expect((err as Error).message).not.toContain(header.slice(6) || '\u0000');
+  });
+});
+
+describe('credentialKeyer', () => {
+  it('is HMAC-SHA256 of id and secret, as createHmac computes it, for short and long keys', () => {
+    for (const key of [randomBytes(32), randomBytes(100)]) {
+      const keyOf = credentialKeyer(key);
+      for (const c of [{ clientId: 'app', clientSecret: 's3cret' }, { clientId: 'ünï', clientSecret: 'p:a\0ss' }]) {
+        expect(keyOf(c)).toBe(createHmac('sha256', key).update(`${c.clientId}\0${c.clientSecret}`).digest('base64url'));
+      }
+    }
   });
 });
