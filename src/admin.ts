@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from './node-http.js';
 import type { Registry } from 'prom-client';
 import { NotProxiedError, MethodNotAllowedError } from './errors.js';
 import type { Log } from './log.js';
