@@ -6,6 +6,7 @@ import type { Clock } from './clock.js';
 import { isLoopbackHost, type Config } from './config.js';
 import { CredentialsRequiredError, ProxyError } from './errors.js';
 import type { Log } from './log.js';
+import { startMemoryRelease } from './memory-release.js';
 import { createMetrics } from './metrics.js';
 import { createDispatchers } from './net/dispatchers.js';
 import { readTlsMaterial, watchTlsFiles } from './net/tls-files.js';
@@ -183,6 +184,11 @@ export async function startApp(deps: AppDeps): Promise<App> {
     throw err;
   }
   listening = true;
+  let served = 0;
+  proxyServer.on('request', () => {
+    served += 1;
+  });
+  const memoryRelease = startMemoryRelease({ clock, log, served: () => served });
   if (!isLoopbackHost(config.listenHost)) {
     log.warn(
       { host: config.listenHost },
@@ -213,6 +219,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
           stopping = true;
         },
         onClosed: async () => {
+          memoryRelease.stop();
           configured?.stop();
           passthrough?.stop();
           stopWatch?.();
