@@ -8,14 +8,15 @@
 //   after    RSS a while after the burst
 // each as a difference and a ratio to the bare process.
 // Settings (environment): FOOTPRINT_IDLE_S (60), FOOTPRINT_BURST_S (10), FOOTPRINT_AFTER_S (60),
-// FOOTPRINT_CONNECTIONS (50), FOOTPRINT_MAIN (the product's entry, default dist/main.js), BENCH_PRODUCT_NODE_OPTIONS (default: the Dockerfile's NODE_OPTIONS).
+// FOOTPRINT_CONNECTIONS (50), FOOTPRINT_MAIN (the product's entry, default dist/main.js), BENCH_PRODUCT_NODE_OPTIONS (default: the Dockerfile's NODE_OPTIONS),
+// BENCH_PRODUCT_ALLOCATOR=glibc (default: the Dockerfile's LD_PRELOAD of jemalloc when this host has it).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMockTicketService } from '../dist/mock/ticket-service.js';
-import { freePort, imageNodeOptions, root } from './processes.js';
+import { freePort, imageAllocatorEnv, imageNodeOptions, root } from './processes.js';
 
 const env = process.env;
 const idleS = Number(env.FOOTPRINT_IDLE_S ?? 60);
@@ -24,6 +25,7 @@ const afterS = Number(env.FOOTPRINT_AFTER_S ?? 60);
 const connections = Number(env.FOOTPRINT_CONNECTIONS ?? 50);
 const clockTicks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 const productNodeOptions = env.BENCH_PRODUCT_NODE_OPTIONS ?? imageNodeOptions();
+const productAllocator = imageAllocatorEnv(env);
 const productMain = env.FOOTPRINT_MAIN ?? join(root, 'dist/main.js');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -93,6 +95,7 @@ const product = spawn(process.execPath, [productMain], {
   env: {
     ...env,
     NODE_OPTIONS: productNodeOptions,
+    ...productAllocator.env,
     BASE_URL: mock.url,
     CLIENT_ID: 'bench-client',
     CLIENT_SECRET_FILE: secretFile,
@@ -119,7 +122,7 @@ try {
   const row = (what, b, p, unit, budget) =>
     `| ${what} | ${b.toFixed(1)} ${unit} | ${p.toFixed(1)} ${unit} | ${(p - b >= 0 ? '+' : '')}${(p - b).toFixed(1)} ${unit} | ${b > 0 ? (p / b).toFixed(2) : '-'} | ${budget} |`;
   const lines = [
-    `footprint on Node ${process.version}, product NODE_OPTIONS=${productNodeOptions || '(none)'}; idle ${idleS} s, burst ${burstS} s x ${connections} connections, after ${afterS} s`,
+    `footprint on Node ${process.version}, product NODE_OPTIONS=${productNodeOptions || '(none)'}, ${productAllocator.description}; idle ${idleS} s, burst ${burstS} s x ${connections} connections, after ${afterS} s`,
     '',
     '| measure | bare node | proxy | difference | ratio | §13 budget |',
     '|---|---|---|---|---|---|',

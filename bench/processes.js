@@ -1,4 +1,5 @@
-/** What the benchmarks share: where the project is, the image's NODE_OPTIONS, free loopback ports. */
+/** What the benchmarks share: where the project is, the image's NODE_OPTIONS and allocator, free loopback ports. */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -6,17 +7,50 @@ import { fileURLToPath } from 'node:url';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The NODE_OPTIONS the Dockerfile ships, so the product is measured as the image runs it. */
-export function imageNodeOptions() {
+/** The ENV of the Dockerfile's final stage, name to value (quotes and line continuations read). */
+function imageEnv() {
   let dockerfile;
   try {
     dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
   } catch {
-    return '';
+    return new Map();
   }
-  // In an ENV instruction, on its own or among others continued over several lines.
-  const match = /^\s*(?:ENV\s+)?NODE_OPTIONS=(?:"([^"]*)"|(\S*))/m.exec(dockerfile);
-  return match ? (match[1] ?? match[2] ?? '') : '';
+  const finalStage = dockerfile.split(/^FROM\s/m).at(-1).replace(/\\\n/g, ' ');
+  const vars = new Map();
+  for (const line of finalStage.split('\n')) {
+    if (!/^\s*ENV\s/.test(line)) continue;
+    for (const m of line.replace(/^\s*ENV\s+/, '').matchAll(/([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|(\S*))/g)) vars.set(m[1], m[2] ?? m[3] ?? '');
+  }
+  return vars;
+}
+
+/** The NODE_OPTIONS the Dockerfile ships, so the product is measured as the image runs it. */
+export function imageNodeOptions() {
+  return imageEnv().get('NODE_OPTIONS') ?? '';
+}
+
+/** Whether the dynamic linker finds a library by its bare name (as LD_PRELOAD=name looks it up). */
+function libraryFound(name) {
+  const listed = spawnSync('ldconfig', ['-p'], { encoding: 'utf8' });
+  return listed.status === 0 && listed.stdout.split('\n').some((l) => l.trim().startsWith(`${name} `));
+}
+
+/**
+ * The image's allocator settings (LD_PRELOAD of jemalloc and its MALLOC_CONF), so the product is
+ * measured with the allocator it ships with. BENCH_PRODUCT_ALLOCATOR=glibc leaves them out; a host
+ * without the library (Debian: libjemalloc2) measures glibc's malloc and says so.
+ */
+export function imageAllocatorEnv(env = process.env) {
+  const vars = imageEnv();
+  const preload = vars.get('LD_PRELOAD');
+  if (preload === undefined) return { env: {}, description: 'glibc malloc (the image sets no LD_PRELOAD)' };
+  if (env.BENCH_PRODUCT_ALLOCATOR === 'glibc') return { env: {}, description: 'glibc malloc (BENCH_PRODUCT_ALLOCATOR=glibc)' };
+  if (!libraryFound(preload)) return { env: {}, description: `glibc malloc: ${preload} is not installed here (Debian: libjemalloc2)` };
+  const conf = vars.get('MALLOC_CONF');
+  return {
+    env: { LD_PRELOAD: preload, ...(conf ? { MALLOC_CONF: conf } : {}) },
+    description: `LD_PRELOAD=${preload}${conf ? ` MALLOC_CONF=${conf}` : ''}`,
+  };
 }
 
 /** A loopback port free at the time of asking. */

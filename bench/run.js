@@ -22,7 +22,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createMockTicketService } from '../dist/mock/ticket-service.js';
-import { freePort, imageNodeOptions, root } from './processes.js';
+import { freePort, imageAllocatorEnv, imageNodeOptions, root } from './processes.js';
 
 const env = process.env;
 const durationS = Number(env.BENCH_DURATION_S ?? 5);
@@ -44,6 +44,7 @@ const SCENARIOS = {
 const scenarioNames = (env.BENCH_SCENARIOS ?? Object.keys(SCENARIOS).join(',')).split(',');
 const BASELINE = 'undici-minimal';
 const productNodeOptions = env.BENCH_PRODUCT_NODE_OPTIONS ?? imageNodeOptions();
+const productAllocator = imageAllocatorEnv(env);
 const profileFlags = (name) =>
   env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${join(root, 'bench/results/profiles', name)}`] : [];
 const PRODUCT = 'ticket-auth-proxy';
@@ -212,6 +213,7 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile, tls) {
         ADMIN_PORT: String(adminPort),
         LOG_LEVEL: 'info',
         NODE_OPTIONS: productNodeOptions,
+        ...productAllocator.env,
         ...(tls ? { CA_FILE: tls.caFile } : {}),
       },
       ready: () => pollOk(`http://127.0.0.1:${adminPort}/readyz`),
@@ -298,7 +300,7 @@ function report(results, machine) {
   lines.push(
     `${machine.cpu} × ${machine.cores}, ${machine.memGiB} GiB, Node ${machine.node}, load: ${machine.load}, upstream: ${machine.upstream}, ` +
       `${rounds} rounds × ${durationS} s after ${warmupS} s warm-up${nodeFlags.length ? `, node ${nodeFlags.join(' ')}` : ''}; ` +
-      `the product with NODE_OPTIONS=${productNodeOptions ? `"${productNodeOptions}"` : '(none)'}`,
+      `the product with NODE_OPTIONS=${productNodeOptions ? `"${productNodeOptions}"` : '(none)'} and ${productAllocator.description}`,
     '',
   );
   for (const { scenario, summary, ratios } of results) {
@@ -446,7 +448,7 @@ async function main() {
   const dir = join(root, 'bench/results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, nodeFlags, productNodeOptions }, results }, null, 2) + '\n');
+  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, nodeFlags, productNodeOptions, productAllocator: productAllocator.description }, results }, null, 2) + '\n');
   process.stderr.write(`bench: ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}\n`);
 }
 

@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createMockTicketService } from '../dist/mock/ticket-service.js';
+import { imageAllocatorEnv, imageNodeOptions } from './processes.js';
 import { drawSoak } from './soak-chart.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -46,9 +47,13 @@ const hardStop = setTimeout(() => {
 hardStop.unref();
 
 const gateway = await createMockTicketService({ clients: { soak: 'soak-secret-1' }, tokenTtlS: TOKEN_TTL_S });
-proxy = spawn(process.execPath, ['--max-semi-space-size=16', join(root, 'dist/main.js')], {
+// As the image runs it: its NODE_OPTIONS and its allocator (jemalloc where this host has it).
+const allocator = imageAllocatorEnv();
+proxy = spawn(process.execPath, [join(root, 'dist/main.js')], {
   env: {
     PATH: process.env.PATH,
+    NODE_OPTIONS: imageNodeOptions(),
+    ...allocator.env,
     BASE_URL: gateway.url,
     CLIENT_ID: 'soak',
     CLIENT_SECRET_FILE: secretFile,
@@ -308,7 +313,7 @@ mkdirSync(join(root, 'bench/results'), { recursive: true });
 const base_ = join(root, 'bench/results', `soak-${stamp}`);
 const peak = (k) => Math.max(...samples.map((s) => s[k]).filter(Number.isFinite));
 const summary = {
-  minutes: MINUTES, rate: RATE, requests: results.done, ok: results.ok, aborted: results.aborted, skipped: results.skipped,
+  minutes: MINUTES, rate: RATE, nodeOptions: imageNodeOptions(), allocator: allocator.description, requests: results.done, ok: results.ok, aborted: results.aborted, skipped: results.skipped,
   nonOk: results.nonOk.length, causes, expiredSeen, windows,
   peaks: { rssMB: peak('rssMB'), heapMB: peak('heapMB'), fds: peak('fds'), handles: peak('handles'), loopP99ms: peak('loopP99ms'), upstream: peak('upstream') },
   slopes: { rssMBPerMin: rss.perMin, heapMBPerMin: heap.perMin, fdsPerMin: fds.perMin }, baseline: { fds: baseFds, upstream: baseUp },
@@ -316,6 +321,7 @@ const summary = {
 };
 writeFileSync(`${base_}.json`, JSON.stringify({ summary, samples, nonOk: results.nonOk }, null, 1));
 writeFileSync(`${base_}.svg`, drawSoak(samples, windows, { title: `ticket-auth-proxy soak: ${MINUTES} min at ${RATE} req/s, ${pass ? 'PASS' : 'FAIL'}` }));
+console.log(`the proxy ran with NODE_OPTIONS=${imageNodeOptions() || '(none)'} and ${allocator.description}`);
 for (const v of verdicts) console.log(`${v.ok ? 'ok  ' : 'FAIL'} ${v.text}`);
 console.log(`samples and chart: ${base_}.json, ${base_}.svg`);
 console.log(
