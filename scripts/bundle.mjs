@@ -14,8 +14,18 @@ await build({
   format: 'esm',
   target: 'node22',
   external: ['yaml', 'jose'],
-  // The dependencies are CommonJS modules that call require(); an ES module has none of its own.
-  banner: { js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);" },
+  banner: {
+    js: [
+      // Before any dependency runs: on an older Node they fail with a page of minified source.
+      'if (Number(process.versions.node.split(".")[0]) < 22) {',
+      '  process.stderr.write(`ticket-auth-proxy needs Node.js 22 or later; this is Node.js ${process.versions.node}\\n`);',
+      '  process.exit(1);',
+      '}',
+      // The dependencies are CommonJS modules that call require(); an ES module has none of its own.
+      "import { createRequire as __createRequire } from 'node:module';",
+      'const require = __createRequire(import.meta.url);',
+    ].join('\n'),
+  },
   minifyWhitespace: true,
   minifySyntax: true,
   sourcemap: 'linked',
