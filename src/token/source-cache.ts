@@ -68,15 +68,18 @@ export interface SourceCache {
  * request, when evicted, or when the token endpoint rejects its credentials, which are then
  * answered `invalid_client` for {@link REJECTION_MEMORY_MS} without a fetch.
  */
+/** What a request waiting on an evicted entry's first token is told (it may simply retry). */
+const EVICTED = 'more pass-through credentials are in use than TOKEN_CACHE_MAX; this one was evicted before its token came';
+
 export function createSourceCache(options: SourceCacheOptions): SourceCache {
   const { clock } = options;
   const hmacKey = options.hmacKey ?? randomBytes(32);
   const rejectedAt = new LRUCache<string, number>({ max: options.max });
   const entries = new LRUCache<string, Entry>({
     max: options.max,
-    dispose: (entry) => {
+    dispose: (entry, _key, reason) => {
       clock.clearTimeout(entry.idleTimer);
-      entry.source.stop();
+      entry.source.stop(reason === 'evict' ? EVICTED : undefined);
     },
     disposeAfter: () => options.onSize(entries.size),
   });

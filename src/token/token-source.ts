@@ -166,13 +166,13 @@ export class TokenSource {
     return { expiresAtMs: this.expiresAt, lastSuccessAtMs: this.lastSuccessAt, consecutiveFailures: this.failures };
   }
 
-  /** Stops timers and rejects waiting requests. */
-  stop(): void {
+  /** Stops timers and rejects waiting requests, telling them `why` (by default: shutdown). */
+  stop(why = 'the proxy is shutting down'): void {
     this.stopped = true;
     this.clearTimers();
     for (const w of this.waiters.splice(0)) {
       this.clock.clearTimeout(w.timer);
-      w.reject(this.unavailable('the proxy is shutting down', 1));
+      w.reject(this.unavailable(why, 1));
     }
   }
 

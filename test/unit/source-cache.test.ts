@@ -90,6 +90,20 @@ describe('pass-through token sources', () => {
     expect(t.sizes.every((n) => n <= 1)).toBe(true);
   });
 
+  it('tells a request waiting on an evicted entry that it was evicted, not that the proxy is shutting down', async () => {
+    const t = setup({ max: 1 });
+    t.fetcher.answer = undefined;
+    const alpha = t.cache.sourceFor(ALPHA);
+    if (!(alpha instanceof TokenSource)) throw alpha;
+    const waiting = alpha.get().catch((err: Error) => err);
+    await settle();
+    t.cache.sourceFor(BETA);
+    const err = await waiting;
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/TOKEN_CACHE_MAX/);
+    expect((err as Error).message).not.toMatch(/shutting down/);
+  });
+
   it('answers rejected credentials invalid_client and asks the token endpoint again only after 10 s', async () => {
     const t = setup();
     t.fetcher.answer = () => rejected();
