@@ -62,7 +62,9 @@ describe('HTTPS to the gateway and the token endpoint (PRODUCT §12.1)', () => {
     const failed = await p.waitForLog((l) => l.msg === 'token fetch failed', 10_000);
     expect(failed).toMatchObject({ outcome: 'network_error' });
     expect(String(failed.reason)).toContain('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
-    expect((await fetch(`${p.adminUrl}/readyz`)).status).toBe(503);
+    const readyz = await fetch(`${p.adminUrl}/readyz`);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.text()).toMatch(/network_error: .*UNABLE_TO_VERIFY_LEAF_SIGNATURE/);
     const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
     expect(res.status).toBe(503);
     expect(((await res.json()) as { code: string }).code).toBe('token_unavailable');
