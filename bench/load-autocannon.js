@@ -3,14 +3,15 @@
 //   node bench/load-autocannon.js '{"url":…,"seconds":5,"connections":50,"method":"GET","bodyBytes":0}'
 import autocannon from 'autocannon';
 
-const { url, seconds, connections, method, bodyBytes } = JSON.parse(process.argv[2]);
+const { url, seconds, connections, method, bodyBytes, basic } = JSON.parse(process.argv[2]);
+const authorization = basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {};
 const result = await autocannon({
   url,
   duration: seconds,
   connections,
   method,
   body: bodyBytes ? Buffer.alloc(bodyBytes, 'x') : undefined,
-  headers: bodyBytes ? { 'content-type': 'application/octet-stream' } : undefined,
+  headers: { ...(bodyBytes ? { 'content-type': 'application/octet-stream' } : {}), ...authorization },
 });
 const completed = result.requests.total;
 process.stdout.write(

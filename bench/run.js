@@ -7,7 +7,7 @@
 // See bench/README.md for how to read it.
 //
 // Settings (environment): BENCH_DURATION_S (5), BENCH_ROUNDS (3), BENCH_WARMUP_S (2),
-// BENCH_SCENARIOS (get-1k,post-64k,get-1m,https-get-1k), BENCH_LOAD (wrk|autocannon; default wrk if found),
+// BENCH_SCENARIOS (get-1k,post-64k,get-1m,https-get-1k; also get-1k-passthrough), BENCH_LOAD (wrk|autocannon; default wrk if found),
 // BENCH_UPSTREAM (nginx|node; default nginx if found), BENCH_NODE_OPTIONS (extra node flags for
 // every candidate, e.g. --max-semi-space-size=8), BENCH_PRODUCT_NODE_OPTIONS (NODE_OPTIONS for the
 // product; default: what the Dockerfile sets, so the product runs as the image runs it), BENCH_PROFILE=1 (the product writes a CPU
@@ -40,8 +40,11 @@ const SCENARIOS = {
   'post-64k': { method: 'POST', path: '/api/v1/tickets', connections: 50, bodyBytes: 64 * 1024 },
   'get-1m': { method: 'GET', path: '/api/v1/blob', connections: 50, bodyBytes: 0 },
   'https-get-1k': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, tls: true },
+  // get-1k with the workspace's credentials as Basic in every request (PASSTHROUGH_BASIC=true,
+  // PRODUCT §6): each request finds its token source by HMAC. Not run by default.
+  'get-1k-passthrough': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, basic: 'bench-client:bench-secret' },
 };
-const scenarioNames = (env.BENCH_SCENARIOS ?? Object.keys(SCENARIOS).join(',')).split(',');
+const scenarioNames = (env.BENCH_SCENARIOS ?? Object.keys(SCENARIOS).filter((n) => !SCENARIOS[n].basic).join(',')).split(',');
 const BASELINE = 'undici-minimal';
 const productNodeOptions = env.BENCH_PRODUCT_NODE_OPTIONS ?? imageNodeOptions();
 const productAllocator = imageAllocatorEnv(env);
@@ -167,6 +170,7 @@ async function loadWrk(url, scenario, seconds) {
     );
     args.push('-s', script);
   }
+  if (scenario.basic) args.push('-H', `Authorization: Basic ${Buffer.from(scenario.basic).toString('base64')}`);
   const out = await run('wrk', [...args, url]);
   const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
@@ -190,7 +194,7 @@ const load = loadTool === 'wrk' ? loadWrk : loadAutocannon;
 
 // ---------------------------------------------------------------------------------------------
 
-async function startCandidates(upstreamOrigin, tokenService, secretFile, tls) {
+async function startCandidates(upstreamOrigin, tokenService, secretFile, tls, scenario) {
   const staticToken = 'bench-static-token';
   const minimalPort = await freePort();
   const httpProxyPort = await freePort();
@@ -215,6 +219,7 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile, tls) {
         NODE_OPTIONS: productNodeOptions,
         ...productAllocator.env,
         ...(tls ? { CA_FILE: tls.caFile } : {}),
+        ...(scenario.basic ? { PASSTHROUGH_BASIC: 'true' } : {}),
       },
       ready: () => pollOk(`http://127.0.0.1:${adminPort}/readyz`),
     }),
@@ -231,7 +236,7 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
   if (!scenario) throw new Error(`BENCH_SCENARIOS: unknown scenario ${name} (known: ${Object.keys(SCENARIOS).join(', ')})`);
   const tls = scenario.tls ? await upstreams.tls() : undefined;
   const upstreamOrigin = tls ? tls.origin : upstreams.plain;
-  const candidates = await startCandidates(upstreamOrigin, tokenService, secretFile, tls);
+  const candidates = await startCandidates(upstreamOrigin, tokenService, secretFile, tls, scenario);
   const samples = Object.fromEntries(candidates.map((c) => [c.name, []]));
   const handshakes = Object.fromEntries(candidates.map((c) => [c.name, 0]));
   const requestsServed = Object.fromEntries(candidates.map((c) => [c.name, 0]));
