@@ -19,7 +19,8 @@ export interface WatchFileOptions<T> {
    * says what is wrong (never the content): the previous value stays in use.
    */
   parse: (text: string) => T;
-  onChange: (value: T) => void;
+  /** Called with each new value; returns false when the value is the one in use (nothing is logged). */
+  onChange: (value: T) => boolean | void;
   /** Called for every new problem (unreadable, malformed), after it is logged. */
   onError?: (reason: string) => void;
   clock: Clock;
@@ -77,8 +78,8 @@ export function watchFile<T>(options: WatchFileOptions<T>): () => void {
     if (current === undefined) current = text;
     if (text === current) return;
     current = text;
-    log.info({ path }, `${what} changed`);
-    onChange(value);
+    // The text differs, but the value may not (the secret at start was read trimmed).
+    if (onChange(value) !== false) log.info({ path }, `${what} changed`);
   };
 
   const schedule = (): void => {

@@ -34,9 +34,10 @@ export function watchSecretFile(options: SecretWatcherOptions): () => void {
       return secret;
     },
     onChange: (secret) => {
-      if (secret === current) return;
+      if (secret === current) return false;
       current = secret;
       options.onChange(secret);
+      return true;
     },
     clock: options.clock,
     log: options.log,

@@ -53,6 +53,14 @@ describe('watchSecretFile with an injected read', () => {
     expect(t.changes).toEqual(['secret-two']);
   });
 
+  it('logs no change at start for a file that ends in a newline, as most secret files do', async () => {
+    const t = setup();
+    stops.push(t.stop);
+    await t.clock.advance(5_000);
+    expect(t.changes).toEqual([]);
+    expect(t.log.lines.map((l) => l.msg)).not.toContain('secret file changed');
+  });
+
   it('trims white space and the trailing newline from what it reads', async () => {
     const t = setup();
     stops.push(t.stop);

@@ -23,7 +23,9 @@ function setup(initialText: string | undefined) {
       if (!/^[a-z]+$/.test(text)) throw new Error('not a word');
       return text.length;
     },
-    onChange: (n) => changes.push(n),
+    onChange: (n) => {
+      changes.push(n);
+    },
     onError: (reason) => errors.push(reason),
     clock,
     log,
