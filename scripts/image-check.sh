@@ -2,11 +2,12 @@
 # npm run image:check: builds the Dockerfile for real with buildah and runs the built image's
 # command, as the image's user, on a read-only root filesystem, against the mock Ticket Service.
 #
-# No registry image can be pulled here, so the Dockerfile's base (NODE_IMAGE) is a stand-in
-# assembled from this machine's own Node (>= 22): the node binary and its shared libraries, npm,
-# and a POSIX shell for RUN. It prints what it proved at the end.
+# No registry image can be pulled here, so the Dockerfile's base (NODE_IMAGE) is a stand-in:
+# Debian's minimal root (debootstrap, from the mirror this machine uses) with this machine's own
+# Node (>= 22) and npm in /usr/local, as node:24-slim is built. It prints what it proved at the end.
 #
-# Needs root (buildah, mount namespaces) and the npm registry (npm ci in the build stages).
+# Needs root (buildah, debootstrap, mount namespaces), the npm registry (npm ci in the build
+# stages) and Debian's packages (the stand-in, and apt-get in the Dockerfile).
 # Everything it stores lives in a temporary folder removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,25 +38,39 @@ trap cleanup EXIT
 started=$(date +%s)
 
 # --- 1. A stand-in for node:24-slim from this machine's Node ------------------------------------
-say "assembling the stand-in base image from $(command -v node) ($(node --version))"
+# node:24-slim is Debian's minimal root with Node in /usr/local: so is the stand-in, a debootstrap
+# of this machine's Debian release from its own mirror (kept in .cache/image-check for the next
+# run), with this machine's node and npm copied in. apt-get works in it as in the real base.
 rootfs="$work/rootfs"
+suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
+mirror=$(grep -hoE '^URIs: *https?://[^ ]+' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1 | sed 's/^URIs: *//')
+mirror=${mirror:-$(grep -hoE '^deb +https?://[^ ]+' /etc/apt/sources.list 2>/dev/null | grep -v security | head -1 | sed 's/^deb *//')}
+[ -n "$mirror" ] || fail "no Debian mirror found in /etc/apt/sources.list(.d) for the stand-in's debootstrap"
+cached="$PWD/.cache/image-check/debian-$suite-minbase.tar"
+if [ ! -f "$cached" ]; then
+  command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  say "debootstrap of Debian $suite (minbase) from $mirror, once (kept in $cached)"
+  mkdir -p "$rootfs" "$(dirname "$cached")"
+  debootstrap --variant=minbase "$suite" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; fail "debootstrap"; }
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb
+  tar -C "$rootfs" -cf "$cached.partial" . && mv "$cached.partial" "$cached"
+else
+  mkdir -p "$rootfs" && tar -C "$rootfs" -xf "$cached"
+fi
+# The stand-in reaches the packages the way this machine does (its sources and apt settings).
+cp /etc/apt/sources.list.d/*.sources "$rootfs/etc/apt/sources.list.d/" 2>/dev/null || true
+cp /etc/apt/apt.conf.d/99* "$rootfs/etc/apt/apt.conf.d/" 2>/dev/null || true
+say "adding $(command -v node) ($(node --version)) and npm to the stand-in"
 node_bin=$(readlink -f "$(command -v node)")
 npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
-mkdir -p "$rootfs"/{usr/local/bin,usr/local/lib/node_modules,bin,usr/bin,etc,tmp,root,proc,run/secrets}
-chmod 1777 "$rootfs/tmp"
+mkdir -p "$rootfs"/{usr/local/bin,usr/local/lib/node_modules,run/secrets}
 cp "$node_bin" "$rootfs/usr/local/bin/node"
 cp -a "$npm_dir" "$rootfs/usr/local/lib/node_modules/npm"
-ln -s ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
-cp "$(readlink -f /bin/sh)" "$rootfs/bin/sh"
-cp "$(readlink -f /usr/bin/env)" "$rootfs/usr/bin/env"
-for bin in "$node_bin" /bin/sh /usr/bin/env; do
-  for lib in $(ldd "$(readlink -f "$bin")" | grep -o '/[^ ]*'); do
-    cp --parents -L -n "$lib" "$rootfs/"
-  done
+ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
+for lib in $(ldd "$node_bin" | grep -o '/[^ ]*'); do
+  cp --parents -L -n "$lib" "$rootfs/"
 done
-printf 'root:x:0:0:root:/root:/bin/sh\nnonroot:x:65532:65532:nonroot:/home/nonroot:/bin/false\n' >"$rootfs/etc/passwd"
-printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
-base_env=(--env PATH=/usr/local/bin:/usr/bin:/bin)
+base_env=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
 # A machine that reaches the registry through a TLS-inspecting proxy trusts its CA through
 # NODE_EXTRA_CA_CERTS: the stand-in trusts it the same way, or npm ci cannot fetch.
 if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
@@ -98,19 +113,25 @@ mkdir -p "$mnt/run/secrets" "$mnt/proc"
 touch "$mnt/run/secrets/client-secret"
 proxy_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 admin_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+# The image's LD_PRELOAD is for the image's node, not for this machine's unshare and chroot: it is
+# set by /usr/bin/env inside the image's root.
+host_env=() preload=
+for e in "${image_env[@]}"; do
+  case "$e" in LD_PRELOAD=*) preload=$e ;; *) host_env+=("$e") ;; esac
+done
 say "starting the image's command (read-only root, user $user)"
-env -i "${image_env[@]}" \
+env -i "${host_env[@]}" \
   BASE_URL="http://127.0.0.1:$port" CLIENT_ID=image-check CLIENT_SECRET_FILE=/run/secrets/client-secret \
   LISTEN_PORT="$proxy_port" ADMIN_PORT="$admin_port" ADMIN_HOST=127.0.0.1 \
   unshare --mount --pid --fork --propagation private /bin/sh -c '
     set -e
-    chroot=$1; mnt=$2; secret=$3; user=$4; workdir=$5; shift 5
+    chroot=$1; mnt=$2; secret=$3; user=$4; workdir=$5; preload=$6; shift 6
     mount --bind "$mnt" "$mnt"
     mount --bind "$secret" "$mnt/run/secrets/client-secret"
     mount -t proc proc "$mnt/proc"
     mount -o remount,bind,ro "$mnt"
-    exec "$chroot" --userspec="$user" "$mnt" /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$workdir" "$@"
-  ' sh "$(command -v chroot)" "$mnt" "$work/client-secret" "$user" "$workdir" "${cmd[@]}" >"$work/proxy.log" 2>&1 &
+    exec "$chroot" --userspec="$user" "$mnt" /usr/bin/env ${preload:+"$preload"} /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$workdir" "$@"
+  ' sh "$(command -v chroot)" "$mnt" "$work/client-secret" "$user" "$workdir" "$preload" "${cmd[@]}" >"$work/proxy.log" 2>&1 &
 proxy_pid=$!
 pids+=("$proxy_pid")
 
@@ -128,6 +149,10 @@ case "$tickets" in 200\ *) ;; *) cat "$work/proxy.log"; fail "GET /api/v1/ticket
 node_pid=$(pgrep -P "$proxy_pid" | head -1)
 argv0=$(tr '\0' '\n' <"/proc/$node_pid/cmdline" | head -1)
 [ "$argv0" = node ] || fail "PID 1 of the namespace is $argv0, not node"
+if [ -n "$preload" ]; then
+  grep -q "${preload#LD_PRELOAD=}" "/proc/$node_pid/maps" || fail "node runs without ${preload#LD_PRELOAD=} ($preload is set)"
+  allocator="node runs with ${preload#LD_PRELOAD=} preloaded;"
+fi
 kill -TERM "$node_pid"
 code=0
 wait "$proxy_pid" || code=$?
@@ -138,4 +163,4 @@ say "OK in $(($(date +%s) - started)) s:"
 say "  the Dockerfile builds as written (multi-stage, npm ci from the lockfile, tsc) on a stand-in base;"
 say "  the image holds production dependencies only;"
 say "  its CMD ran as $user on a read-only root: /livez 200, /readyz 200 (a token fetched from the"
-say "  mock), GET /api/v1/tickets 200 through it; SIGTERM to node as PID 1 of its namespace: exit 0."
+say "  mock), GET /api/v1/tickets 200 through it; ${allocator:-}SIGTERM to node as PID 1 of its namespace: exit 0."

@@ -1,0 +1,42 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..', '..');
+const main = join(root, 'dist', 'main.js');
+
+/** A Node older than 22 on this machine (Debian's, or the one CI's machine starts with), if any. */
+function olderNode(): string | undefined {
+  for (const candidate of ['/usr/bin/node', '/usr/local/bin/node']) {
+    if (!existsSync(candidate)) continue;
+    const version = spawnSync(candidate, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.trim();
+    if (Number(version.split('.')[0]) < 22) return candidate;
+  }
+  return undefined;
+}
+
+describe('the built entry (PRODUCT §13: one file loads leaner than two hundred modules)', () => {
+  const source = readFileSync(main, 'utf8');
+
+  it('is one module: it imports nothing of the project or of the bundled dependencies', () => {
+    const statics = source.matchAll(/(?:^|;)\s*import\s*(?:[\w$*{}\s,]+from\s*)?['"]([^'"]+)['"]/gm);
+    const dynamics = source.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g);
+    const specifiers = [...statics, ...dynamics].map((m) => m[1]);
+    expect(specifiers).toContain('node:module');
+    const outside = specifiers.filter((s) => s !== undefined && !s.startsWith('node:'));
+    // yaml and jose stay outside on purpose: only the configurations that use them load them.
+    expect(new Set(outside)).toEqual(new Set(['yaml', 'jose']));
+    expect(source).not.toMatch(/from\s*['"]\.\.?\//);
+  });
+
+  it('takes node:http with require(), so http.WebSocket never loads Node’s own undici', () => {
+    expect(source).not.toMatch(/from\s*['"](node:)?http['"]/);
+  });
+
+  it.skipIf(olderNode() === undefined)('tells a user on an older Node which version it needs, before any dependency runs', () => {
+    const run = spawnSync(olderNode() as string, [main, '--help'], { encoding: 'utf8' });
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim()).toMatch(/^ticket-auth-proxy needs Node\.js 22 or later; this is Node\.js \d+\.\d+\.\d+$/);
+  });
+});
