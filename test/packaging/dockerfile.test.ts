@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Arg, Cmd, Copy, DockerfileParser, Entrypoint, Env, type Instruction } from 'dockerfile-ast';
 import { validate } from 'dockerfile-utils';
@@ -103,7 +103,38 @@ describe('Dockerfile', () => {
     const lines = dockerignore.split('\n').map((l) => l.trim());
     for (const entry of ['node_modules', '.git', 'dist', '.cache']) expect(lines).toContain(entry);
   });
+
+  it('keeps in the build context every file a COPY from it names', () => {
+    const copies = DockerfileParser.parse(dockerfile)
+      .getInstructions()
+      .filter((i): i is Copy => i instanceof Copy && i.getFromFlag() === null);
+    const sources = copies.flatMap((c) => (c.getArgumentsContent() ?? '').split(/\s+/).slice(0, -1));
+    expect(sources).toContain('scripts/bundle.mjs');
+    const excluded = sources.filter((source) => ignoredByDockerignore(source, dockerignore) || !existsSync(join(root, source)));
+    expect(excluded).toEqual([]);
+  });
 });
+
+/**
+ * Whether .dockerignore leaves `path` out of the build context: its rules in order, the last
+ * that matches the path or a folder above it wins, `!` keeps. Plain names and `*` only (all this
+ * project's file uses).
+ */
+function ignoredByDockerignore(path: string, content: string): boolean {
+  const rules = content
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+  const parts = path.replace(/\/$/, '').split('/');
+  const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
+  let ignored = false;
+  for (const rule of rules) {
+    const keep = rule.startsWith('!');
+    const pattern = new RegExp(`^${(keep ? rule.slice(1) : rule).replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+    if (prefixes.some((p) => pattern.test(p))) ignored = !keep;
+  }
+  return ignored;
+}
 
 describe('the image policy', () => {
   const good = `FROM node:24-slim AS build
