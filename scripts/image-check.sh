@@ -58,7 +58,10 @@ else
   mkdir -p "$rootfs" && tar -C "$rootfs" -xf "$cached"
 fi
 # The stand-in reaches the packages the way this machine does (its sources and apt settings).
-cp /etc/apt/sources.list.d/*.sources "$rootfs/etc/apt/sources.list.d/" 2>/dev/null || true
+if ls /etc/apt/sources.list.d/*.sources >/dev/null 2>&1; then
+  rm -f "$rootfs/etc/apt/sources.list"
+  cp /etc/apt/sources.list.d/*.sources "$rootfs/etc/apt/sources.list.d/"
+fi
 cp /etc/apt/apt.conf.d/99* "$rootfs/etc/apt/apt.conf.d/" 2>/dev/null || true
 say "adding $(command -v node) ($(node --version)) and npm to the stand-in"
 node_bin=$(readlink -f "$(command -v node)")
@@ -151,7 +154,7 @@ argv0=$(tr '\0' '\n' <"/proc/$node_pid/cmdline" | head -1)
 [ "$argv0" = node ] || fail "PID 1 of the namespace is $argv0, not node"
 if [ -n "$preload" ]; then
   grep -q "${preload#LD_PRELOAD=}" "/proc/$node_pid/maps" || fail "node runs without ${preload#LD_PRELOAD=} ($preload is set)"
-  allocator="node runs with ${preload#LD_PRELOAD=} preloaded;"
+  allocator="node runs with ${preload#LD_PRELOAD=} preloaded; "
 fi
 kill -TERM "$node_pid"
 code=0
