@@ -1,6 +1,7 @@
 import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/metrics.js';
+import { pollUntil } from '../helpers/index.js';
 
 interface Sample {
   name: string;
@@ -198,5 +199,34 @@ describe('createMetrics', () => {
     metrics.observeRequest('GET', 200, 0.01);
     expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(3);
     expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(3);
+  });
+});
+
+describe('event-loop delay', () => {
+  it('reports how late the loop was, not the 100 ms between samples', async () => {
+    const registry = new Registry();
+    createMetrics(registry);
+    // A scrape reads the samples taken since the last one; wait until one has some.
+    let p50 = NaN;
+    await scrape(registry);
+    await pollUntil(
+      async () => {
+        const { samples } = await scrape(registry);
+        const value = (name: string) => samples.find((s) => s.name === name)?.value ?? NaN;
+        p50 = value('nodejs_eventloop_lag_p50_seconds');
+        return value('nodejs_eventloop_lag_max_seconds') > 0;
+      },
+      { timeoutMs: 10_000, intervalMs: 250 },
+    );
+    // Every raw sample is at least the 100 ms resolution: read as it is, p50 would be 0.1 or more.
+    // Half the ticks 100 ms late would be a stalled loop, not this idle test.
+    expect(p50).toBeGreaterThanOrEqual(0);
+    expect(p50).toBeLessThan(0.1);
+    const { samples } = await scrape(registry);
+    const names = samples.map((s) => s.name).filter((n) => n.startsWith('nodejs_eventloop_lag'));
+    expect(new Set(names)).toEqual(
+      new Set(['nodejs_eventloop_lag_seconds', ...['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((q) => `nodejs_eventloop_lag_${q}_seconds`)]),
+    );
+    expect(names).toHaveLength(8);
   });
 });
