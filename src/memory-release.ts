@@ -23,19 +23,33 @@ interface GcOptions {
 }
 
 /**
- * V8's `gc()` without `--expose-gc` on the command line: the flag is set for one new context, which
- * is where the function is taken from, and cleared again so no later context gets it.
+ * V8's `gc()` without `--expose-gc` on the command line. The flag is set for one new context, the
+ * function taken from it, and the flag cleared again so that no later context gets it. The context
+ * is made for each collection and dropped after it, never kept: while a second context lives, the
+ * proxy's own code runs about 13 % slower (bench/BASELINE.md, "CPU per request and the second
+ * context"). The dropped context is freed by V8's next full collection.
  */
 export function v8ReleaseMemory(): ReleaseMemory {
-  const existing = (globalThis as { gc?: (options: GcOptions) => void }).gc;
-  let gc = existing;
-  if (typeof gc !== 'function') {
-    setFlagsFromString('--expose-gc');
-    gc = runInNewContext('gc') as (options: GcOptions) => void;
+  return () => {
+    const gc = exposedGc() ?? gcFromNewContext();
+    gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  };
+}
+
+type Gc = (options: GcOptions) => void;
+
+function exposedGc(): Gc | undefined {
+  const gc = (globalThis as { gc?: Gc }).gc;
+  return typeof gc === 'function' ? gc : undefined;
+}
+
+function gcFromNewContext(): Gc {
+  setFlagsFromString('--expose-gc');
+  try {
+    return runInNewContext('gc') as Gc;
+  } finally {
     setFlagsFromString('--no-expose-gc');
   }
-  const collect = gc;
-  return () => collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
 export interface MemoryReleaseOptions {

@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { startMemoryRelease, v8ReleaseMemory } from '../../src/memory-release.js';
 import { FakeClock } from './fake-clock.js';
@@ -104,5 +105,17 @@ describe('memory release after a burst', () => {
     expect(ref.deref()).toBeUndefined();
     const { runInNewContext } = await import('node:vm');
     expect(runInNewContext('typeof gc')).toBe('undefined');
+  });
+
+  it('keeps no second V8 context between collections, which would slow every request', () => {
+    const contexts = (): number => getHeapStatistics().number_of_native_contexts;
+    const at = contexts();
+    const release = v8ReleaseMemory();
+    expect(contexts()).toBe(at);
+    // Each collection takes gc() from a new context and drops it; the next collection frees it.
+    for (let i = 0; i < 4; i++) {
+      release();
+      expect(contexts()).toBeLessThanOrEqual(at + 1);
+    }
   });
 });
