@@ -3,7 +3,8 @@
 // Starts on loopback an upstream (bench/upstream.js), the mock token endpoint, the product as a
 // user starts it (node dist/main.js with environment settings) and the two baselines in
 // bench/baselines/; loads each scenario with wrk when it is on PATH, else autocannon; runs the
-// candidates interleaved (A B C, A B C, ...) after a warm-up and reports medians of the rounds.
+// candidates interleaved after a warm-up, in an order that turns each round (A B C, B C A, C A B,
+// then backwards), and reports medians of the rounds.
 // See bench/README.md for how to read it.
 //
 // Settings (environment): BENCH_DURATION_S (5), BENCH_ROUNDS (3), BENCH_WARMUP_S (2),
@@ -12,15 +13,16 @@
 // every candidate, e.g. --max-semi-space-size=8), BENCH_PRODUCT_NODE_OPTIONS (NODE_OPTIONS for the
 // product; default: what the Dockerfile sets, so the product runs as the image runs it), BENCH_PROFILE=1 (the product writes a CPU
 // profile per candidate and scenario to bench/results/profiles/<candidate>/; read one with
-// bench/profile-top.js).
+// bench/profile-top.js), BENCH_BEFORE (the dist/main.js of another build of the product, run
+// beside it exactly as the product is, for a before/after comparison within one run).
 // https-get-1k: the same GET against an HTTPS upstream (bench/upstream.js with a certificate from
 // a CA made with openssl for the run), the product trusting it with CA_FILE and the minimal
 // undici proxy with NODE_EXTRA_CA_CERTS; it counts the upstream's TLS handshakes per candidate,
 // which keep-alive holds at the number of pooled connections, not the number of requests.
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { createMockTicketService } from '../dist/mock/ticket-service.js';
 import { freePort, imageAllocatorEnv, imageNodeOptions, root } from './processes.js';
 
@@ -51,6 +53,9 @@ const productAllocator = imageAllocatorEnv(env);
 const profileFlags = (name) =>
   env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${join(root, 'bench/results/profiles', name)}`] : [];
 const PRODUCT = 'ticket-auth-proxy';
+const BEFORE = 'before';
+const beforeMain = env.BENCH_BEFORE ? resolvePath(env.BENCH_BEFORE) : undefined;
+if (beforeMain && !existsSync(beforeMain)) throw new Error(`BENCH_BEFORE: ${beforeMain} does not exist (give a build's dist/main.js)`);
 
 const work = mkdtempSync(join(tmpdir(), 'tap-bench-'));
 chmodSync(work, 0o755); // nginx's worker runs as an unprivileged user when the bench runs as root
@@ -133,6 +138,33 @@ function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+/**
+ * The order of the candidates in a round: turned by one each round, and backwards every other
+ * cycle, so that no candidate always runs first, or always after the same one.
+ */
+function roundOrder(candidates, round) {
+  const n = candidates.length;
+  const turned = candidates.map((_, i) => candidates[(i + round) % n]);
+  return Math.floor(round / n) % 2 ? turned.reverse() : turned;
+}
+
+/**
+ * The geometric mean of per-round ratios and a 95 % interval for it, by resampling the rounds
+ * (a fixed seed, so the same rounds print the same interval). With few rounds the interval is
+ * wide, which is the point: it says how far apart two candidates must be to be told apart.
+ */
+function geometricMeanInterval(ratios) {
+  const logs = ratios.filter((r) => r > 0 && Number.isFinite(r)).map(Math.log);
+  if (logs.length === 0) return { mean: NaN, low: NaN, high: NaN };
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  let seed = 1;
+  const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+  const means = [];
+  for (let i = 0; i < 2000; i++) means.push(mean(logs.map(() => logs[Math.floor(random() * logs.length)])));
+  means.sort((a, b) => a - b);
+  return { mean: Math.exp(mean(logs)), low: Math.exp(means[50]), high: Math.exp(means[1949]) };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Load generators: each resolves { requests, rps, p50Ms, p99Ms, errors }.
 
@@ -201,34 +233,44 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile, tls, sc
   const productPort = await freePort();
   const adminPort = await freePort();
   const tokenFetchesBefore = tokenService.tokenRequests.length;
-  const [minimal, httpProxy, product] = await Promise.all([
-    startNode(BASELINE, [...profileFlags(BASELINE), 'bench/baselines/undici-minimal.js', upstreamOrigin, String(minimalPort), staticToken], {
-      env: tls ? { NODE_EXTRA_CA_CERTS: tls.caFile } : {},
-    }),
-    // http-proxy is held against the plain-HTTP scenarios only.
-    tls ? undefined : startNode('http-proxy', [...profileFlags('http-proxy'), 'bench/baselines/http-proxy.js', upstreamOrigin, String(httpProxyPort), staticToken]),
-    startNode(PRODUCT, [...profileFlags(PRODUCT), 'dist/main.js'], {
+  const beforePort = beforeMain ? await freePort() : undefined;
+  const beforeAdminPort = beforeMain ? await freePort() : undefined;
+  // The product, and the build it is compared with, started as a user starts it.
+  const startProduct = (name, main, port, admin, clientId) =>
+    startNode(name, [...profileFlags(name), main], {
       env: {
         BASE_URL: upstreamOrigin,
         TOKEN_URL: `${tokenService.url}/api/v1/oauth2/token`,
-        CLIENT_ID: 'bench-client',
+        CLIENT_ID: clientId,
         CLIENT_SECRET_FILE: secretFile,
-        LISTEN_PORT: String(productPort),
-        ADMIN_PORT: String(adminPort),
+        LISTEN_PORT: String(port),
+        ADMIN_PORT: String(admin),
         LOG_LEVEL: 'info',
         NODE_OPTIONS: productNodeOptions,
         ...productAllocator.env,
         ...(tls ? { CA_FILE: tls.caFile } : {}),
         ...(scenario.basic ? { PASSTHROUGH_BASIC: 'true' } : {}),
       },
-      ready: () => pollOk(`http://127.0.0.1:${adminPort}/readyz`),
+      ready: () => pollOk(`http://127.0.0.1:${admin}/readyz`),
+    });
+  const [minimal, httpProxy, product, before] = await Promise.all([
+    startNode(BASELINE, [...profileFlags(BASELINE), 'bench/baselines/undici-minimal.js', upstreamOrigin, String(minimalPort), staticToken], {
+      env: tls ? { NODE_EXTRA_CA_CERTS: tls.caFile } : {},
     }),
+    // http-proxy is held against the plain-HTTP scenarios only.
+    tls ? undefined : startNode('http-proxy', [...profileFlags('http-proxy'), 'bench/baselines/http-proxy.js', upstreamOrigin, String(httpProxyPort), staticToken]),
+    startProduct(PRODUCT, 'dist/main.js', productPort, adminPort, 'bench-client'),
+    beforeMain ? startProduct(BEFORE, beforeMain, beforePort, beforeAdminPort, 'bench-before') : undefined,
   ]);
   minimal.url = `http://127.0.0.1:${minimalPort}`;
   if (httpProxy) httpProxy.url = `http://127.0.0.1:${httpProxyPort}`;
   product.url = `http://127.0.0.1:${productPort}`;
-  product.tokenFetches = () => tokenService.tokenRequests.length - tokenFetchesBefore;
-  return [minimal, httpProxy, product].filter(Boolean);
+  if (before) before.url = `http://127.0.0.1:${beforePort}`;
+  const fetchesBy = (clientId) => () =>
+    tokenService.tokenRequests.slice(tokenFetchesBefore).filter((r) => r.clientId === clientId).length;
+  product.tokenFetches = fetchesBy('bench-client');
+  if (before) before.tokenFetches = fetchesBy('bench-before');
+  return [minimal, httpProxy, product, before].filter(Boolean);
 }
 
 async function runScenario(name, upstreams, tokenService, secretFile) {
@@ -250,7 +292,7 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
   try {
     for (const candidate of candidates) await loadCounted(candidate, warmupS);
     for (let round = 0; round < rounds; round++) {
-      for (const candidate of candidates) {
+      for (const candidate of roundOrder(candidates, round)) {
         const cpuBefore = cpuMicros(candidate.pid);
         const result = await loadCounted(candidate, durationS);
         const cpu = cpuMicros(candidate.pid) - cpuBefore;
@@ -275,14 +317,14 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
         rounds: s,
       };
     }
-    const product = candidates.find((c) => c.name === PRODUCT);
-    summary[PRODUCT].tokenFetches = product.tokenFetches();
+    for (const candidate of candidates) if (candidate.tokenFetches) summary[candidate.name].tokenFetches = candidate.tokenFetches();
     // Ratios per round (the machine's speed drifts within a run), then their median.
     const ratio = (other, key) => median(samples[PRODUCT].map((x, i) => x[key] / samples[other][i][key]));
     const ratios = {};
-    for (const other of [BASELINE, 'http-proxy'].filter((n) => samples[n])) {
+    for (const other of [BEFORE, BASELINE, 'http-proxy'].filter((n) => samples[n])) {
       ratios[other] = {
         cpu: ratio(other, 'cpuUsPerRequest'),
+        cpuInterval: geometricMeanInterval(samples[PRODUCT].map((x, i) => x.cpuUsPerRequest / samples[other][i].cpuUsPerRequest)),
         rps: ratio(other, 'rps'),
         p99: ratio(other, 'p99Ms'),
         peakRss: summary[PRODUCT].peakRssMb / summary[other].peakRssMb,
@@ -305,6 +347,7 @@ function report(results, machine) {
   lines.push(
     `${machine.cpu} × ${machine.cores}, ${machine.memGiB} GiB, Node ${machine.node}, load: ${machine.load}, upstream: ${machine.upstream}, ` +
       `${rounds} rounds × ${durationS} s after ${warmupS} s warm-up${nodeFlags.length ? `, node ${nodeFlags.join(' ')}` : ''}; ` +
+      (beforeMain ? `"${BEFORE}" is ${beforeMain}, run as the product is; ` : '') +
       `the product with NODE_OPTIONS=${productNodeOptions ? `"${productNodeOptions}"` : '(none)'} and ${productAllocator.description}`,
     '',
   );
@@ -317,12 +360,15 @@ function report(results, machine) {
       lines.push(`| ${name} | ${fmt(s.rps)} | ${fmt(s.p50Ms, 2)} | ${fmt(s.p99Ms, 2)} | ${fmt(s.cpuUsPerRequest, 1)} | ${fmt(s.peakRssMb)} | ${s.errors} |`);
     }
     lines.push('');
-    lines.push('| product / | CPU per request | req/s | p99 | peak RSS | CPU ratio per round |');
-    lines.push('|---|--:|--:|--:|--:|---|');
+    lines.push('| product / | CPU per request | CPU: geometric mean (95 % interval) | req/s | p99 | peak RSS | CPU ratio per round |');
+    lines.push('|---|--:|--:|--:|--:|--:|---|');
     for (const [other, r] of Object.entries(ratios)) {
-      lines.push(`| ${other} | ${fmt(r.cpu, 2)} | ${fmt(r.rps, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.peakRss, 2)} | ${r.cpuSpread.map((x) => fmt(x, 2)).join(' ')} |`);
+      const interval = `${fmt(r.cpuInterval.mean, 2)} (${fmt(r.cpuInterval.low, 2)}-${fmt(r.cpuInterval.high, 2)})`;
+      const spread = r.cpuSpread.length > 12 ? `${r.cpuSpread.length} rounds, ${fmt(Math.min(...r.cpuSpread), 2)}-${fmt(Math.max(...r.cpuSpread), 2)}` : r.cpuSpread.map((x) => fmt(x, 2)).join(' ');
+      lines.push(`| ${other} | ${fmt(r.cpu, 2)} | ${interval} | ${fmt(r.rps, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.peakRss, 2)} | ${spread} |`);
     }
-    lines.push('', `Token fetches by the product during the scenario: ${summary[PRODUCT].tokenFetches} (one token lifetime).`, '');
+    const before = summary[BEFORE] ? `; by the build before it: ${summary[BEFORE].tokenFetches}` : '';
+    lines.push('', `Token fetches by the product during the scenario: ${summary[PRODUCT].tokenFetches}${before} (one token lifetime).`, '');
     if (scenario.tls) {
       const counts = Object.entries(summary).map(([n, s]) => `${n} ${s.tlsHandshakes} for ${s.requests} requests`);
       lines.push(`TLS handshakes at the upstream (load: ${scenario.connections} connections): ${counts.join('; ')}.`, '');
@@ -425,7 +471,10 @@ async function main() {
   const { upstream, origin: upstreamOrigin } = await startUpstream();
   let tlsUpstream;
   const upstreams = { plain: upstreamOrigin, tls: async () => (tlsUpstream ??= await startTlsUpstream()) };
-  const tokenService = await createMockTicketService({ clients: { 'bench-client': 'bench-secret' }, tokenTtlS: 3600 });
+  const tokenService = await createMockTicketService({
+    clients: { 'bench-client': 'bench-secret', 'bench-before': 'bench-secret' },
+    tokenTtlS: 3600,
+  });
   const secretFile = join(work, 'client-secret');
   writeFileSync(secretFile, 'bench-secret\n', { mode: 0o600 });
   const machine = {
@@ -453,7 +502,7 @@ async function main() {
   const dir = join(root, 'bench/results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, nodeFlags, productNodeOptions, productAllocator: productAllocator.description }, results }, null, 2) + '\n');
+  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, nodeFlags, productNodeOptions, productAllocator: productAllocator.description, before: beforeMain }, results }, null, 2) + '\n');
   process.stderr.write(`bench: ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}\n`);
 }
 
