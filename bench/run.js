@@ -306,13 +306,16 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
     const summary = {};
     for (const candidate of candidates) {
       const s = samples[candidate.name];
+      // Rounds in which a candidate answered nothing (it hung) are counted, not averaged in.
+      const served = s.filter((x) => x.requests > 0);
       summary[candidate.name] = {
-        rps: median(s.map((x) => x.rps)),
-        p50Ms: median(s.map((x) => x.p50Ms)),
-        p99Ms: median(s.map((x) => x.p99Ms)),
-        cpuUsPerRequest: median(s.map((x) => x.cpuUsPerRequest)),
+        rps: median(served.map((x) => x.rps)),
+        p50Ms: median(served.map((x) => x.p50Ms)),
+        p99Ms: median(served.map((x) => x.p99Ms)),
+        cpuUsPerRequest: median(served.map((x) => x.cpuUsPerRequest)),
         peakRssMb: peakRssMb(candidate.pid),
         errors: s.reduce((a, x) => a + x.errors, 0),
+        stalledRounds: s.length - served.length,
         ...(tls ? { tlsHandshakes: handshakes[candidate.name], requests: requestsServed[candidate.name] } : {}),
         rounds: s,
       };
@@ -358,6 +361,9 @@ function report(results, machine) {
     lines.push('|---|--:|--:|--:|--:|--:|--:|');
     for (const [name, s] of Object.entries(summary)) {
       lines.push(`| ${name} | ${fmt(s.rps)} | ${fmt(s.p50Ms, 2)} | ${fmt(s.p99Ms, 2)} | ${fmt(s.cpuUsPerRequest, 1)} | ${fmt(s.peakRssMb)} | ${s.errors} |`);
+    }
+    for (const [name, s] of Object.entries(summary)) {
+      if (s.stalledRounds) lines.push('', `**${name} answered no request in ${s.stalledRounds} of ${s.rounds.length} rounds**: it stopped serving; its figures are of the rounds it served.`);
     }
     lines.push('');
     lines.push('| product / | CPU per request | CPU: geometric mean (95 % interval) | req/s | p99 | peak RSS | CPU ratio per round |');
