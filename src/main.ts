@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
-import { startApp } from './app.js';
-import { helpText, parseArgs } from './cli.js';
-import { systemClock } from './clock.js';
-import { loadConfig, type Config } from './config.js';
-import { ConfigError, TokenFetchError } from './errors.js';
-import { createLogger } from './log.js';
+import { startApp } from './app/app.js';
+import { helpText, parseArgs } from './app/cli.js';
+import { systemClock } from './core/clock.js';
+import { loadConfig, type Config } from './config/config.js';
+import { ConfigError, TokenFetchError } from './core/errors.js';
+import { createLogger } from './core/log.js';
 import { createDispatchers } from './net/dispatchers.js';
 import { readTlsMaterial } from './net/tls-files.js';
 import { configuredAuth } from './token/configured-auth.js';

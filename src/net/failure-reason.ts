@@ -1,4 +1,4 @@
-import { redactUserinfo } from './redact.js';
+import { redactUserinfo } from '../core/redact.js';
 
 type Coded = Error & { code?: unknown; cause?: unknown };
 

@@ -1,7 +1,7 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { parseCaFile, parseClientCertificate } from './tls-material.js';
-import { redactUserinfo } from './redact.js';
-import { unreadableFileProblem } from '../files/unreadable.js';
+import { redactUserinfo } from '../core/redact.js';
+import { unreadableFileProblem } from '../core/unreadable.js';
 
 type Out = Record<string, unknown>;
 

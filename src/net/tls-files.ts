@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import { watchFile } from '../files/watched-file.js';
-import type { Log } from '../log.js';
+import type { Clock } from '../core/clock.js';
+import type { Config } from '../config/config.js';
+import { watchFile } from '../core/watched-file.js';
+import type { Log } from '../core/log.js';
 import { PAIR_SEPARATOR, parseCaFile, parseClientCertificate, type TlsMaterial } from './tls-material.js';
 
 type TlsSettings = Pick<Config, 'caFile' | 'tlsClientCertFile' | 'tlsClientKeyFile'>;

@@ -8,11 +8,11 @@ import {
   UpgradeNotSupportedError,
   UpstreamTimeoutError,
   UpstreamUnreachableError,
-} from '../errors.js';
+} from '../core/errors.js';
 import { networkFailureReason } from '../net/failure-reason.js';
-import type { Log } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import { sendProblem } from '../problem.js';
+import type { Log } from '../core/log.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import { sendProblem } from '../core/problem.js';
 import type { TokenSource } from '../token/token-source.js';
 import { callerResponseHeaders, flatHeaders, type RawHeaders, readRequestHeaders, type RequestHeaders } from './headers.js';
 import { checkTarget } from './path-guard.js';

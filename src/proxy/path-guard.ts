@@ -1,4 +1,4 @@
-import { BadPathError, NotProxiedError, type ProxyError } from '../errors.js';
+import { BadPathError, NotProxiedError, type ProxyError } from '../core/errors.js';
 
 const PREFIX = '/api/v1';
 

@@ -1,10 +1,10 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createServer } from '../node-http.js';
+import { createServer } from '../core/node-http.js';
 import type { Duplex } from 'node:stream';
-import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, type ProxyError } from '../errors.js';
-import type { Log } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import { rawProblemResponse } from '../problem.js';
+import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, type ProxyError } from '../core/errors.js';
+import type { Log } from '../core/log.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import { rawProblemResponse } from '../core/problem.js';
 
 export interface ProxyServerOptions {
   forward: (req: IncomingMessage, res: ServerResponse, expectContinue?: boolean) => void;

@@ -1,4 +1,4 @@
-import { InvalidClientError } from '../errors.js';
+import { InvalidClientError } from '../core/errors.js';
 import type { Credential } from './fetch-token.js';
 
 const BASIC = /^basic[ \t]+([^ \t]*)[ \t]*$/i;

@@ -1,7 +1,7 @@
-import type { Config, ConfigSources, TokenAuthMethod } from '../config.js';
+import type { Config, ConfigSources, TokenAuthMethod } from '../config/config.js';
 import { loadAssertionKey } from './assertion-key.js';
 import { summarizeAssertion } from './client-auth.js';
-import { unreadableFileProblem } from '../files/unreadable.js';
+import { unreadableFileProblem } from '../core/unreadable.js';
 
 /**
  * The configuration rules of the client authentication methods (PRODUCT §3): what each method

@@ -1,5 +1,5 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
-import { TokenFetchError } from '../errors.js';
+import { TokenFetchError } from '../core/errors.js';
 import type { Credential } from './fetch-token.js';
 
 /**

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import type { Log } from '../log.js';
+import type { Clock } from '../core/clock.js';
+import type { Config } from '../config/config.js';
+import type { Log } from '../core/log.js';
 import { loadAssertionKey, type AssertionKey } from './assertion-key.js';
 import {
   clientAssertionFile,

@@ -2,7 +2,7 @@
  * What an operator is told about a failed token fetch: which endpoint, what went wrong, and
  * where to look (the log line, `check` and the `/readyz` reason all say the same).
  */
-import type { TokenFetchError } from '../errors.js';
+import type { TokenFetchError } from '../core/errors.js';
 
 /** The operator-facing account of one failed token fetch. */
 export interface TokenDiagnosis {

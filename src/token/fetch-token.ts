@@ -1,8 +1,8 @@
 import type { Dispatcher } from 'undici';
 import { request } from 'undici';
-import { TokenFetchError } from '../errors.js';
+import { TokenFetchError } from '../core/errors.js';
 import { networkFailureReason } from '../net/failure-reason.js';
-import type { Config, TokenAuthMethod } from '../config.js';
+import type { Config, TokenAuthMethod } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
 import { clientSecretBasic, clientSecretPost, type ClientAuth } from './client-auth.js';
 

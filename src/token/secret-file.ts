@@ -1,7 +1,7 @@
-import type { Clock } from '../clock.js';
-import { trimSecret } from '../config.js';
-import { FILE_POLL_INTERVAL_MS, watchFile } from '../files/watched-file.js';
-import type { Log } from '../log.js';
+import type { Clock } from '../core/clock.js';
+import { trimSecret } from '../config/config.js';
+import { FILE_POLL_INTERVAL_MS, watchFile } from '../core/watched-file.js';
+import type { Log } from '../core/log.js';
 
 /** How often the secret file is read: a change is seen within 2 s (PRODUCT §3). */
 export const SECRET_POLL_INTERVAL_MS = FILE_POLL_INTERVAL_MS;

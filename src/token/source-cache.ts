@@ -1,8 +1,8 @@
 import { hash, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { Clock } from '../clock.js';
-import { InvalidClientError, TokenFetchError, TokenUnavailableError } from '../errors.js';
-import type { Log } from '../log.js';
+import type { Clock } from '../core/clock.js';
+import { InvalidClientError, TokenFetchError, TokenUnavailableError } from '../core/errors.js';
+import type { Log } from '../core/log.js';
 import type { Credential, FetchToken } from './fetch-token.js';
 import { TokenSource, type TokenSourceObserver } from './token-source.js';
 

@@ -1,6 +1,6 @@
-import type { Clock } from '../clock.js';
-import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../errors.js';
-import type { Log } from '../log.js';
+import type { Clock } from '../core/clock.js';
+import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../core/errors.js';
+import type { Log } from '../core/log.js';
 import { backoffCapMs, backoffDelay, expiryMarginMs, firstRefreshOffsetMs, refreshOffsetMs } from './backoff.js';
 import { diagnoseTokenFailure, displayTokenUrl } from './diagnose.js';
 import type { Credential, FetchToken } from './fetch-token.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { SETTINGS } from '../../src/config.js';
+import { SETTINGS } from '../../src/config/config.js';
 import { pollUntil, runCli, startProxy } from '../helpers/index.js';
 
 const SECRET = 'proc-secret-77aa';

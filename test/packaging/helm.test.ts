@@ -7,7 +7,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SETTINGS } from '../../src/config.js';
+import { SETTINGS } from '../../src/config/config.js';
 import { helm } from './helm-binary.js';
 import { envOf as env, findKind as find, KNOWN_ENV, type Obj, parseObjects as parse, validateObject } from './k8s-objects.js';
 

@@ -10,7 +10,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { Secret, Service } from 'kubernetes-models/v1';
 import { expect } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { SETTINGS } from '../../src/config.js';
+import { SETTINGS } from '../../src/config/config.js';
 
 // A loose view of the rendered objects: the tests read them as a user reads the YAML.
 /* eslint-disable @typescript-eslint/no-explicit-any */

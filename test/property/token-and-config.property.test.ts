@@ -5,8 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, SETTINGS } from '../../src/config.js';
-import { ConfigError, TokenFetchError } from '../../src/errors.js';
+import { loadConfig, SETTINGS } from '../../src/config/config.js';
+import { ConfigError, TokenFetchError } from '../../src/core/errors.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
 import { FC } from './budget.js';
 

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, type Config } from '../../src/config.js';
-import { ConfigError } from '../../src/errors.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
+import { ConfigError } from '../../src/core/errors.js';
 
 const BASE = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app' };
 const pem = (type: string, opts: object): string =>

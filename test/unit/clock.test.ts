@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/core/clock.js';
 
 describe('systemClock', () => {
   afterEach(() => {

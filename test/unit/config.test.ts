@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { isLoopbackHost, loadConfig, SETTINGS, trimSecret, type Config } from '../../src/config.js';
-import { ConfigError } from '../../src/errors.js';
+import { loadConfig, SETTINGS, trimSecret, type Config } from '../../src/config/config.js';
+import { isLoopbackHost } from '../../src/core/hosts.js';
+import { ConfigError } from '../../src/core/errors.js';
 
 const FILE = '/etc/ticket-auth-proxy.yaml';
 const SECRET_PATH = '/var/run/secrets/ticket/client-secret';

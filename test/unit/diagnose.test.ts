@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TokenFetchError } from '../../src/errors.js';
+import type { TokenFetchError } from '../../src/core/errors.js';
 import { describeTokenFailure, diagnoseTokenFailure, displayTokenUrl } from '../../src/token/diagnose.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
 

@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from '../../src/core/clock.js';
 
 interface Timer {
   at: number;

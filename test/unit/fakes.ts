@@ -1,5 +1,5 @@
-import type { Clock } from '../../src/clock.js';
-import type { Log } from '../../src/log.js';
+import type { Clock } from '../../src/core/clock.js';
+import type { Log } from '../../src/core/log.js';
 import type { Credential, FetchToken } from '../../src/token/fetch-token.js';
 import type { TokenGrant } from '../../src/token/parse-response.js';
 

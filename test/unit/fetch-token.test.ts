@@ -2,8 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Agent } from 'undici';
-import { TokenFetchError } from '../../src/errors.js';
-import type { TokenAuthMethod } from '../../src/config.js';
+import { TokenFetchError } from '../../src/core/errors.js';
+import type { TokenAuthMethod } from '../../src/config/config.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
 import { clientAssertionFile, parseTokenParams, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
 

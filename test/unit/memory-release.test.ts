@@ -1,6 +1,6 @@
 import { getHeapStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { startMemoryRelease, v8ReleaseMemory } from '../../src/memory-release.js';
+import { startMemoryRelease, v8ReleaseMemory } from '../../src/telemetry/memory-release.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeLog } from './fakes.js';
 

@@ -1,6 +1,6 @@
 import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/telemetry/metrics.js';
 import { pollUntil } from '../helpers/index.js';
 
 interface Sample {

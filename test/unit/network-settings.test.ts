@@ -1,10 +1,10 @@
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type Config } from '../../src/config.js';
-import { ConfigError } from '../../src/errors.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
+import { ConfigError } from '../../src/core/errors.js';
 import { networkFailureReason } from '../../src/net/failure-reason.js';
 import { proxyUrl } from '../../src/net/network-settings.js';
-import { redactUserinfo } from '../../src/net/redact.js';
+import { redactUserinfo } from '../../src/core/redact.js';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
 import { clientCert, createCa, expiredCert, type Ca, type Pem } from '../helpers/certs.js';
 

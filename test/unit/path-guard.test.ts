@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BadPathError, NotProxiedError } from '../../src/errors.js';
+import { BadPathError, NotProxiedError } from '../../src/core/errors.js';
 import { checkTarget } from '../../src/proxy/path-guard.js';
 
 const forwarded = [

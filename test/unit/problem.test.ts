@@ -15,8 +15,8 @@ import {
   UpgradeNotSupportedError,
   UpstreamTimeoutError,
   UpstreamUnreachableError,
-} from '../../src/errors.js';
-import { problemFor, rawProblemResponse, sendProblem } from '../../src/problem.js';
+} from '../../src/core/errors.js';
+import { problemFor, rawProblemResponse, sendProblem } from '../../src/core/problem.js';
 
 describe('problemFor', () => {
   it.each([

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/core/clock.js';
 import { watchSecretFile } from '../../src/token/secret-file.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeLog } from './fakes.js';

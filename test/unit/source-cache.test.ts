@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { InvalidClientError, TokenFetchError, type FetchOutcome } from '../../src/errors.js';
+import { InvalidClientError, TokenFetchError, type FetchOutcome } from '../../src/core/errors.js';
 import { parseBasicCredentials } from '../../src/token/basic-credentials.js';
 import { createSourceCache, credentialKeyer, REJECTION_MEMORY_MS, type SourceCacheOptions } from '../../src/token/source-cache.js';
 import { TokenSource } from '../../src/token/token-source.js';

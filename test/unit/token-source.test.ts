@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../../src/errors.js';
+import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../../src/core/errors.js';
 import { TokenSource, type TokenSourceOptions, type TokenState } from '../../src/token/token-source.js';
 import { FakeClock, settle } from './fake-clock.js';
 import { FakeFetcher, FakeLog, track } from './fakes.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { watchFile } from '../../src/files/watched-file.js';
+import { watchFile } from '../../src/core/watched-file.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeLog } from './fakes.js';
 

@@ -1,10 +1,11 @@
-import { isIP } from 'node:net';
-import { ConfigError } from './errors.js';
-import { checkNetworkSettings } from './net/network-settings.js';
-import { ASSERTION_ALGS } from './token/assertion-key.js';
-import { JWT_BEARER, parseTokenParams } from './token/client-auth.js';
-import { checkClientAuth } from './token/client-auth-config.js';
-import { unreadableFileProblem } from './files/unreadable.js';
+import { ConfigError } from '../core/errors.js';
+import { isLoopbackHost } from '../core/hosts.js';
+import type { LogLevel } from '../core/log.js';
+import { checkNetworkSettings } from '../net/network-settings.js';
+import { ASSERTION_ALGS } from '../token/assertion-key.js';
+import { JWT_BEARER, parseTokenParams } from '../token/client-auth.js';
+import { checkClientAuth } from '../token/client-auth-config.js';
+import { unreadableFileProblem } from '../core/unreadable.js';
 
 export type TokenAuthMethod =
   | 'client_secret_post'
@@ -12,7 +13,6 @@ export type TokenAuthMethod =
   | 'private_key_jwt'
   | 'tls_client_auth'
   | 'client_assertion_file';
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /** The proxy's settings, parsed once and frozen. See `config/ticket-auth-proxy.example.yaml`. */
 export interface Config {
@@ -148,16 +148,6 @@ export interface ConfigSources {
   file?: { path: string; values: unknown } | undefined;
   /** Reads the secret file; injected so tests need no files. Throws when unreadable. */
   readSecretFile: (path: string) => string;
-}
-
-/** Is `host` a loopback name or address (127.0.0.0/8, ::1, localhost)? */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (h === 'localhost' || h.endsWith('.localhost')) return true;
-  if (isIP(h) === 4) return h.startsWith('127.');
-  // An IPv4-mapped loopback address, as written or as the URL parser writes it (::ffff:7f00:1).
-  if (isIP(h) === 6) return h === '::1' || h.startsWith('::ffff:127.') || /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(h);
-  return false;
 }
 
 /** Trims the secret as read from a file (trailing newline and surrounding white space). */

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import type { Clock } from '../clock.js';
-import type { Log } from '../log.js';
+import type { Clock } from './clock.js';
+import type { Log } from './log.js';
 
 /** How often a watched file is read: a change is seen within 2 s (PRODUCT §3, §12.6). */
 export const FILE_POLL_INTERVAL_MS = 1_000;

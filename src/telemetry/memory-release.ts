@@ -10,8 +10,8 @@
  */
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { Clock } from './clock.js';
-import type { Log } from './log.js';
+import type { Clock } from '../core/clock.js';
+import type { Log } from '../core/log.js';
 
 /** A full collection that also returns free pages to the system (V8's "last resort" flavour). */
 export type ReleaseMemory = () => void;

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Metric, type MetricValue, type Registry } from 'prom-client';
 import { EVENT_LOOP_METRIC_NAMES, registerEventLoopDelay } from './event-loop-delay.js';
-import type { FetchOutcome } from './errors.js';
-import type { TokenSourceObserver, TokenState } from './token/token-source.js';
+import type { FetchOutcome } from '../core/errors.js';
+import type { TokenSourceObserver, TokenState } from '../token/token-source.js';
 
 const OUTCOMES: readonly FetchOutcome[] = [
   'success',

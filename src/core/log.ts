@@ -1,5 +1,6 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
-import type { LogLevel } from './config.js';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /** The part of a logger the proxy's parts use; pino's `Logger` fits it, and so does a test fake. */
 export interface Log {

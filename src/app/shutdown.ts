@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
-import type { Clock } from './clock.js';
-import type { Log } from './log.js';
+import type { Clock } from '../core/clock.js';
+import type { Log } from '../core/log.js';
 
 export interface ShutdownOptions {
   /** Listeners to close, the proxy's first. */

@@ -1,9 +1,9 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createServer } from './node-http.js';
+import { createServer } from '../core/node-http.js';
 import type { Registry } from 'prom-client';
-import { NotProxiedError, MethodNotAllowedError } from './errors.js';
-import type { Log } from './log.js';
-import { sendProblem } from './problem.js';
+import { NotProxiedError, MethodNotAllowedError } from '../core/errors.js';
+import type { Log } from '../core/log.js';
+import { sendProblem } from '../core/problem.js';
 
 /** Why the proxy is not ready, or undefined when it is (PRODUCT §8). */
 export type ReadinessCheck = () => string | undefined;
