@@ -254,6 +254,29 @@ describe('secretless mode (README, "Run without a secret")', () => {
     expectSecretless(pod.containers[0], pod.volumes, 'api://AzureADTokenExchange');
   });
 
+  it('creates the service account whose token is projected, with its annotations, and runs the pods as it', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'secretless-values.yaml')]);
+    const account = find(objects, 'ServiceAccount')!;
+    expect(account.metadata.name).toBe('ticket-auth-proxy');
+    expect(account.metadata.annotations).toEqual({ 'azure.workload.identity/client-id': '00000000-0000-0000-0000-000000000000' });
+    expect(account.automountServiceAccountToken).toBe(false);
+    expect(find(objects, 'Deployment')!.spec.template.spec.serviceAccountName).toBe(account.metadata.name);
+
+    // By default: created, named as the other objects.
+    const byDefault = await render([...secretless, '--set', 'auth.serviceAccountToken.audience=a']);
+    const created = find(byDefault, 'ServiceAccount')!;
+    expect(created.metadata.name).toBe(find(byDefault, 'Deployment')!.metadata.name);
+    expect(find(byDefault, 'Deployment')!.spec.template.spec.serviceAccountName).toBe(created.metadata.name);
+
+    // An existing account: named, not rendered.
+    const existing = await render([...secretless, '--set', 'auth.serviceAccountToken.audience=a', '--set', 'serviceAccount.create=false', '--set', 'serviceAccount.name=federated-proxy']);
+    expect(find(existing, 'ServiceAccount')).toBeUndefined();
+    expect(find(existing, 'Deployment')!.spec.template.spec.serviceAccountName).toBe('federated-proxy');
+
+    // Sidecar mode: the parent pod's account; none rendered.
+    expect(find(await render(['-f', join(chart, 'ci', 'sidecar-values.yaml')]), 'ServiceAccount')).toBeUndefined();
+  });
+
   const secretless = ['--set', 'baseUrl=https://x.example', '--set', 'clientId=ticket-proxy', '--set', 'auth.serviceAccountToken.enabled=true'];
   it.each([
     ['a Secret as well', [...secretless, '--set', 'auth.serviceAccountToken.audience=a', '--set', 'existingSecret=creds'], /auth.serviceAccountToken.enabled needs no Secret: unset existingSecret and createSecret/],

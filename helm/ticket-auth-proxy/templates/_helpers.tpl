@@ -53,6 +53,16 @@ true
 {{- end -}}
 {{- end -}}
 
+{{/* The standalone pods' service account: the created one, or an existing one by name. */}}
+{{- define "ticket-auth-proxy.serviceAccountName" -}}
+{{- $sa := .Values.serviceAccount | default dict -}}
+{{- if $sa.create -}}
+{{- $sa.name | default (include "ticket-auth-proxy.fullname" .) -}}
+{{- else -}}
+{{- $sa.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "ticket-auth-proxy.assertionDir" -}}/var/run/secrets/ticket-auth-proxy/assertion{{- end -}}
 
 {{/* The Secret holding client-id and client-secret; refuses to render without credentials. */}}
