@@ -164,7 +164,7 @@ describe('standalone mode', () => {
     const monitor = find(objects, 'ServiceMonitor')!;
     expect(monitor.metadata.labels.release).toBe('prometheus');
     const container = deployment.spec.template.spec.containers[0];
-    expect(container.image).toBe('ghcr.io/ticket-auth-proxy/ticket-auth-proxy@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
+    expect(container.image).toBe('registry.example.invalid/ticket-auth-proxy@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
     expect(env(container)).toMatchObject({
       TOKEN_URL: { value: 'https://login.example.com/oauth2/token' },
       TOKEN_SCOPE: { value: 'tickets:read tickets:write' },
@@ -369,7 +369,7 @@ describe('sidecar mode, through a parent chart', () => {
     expect(pod.containers.map((c: Obj) => c.name)).toEqual(['legacy-app']);
     expectSecureProxy(sidecar, pod.volumes);
     expect(env(sidecar).LISTEN_HOST.value).toBe('127.0.0.1');
-    expect(sidecar.image).toBe(`ghcr.io/ticket-auth-proxy/ticket-auth-proxy:${/appVersion: "([^"]+)"/.exec(readFileSync(join(chart, 'Chart.yaml'), 'utf8'))![1]}`);
+    expect(sidecar.image).toBe(`registry.example.invalid/ticket-auth-proxy:${/appVersion: "([^"]+)"/.exec(readFileSync(join(chart, 'Chart.yaml'), 'utf8'))![1]}`);
     // Stopped after the app by Kubernetes itself: no keep-serving delay needed.
     expect(sidecar.lifecycle).toBeUndefined();
     expect(env(sidecar).SHUTDOWN_DELAY_S.value).toBe('0');
