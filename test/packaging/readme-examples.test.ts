@@ -193,3 +193,24 @@ describe('the images the examples run (none is published)', () => {
     expect(readme).toContain(`is \`${PLACEHOLDER}\``);
   });
 });
+
+describe('README Quick start', () => {
+  const quickStart = /^## Quick start\n([\s\S]*?)^## /m.exec(readme)![1]!;
+
+  it('says how to get Node.js 22: a version manager, or the npm registry\'s node package as .ci/run does', () => {
+    expect(quickStart).toMatch(/Node\.js 22 or newer/);
+    expect(quickStart).toMatch(/`nvm install 22`/);
+    const recipe = /`(npm install --prefix (\S+) node@22) && export PATH=(\S+):\$PATH`/.exec(quickStart);
+    expect(recipe, 'the npm registry recipe').not.toBeNull();
+    // The package puts node where .ci/run puts it on PATH.
+    expect(recipe![3]).toBe(`${recipe![2]}/node_modules/node/bin`);
+    expect(readFileSync(join(root, '.ci', 'run'), 'utf8')).toContain('/node_modules/node/bin:$PATH');
+  });
+
+  it('takes a newcomer from clone to a ticket list with two commands', () => {
+    const first = /```sh\n([\s\S]*?)```/.exec(quickStart)![1]!;
+    const commands = first.split('\n').map((l) => l.replace(/#.*$/, '').trim()).filter(Boolean);
+    expect(commands).toEqual(['npm ci && npm run demo', 'npm test']);
+    expect(quickStart).toContain('curl -s http://127.0.0.1:8180/api/v1/tickets');
+  });
+});
