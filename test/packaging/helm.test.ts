@@ -91,6 +91,14 @@ describe('the chart', () => {
     expect(ciValues).toEqual(expect.arrayContaining(['standalone-values.yaml', 'sidecar-values.yaml', 'created-secret-values.yaml', 'standalone-all-options-values.yaml', 'secretless-values.yaml']));
   });
 
+  it('switches every optional object on in some ci/ values file, so that `ct lint` of ci/ exercises them all', async () => {
+    const rendered = new Set<string>();
+    for (const file of ciValues) for (const o of await render(['-f', join(chart, 'ci', file)])) rendered.add(o.kind === 'ConfigMap' && o.data?.['ticket-auth-proxy.json'] ? 'dashboard ConfigMap' : o.kind);
+    for (const kind of ['ServiceMonitor', 'PrometheusRule', 'dashboard ConfigMap', 'PodDisruptionBudget', 'NetworkPolicy', 'HorizontalPodAutoscaler', 'ServiceAccount', 'Secret']) {
+      expect(rendered, kind).toContain(kind);
+    }
+  });
+
   it.each(ciValues)('renders %s into objects the Kubernetes API schemas accept', async (file) => {
     const objects = await render(['-f', join(chart, 'ci', file)]);
     expect(objects.length).toBeGreaterThan(0);
