@@ -86,6 +86,12 @@ describe('chart values the proxy refuses at start', () => {
     expect(await expectRefusedLikeTheProxy(values, env)).toContain(named);
   });
 
+  it('refuses the same port for both listeners, which the proxy cannot open at start', async () => {
+    const result = await renderWith({ proxyPort: 9000, adminPort: 9000 });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('proxyPort and adminPort are both 9000: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 0.0.0.0:9000 (EADDRINUSE)');
+  });
+
   it('accepts what the proxy accepts: an http: baseUrl on loopback, off loopback with allowInsecureHttp, an egress proxy without a scheme', async () => {
     for (const [values, env] of [
       [{ baseUrl: 'http://127.0.0.1:8080/' }, { BASE_URL: 'http://127.0.0.1:8080/' }],

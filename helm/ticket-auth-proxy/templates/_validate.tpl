@@ -279,6 +279,11 @@ chart gives the proxy (environment and extraEnv, last one winning as in Kubernet
 {{- if hasKey . "value" }}{{ $_ := set $env .name (toString .value) }}{{ else }}{{ $_ := set $env .name nil }}{{ end -}}
 {{- end -}}
 {{- $problems := include "ticket-auth-proxy.startProblems" (dict "env" $env) -}}
+{{- /* Not a configuration problem but a listener that cannot open: the proxy exits at start. */ -}}
+{{- $listen := index $env "LISTEN_PORT" | default "8180" -}}
+{{- if and (eq (toString $listen) (toString (index $env "ADMIN_PORT" | default "8181"))) (ne (toString $listen) "0") -}}
+{{- $problems = trim (printf "%s\nproxyPort and adminPort are both %s: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 0.0.0.0:%s (EADDRINUSE); choose two ports" $problems $listen $listen) -}}
+{{- end -}}
 {{- if $problems -}}
 {{- $hints := include "ticket-auth-proxy.valueHints" . | fromYaml -}}
 {{- $valueOf := include "ticket-auth-proxy.valueOf" . | fromYaml -}}
