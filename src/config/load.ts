@@ -31,7 +31,7 @@ export interface SettingsCheckContext {
   bothSet(a: keyof Config, b: keyof Config): string;
   /** Records a problem; it names its setting and never shows a secret or a file's content. */
   problem(message: string): void;
-  /** Reads the file the setting names, once; when it cannot be read, records the problem and returns undefined. */
+  /** Reads the file the setting names (once, however often asked); when it cannot be read, records the problem and returns undefined. */
   readFile(key: keyof Config): string | undefined;
 }
 
@@ -151,6 +151,7 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
     const env = BY_KEY.get(key)!.env;
     return given.inFile ? `${env} from ${given.from}` : `${env} from the environment${given.from === env ? '' : ` (${given.from})`}`;
   };
+  const read = new Map<keyof Config, string | undefined>();
   const context: SettingsCheckContext = {
     config,
     given: (key) => raw.has(key),
@@ -158,13 +159,16 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
     bothSet: (a, b) => `${BY_KEY.get(a)!.env} and ${BY_KEY.get(b)!.env} are both set (${origin(a)}, ${origin(b)})`,
     problem: (message) => problems.push(message),
     readFile: (key) => {
-      const path = config[key] as string;
-      try {
-        return sources.readFile(path);
-      } catch (err) {
-        problems.push(unreadableFileProblem(name(key), path, err));
-        return undefined;
+      if (!read.has(key)) {
+        const path = config[key] as string;
+        try {
+          read.set(key, sources.readFile(path));
+        } catch (err) {
+          problems.push(unreadableFileProblem(name(key), path, err));
+          read.set(key, undefined);
+        }
       }
+      return read.get(key);
     },
   };
   const checked: Record<string, unknown> = {};
