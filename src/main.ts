@@ -74,18 +74,22 @@ async function main(): Promise<void> {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
+  // Variables that look like a misspelt setting: logged once the logger exists, written before it.
   const warnings = settingWarnings(process.env);
+  const writeWarnings = (): void => {
+    for (const w of warnings) process.stderr.write(`ticket-auth-proxy: warning: ${w.message}\n`);
+  };
   let loaded;
   try {
     loaded = await readConfig(args.configFile, { tls: checkNetSettings, token: checkTokenSettings }, process.env);
   } catch (err) {
-    for (const w of warnings) process.stderr.write(`ticket-auth-proxy: warning: ${w.message}\n`);
+    writeWarnings();
     if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
   const { config, checked } = loaded;
   if (args.command === 'check') {
-    for (const w of warnings) process.stderr.write(`ticket-auth-proxy: warning: ${w.message}\n`);
+    writeWarnings();
     await check(config, checked);
   }
 

@@ -1,5 +1,6 @@
 import type { LogLevel } from '../core/log.js';
 
+/** How the client proves who it is at the token endpoint (`TOKEN_AUTH_METHOD`). */
 export type TokenAuthMethod =
   | 'client_secret_post'
   | 'client_secret_basic'
