@@ -3,15 +3,18 @@ import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { startApp } from './app/app.js';
 import { helpText, parseArgs } from './app/cli.js';
+import { readConfig, settingWarnings } from './app/read-config.js';
 import { systemClock } from './core/clock.js';
-import { loadConfig, type Config } from './config/config.js';
+import type { Config } from './config/config.js';
 import { ConfigError, TokenFetchError } from './core/errors.js';
 import { createLogger } from './core/log.js';
 import { createDispatchers } from './net/dispatchers.js';
-import { readTlsMaterial } from './net/tls-files.js';
+import { checkNetSettings } from './net/settings.js';
+import type { TlsFiles } from './net/tls-files.js';
 import { configuredAuth } from './token/configured-auth.js';
 import { describeTokenFailure } from './token/diagnose.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
+import { checkTokenSettings, type TokenStartup } from './token/settings.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -20,35 +23,9 @@ function fail(message: string, status = 2): never {
   process.exit(status);
 }
 
-/** Reads the configuration; `yaml` is loaded only when a file is named (it costs memory otherwise unused). */
-async function readConfig(configFile: string | undefined): Promise<Config> {
-  const path = configFile ?? process.env.CONFIG_FILE;
-  let file: { path: string; values: unknown } | undefined;
-  if (path !== undefined && path !== '') {
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (err) {
-      fail(`invalid configuration:\n  - ${configFile !== undefined ? '--config' : 'CONFIG_FILE'} names a file that cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}): ${path}`);
-    }
-    const { parse: parseYaml } = await import('yaml');
-    try {
-      file = { path, values: parseYaml(text) };
-    } catch (err) {
-      fail(`invalid configuration:\n  - ${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`);
-    }
-  }
-  try {
-    return loadConfig({ env: process.env, file, readSecretFile: (p) => readFileSync(p, 'utf8') });
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
-    throw err;
-  }
-}
-
 /** `check`: one token fetch, its lifetime printed (never the token), exit 0 or 1 (PRODUCT §2). */
-async function check(config: Config): Promise<never> {
-  const auth = configuredAuth(config, { clock: systemClock, log: createLogger('silent') });
+async function check(config: Config, startup: { tls: TlsFiles; token: TokenStartup }): Promise<never> {
+  const auth = configuredAuth(config, { clock: systemClock, log: createLogger('silent'), startup: startup.token });
   const credential = auth.credential;
   if (credential === undefined) {
     fail('check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)');
@@ -59,7 +36,7 @@ async function check(config: Config): Promise<never> {
     gatewayConnectTimeoutMs: config.tokenFetchTimeoutMs,
     tokenConnectTimeoutMs: config.tokenFetchTimeoutMs,
     proxy: { httpsProxy: config.httpsProxy, httpProxy: config.httpProxy, noProxy: config.noProxy },
-    tls: readTlsMaterial(config),
+    tls: startup.tls.material,
   });
   // What the credential is, without the assertion or key (issue 15 §3).
   for (const line of auth.describe(Date.now())) process.stdout.write(`${line}\n`);
@@ -97,13 +74,30 @@ async function main(): Promise<void> {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
-  const config = await readConfig(args.configFile);
-  if (args.command === 'check') await check(config);
+  // Variables that look like a misspelt setting: logged once the logger exists, written before it.
+  const warnings = settingWarnings(process.env);
+  const writeWarnings = (): void => {
+    for (const w of warnings) process.stderr.write(`ticket-auth-proxy: warning: ${w.message}\n`);
+  };
+  let loaded;
+  try {
+    loaded = await readConfig(args.configFile, { tls: checkNetSettings, token: checkTokenSettings }, process.env);
+  } catch (err) {
+    writeWarnings();
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+  const { config, checked } = loaded;
+  if (args.command === 'check') {
+    writeWarnings();
+    await check(config, checked);
+  }
 
   const log = createLogger(config.logLevel);
+  for (const w of warnings) log.warn({ variable: w.variable, setting: w.setting }, w.message);
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
   // Signals are handled from before the listeners open: a SIGTERM during start-up still drains.
-  const app = startApp({ config, log, clock: systemClock, random: Math.random, registry: new Registry() });
+  const app = startApp({ config, tls: checked.tls, token: checked.token, log, clock: systemClock, random: Math.random, registry: new Registry() });
   app.catch((err: unknown) => {
     log.error({ reason: (err as Error).message }, 'start failed');
     fail((err as Error).message, 1);

@@ -10,7 +10,7 @@ import type { Log } from '../core/log.js';
 import { startMemoryRelease } from '../telemetry/memory-release.js';
 import { createMetrics } from '../telemetry/metrics.js';
 import { createDispatchers } from '../net/dispatchers.js';
-import { readTlsMaterial, watchTlsFiles } from '../net/tls-files.js';
+import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
 import { createForwarder } from '../proxy/forward.js';
 import { createProxyServer } from '../proxy/server.js';
 import { shutdown } from './shutdown.js';
@@ -21,10 +21,15 @@ import { tokenFetcherFromConfig } from '../token/fetch-token.js';
 import { parseBasicCredentials } from '../token/basic-credentials.js';
 import { watchSecretFile } from '../token/secret-file.js';
 import { createSourceCache, type SourceCache } from '../token/source-cache.js';
+import type { TokenStartup } from '../token/settings.js';
 import { TokenSource } from '../token/token-source.js';
 
 export interface AppDeps {
   config: Config;
+  /** The TLS files as read at start. */
+  tls: TlsFiles;
+  /** The secret, key or assertion as read at start. */
+  token: TokenStartup;
   log: Log;
   clock: Clock;
   random: () => number;
@@ -56,7 +61,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   const { config, log, clock, random, registry } = deps;
   const metrics = createMetrics(registry);
 
-  const tls = readTlsMaterial(config);
+  const tls = deps.tls.material;
   const dispatchers = createDispatchers({
     gatewayOrigin: new URL(config.baseUrl).origin,
     tokenUrl: config.tokenUrl,
@@ -66,7 +71,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     tls,
   });
   // How the configured client proves who it is (TOKEN_AUTH_METHOD, issues 9 and 15).
-  const auth = configuredAuth(config, { clock, log });
+  const auth = configuredAuth(config, { clock, log, startup: deps.token });
   const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, () => clock.now(), auth.clientAuth);
 
   let configured: TokenSource | undefined;
@@ -87,10 +92,11 @@ export async function startApp(deps: AppDeps): Promise<App> {
       tokenUrl: config.tokenUrl,
     });
     const source = configured;
-    if (config.clientSecretFile !== undefined && config.clientSecret !== undefined) {
+    const secret = deps.token.clientSecret;
+    if (config.clientSecretFile !== undefined && secret !== undefined) {
       stopWatch = watchSecretFile({
         path: config.clientSecretFile,
-        initial: config.clientSecret,
+        initial: secret,
         clock,
         log,
         onChange: (clientSecret) => source.setCredential({ clientId, clientSecret }),
@@ -103,7 +109,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   // fetches a token at once, as a secret change does.
   const stopTlsWatch = watchTlsFiles({
     config,
-    initial: tls,
+    initial: deps.tls,
     clock,
     log,
     onChange: (material, what) => {

@@ -15,6 +15,7 @@ import {
 } from './client-auth.js';
 import type { Credential } from './fetch-token.js';
 import { watchSecretFile } from './secret-file.js';
+import type { TokenStartup } from './settings.js';
 
 /** The configured client's way of authenticating, built once from the configuration. */
 export interface ConfiguredAuth {
@@ -33,6 +34,8 @@ export interface ConfiguredAuth {
 export interface ConfiguredAuthDeps {
   clock: Clock;
   log: Log;
+  /** The secret, key or assertion as read and checked at start. */
+  startup: TokenStartup;
   read?: (path: string) => string;
 }
 
@@ -42,8 +45,7 @@ function revision(content: string): string {
 }
 
 /**
- * Builds the strategy for TOKEN_AUTH_METHOD. The configuration was validated, so the key and
- * assertion files were readable at start.
+ * Builds the strategy for TOKEN_AUTH_METHOD from the configuration and what its check read at start.
  */
 export function configuredAuth(config: Config, deps: ConfiguredAuthDeps): ConfiguredAuth {
   const read = deps.read ?? ((p: string) => readFileSync(p, 'utf8'));
@@ -52,15 +54,16 @@ export function configuredAuth(config: Config, deps: ConfiguredAuthDeps): Config
   switch (config.tokenAuthMethod) {
     case 'client_secret_post':
     case 'client_secret_basic': {
-      const credential = clientId !== undefined && config.clientSecret !== undefined ? { clientId, clientSecret: config.clientSecret } : undefined;
+      const secret = deps.startup.clientSecret;
+      const credential = clientId !== undefined && secret !== undefined ? { clientId, clientSecret: secret } : undefined;
       return { clientAuth: config.tokenAuthMethod === 'client_secret_basic' ? clientSecretBasic : clientSecretPost, credential, ...none };
     }
     case 'tls_client_auth':
       return { clientAuth: tlsClientAuth, credential: clientId === undefined ? undefined : { clientId, clientSecret: '' }, ...none };
     case 'private_key_jwt': {
       const path = config.clientAssertionKeyFile!;
-      const pem = read(path);
-      let key: AssertionKey = loadAssertionKey(pem, config.clientAssertionAlg);
+      const pem = deps.startup.assertionKey!.text;
+      let key: AssertionKey = deps.startup.assertionKey!.key;
       return {
         clientAuth: privateKeyJwt({ key: () => key.key, alg: key.alg, kid: config.clientAssertionKid, now: () => deps.clock.now() }),
         credential: { clientId: clientId!, clientSecret: revision(pem) },
@@ -86,7 +89,7 @@ export function configuredAuth(config: Config, deps: ConfiguredAuthDeps): Config
     }
     case 'client_assertion_file': {
       const path = config.clientAssertionFile!;
-      const initial = read(path).trim();
+      const initial = deps.startup.assertion!;
       return {
         clientAuth: clientAssertionFile({ path, read, assertionType: config.clientAssertionType, now: () => deps.clock.now() }),
         credential: { clientId: clientId!, clientSecret: revision(initial) },
