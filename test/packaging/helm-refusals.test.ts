@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { loadConfig, SETTINGS } from '../../src/config/config.js';
+import { SETTINGS } from '../../src/config/config.js';
 import { ConfigError } from '../../src/core/errors.js';
+import { loadSettings } from '../unit/load-settings.js';
 import { helm } from './helm-binary.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -41,7 +42,7 @@ function proxyProblems(env: Record<string, string>): string[] {
     const jwt = ['{"alg":"RS256","typ":"JWT"}', '{"sub":"system:serviceaccount:tickets:proxy","exp":4102444800}']
       .map((part) => Buffer.from(part).toString('base64url'))
       .join('.');
-    loadConfig({ env, readSecretFile: (path) => (path.endsWith('/token') ? `${jwt}.c2ln` : 'a-secret') });
+    loadSettings({ env, readFile: (path: string) => (path.endsWith('/token') ? `${jwt}.c2ln` : 'a-secret') });
     return [];
   } catch (err) {
     if (err instanceof ConfigError) return [...err.problems];
