@@ -9,7 +9,7 @@ import { ConfigError, TokenFetchError } from './core/errors.js';
 import { createLogger } from './core/log.js';
 import { createDispatchers } from './net/dispatchers.js';
 import { readTlsMaterial } from './net/tls-files.js';
-import { configuredAuth } from './token/configured-auth.js';
+import { configuredCredential } from './token/configured-credential.js';
 import { describeTokenFailure } from './token/diagnose.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 
@@ -48,7 +48,7 @@ async function readConfig(configFile: string | undefined): Promise<Config> {
 
 /** `check`: one token fetch, its lifetime printed (never the token), exit 0 or 1 (PRODUCT §2). */
 async function check(config: Config): Promise<never> {
-  const auth = configuredAuth(config, { clock: systemClock, log: createLogger('silent') });
+  const auth = configuredCredential(config, { clock: systemClock, log: createLogger('silent') });
   const credential = auth.credential;
   if (credential === undefined) {
     fail('check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)');
