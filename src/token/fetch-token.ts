@@ -5,7 +5,10 @@ import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
 import type { ClientAuth, Credential } from './client-auth.js';
 
-/** Runs one client-credentials grant (RFC 6749 §4.4). Rejects with {@link TokenFetchError} only. */
+/**
+ * Runs one client-credentials grant (RFC 6749 §4.4). Rejects with {@link TokenFetchError}; an
+ * error the client authentication strategy throws is passed on as it is (`diagnose.ts` tells both).
+ */
 export type FetchToken = (credential: Credential) => Promise<TokenGrant>;
 
 export interface TokenFetcherOptions {
