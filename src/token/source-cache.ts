@@ -72,7 +72,6 @@ const EVICTED = 'more pass-through credentials are in use than TOKEN_CACHE_MAX; 
  * lifetime without a request, when evicted, or when the token endpoint rejects its credentials,
  * which are then answered `invalid_client` for {@link REJECTION_MEMORY_MS} without a fetch.
  */
-
 export function createSourceCache(options: SourceCacheOptions): SourceCache {
   const { clock } = options;
   const rejectedAt = new LRUCache<string, number>({ max: options.max });
