@@ -11,7 +11,7 @@ import { createLogger } from './core/log.js';
 import { createDispatchers } from './net/dispatchers.js';
 import { checkNetSettings } from './net/settings.js';
 import type { TlsFiles } from './net/tls-files.js';
-import { configuredAuth } from './token/configured-auth.js';
+import { configuredCredential } from './token/configured-credential.js';
 import { describeTokenFailure } from './token/diagnose.js';
 import { tokenFetcherFromConfig } from './token/fetch-token.js';
 import { checkTokenSettings, type TokenStartup } from './token/settings.js';
@@ -25,7 +25,7 @@ function fail(message: string, status = 2): never {
 
 /** `check`: one token fetch, its lifetime printed (never the token), exit 0 or 1 (PRODUCT §2). */
 async function check(config: Config, startup: { tls: TlsFiles; token: TokenStartup }): Promise<never> {
-  const auth = configuredAuth(config, { clock: systemClock, log: createLogger('silent'), startup: startup.token });
+  const auth = configuredCredential(config, { clock: systemClock, log: createLogger('silent'), startup: startup.token });
   const credential = auth.credential;
   if (credential === undefined) {
     fail('check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)');

@@ -14,12 +14,11 @@ import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
 import { createForwarder } from '../proxy/forward.js';
 import { createProxyServer } from '../proxy/server.js';
 import { shutdown } from './shutdown.js';
-import { ClientAssertionError } from '../token/client-auth.js';
-import { configuredAuth } from '../token/configured-auth.js';
+import { ClientAssertionError, secretClientAuth } from '../token/client-auth.js';
+import { configuredCredential } from '../token/configured-credential.js';
 import { describeTokenFailure, displayTokenUrl } from '../token/diagnose.js';
 import { tokenFetcherFromConfig } from '../token/fetch-token.js';
 import { parseBasicCredentials } from '../token/basic-credentials.js';
-import { watchSecretFile } from '../token/secret-file.js';
 import { createSourceCache, type SourceCache } from '../token/source-cache.js';
 import type { TokenStartup } from '../token/settings.js';
 import { TokenSource } from '../token/token-source.js';
@@ -71,14 +70,12 @@ export async function startApp(deps: AppDeps): Promise<App> {
     tls,
   });
   // How the configured client proves who it is (TOKEN_AUTH_METHOD, issues 9 and 15).
-  const auth = configuredAuth(config, { clock, log, startup: deps.token });
+  const auth = configuredCredential(config, { clock, log, startup: deps.token });
   const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, () => clock.now(), auth.clientAuth);
 
   let configured: TokenSource | undefined;
-  let stopWatch: (() => void) | undefined;
   let stopAuthWatch: (() => void) | undefined;
   if (auth.credential !== undefined) {
-    const clientId = auth.credential.clientId;
     configured = new TokenSource({
       label: 'configured',
       credential: auth.credential,
@@ -91,18 +88,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       observer: metrics.configuredToken,
       tokenUrl: config.tokenUrl,
     });
-    const source = configured;
-    const secret = deps.token.clientSecret;
-    if (config.clientSecretFile !== undefined && secret !== undefined) {
-      stopWatch = watchSecretFile({
-        path: config.clientSecretFile,
-        initial: secret,
-        clock,
-        log,
-        onChange: (clientSecret) => source.setCredential({ clientId, clientSecret }),
-      });
-    }
-    stopAuthWatch = auth.watch((credential) => source.setCredential(credential));
+    stopAuthWatch = auth.watch(configured);
   }
 
   // PRODUCT §12.6: rotated TLS files are used by new connections; a new client certificate
@@ -124,7 +110,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   if (config.passthroughBasic) {
     passthrough = createSourceCache({
       max: config.tokenCacheMax,
-      fetchToken: tokenFetcherFromConfig(config, dispatchers.token, () => clock.now()),
+      fetchToken: tokenFetcherFromConfig(config, dispatchers.token, () => clock.now(), secretClientAuth(config.tokenAuthMethod)),
       clock,
       random,
       refreshRatio: config.tokenRefreshRatio,
@@ -183,7 +169,6 @@ export async function startApp(deps: AppDeps): Promise<App> {
   } catch (err) {
     configured?.stop();
     passthrough?.stop();
-    stopWatch?.();
     stopTlsWatch();
     stopAuthWatch?.();
     proxyServer.close();
@@ -229,7 +214,6 @@ export async function startApp(deps: AppDeps): Promise<App> {
           memoryRelease.stop();
           configured?.stop();
           passthrough?.stop();
-          stopWatch?.();
           stopTlsWatch();
           stopAuthWatch?.();
           await dispatchers.destroy();

@@ -151,6 +151,8 @@ describe('client_assertion_file (issue 15)', () => {
     const p = await proxy(env);
     const line = await p.waitForLog((l) => l.msg === 'token fetch failed', 10_000);
     expect(line.reason).toMatch(new RegExp(`client assertion in ${file} expired at \\S+Z: the projected token is not being rotated`));
+    expect(line.hint).toContain('a rotated file is tried at once');
+    expect(line.hint).not.toContain('host name');
     const readyz = await fetch(`${p.adminUrl}/readyz`);
     expect(readyz.status).toBe(503);
     expect(await readyz.text()).toContain(`client assertion in ${file} expired at`);
@@ -171,6 +173,8 @@ describe('client_assertion_file (issue 15)', () => {
     const expired = await runCli(['check'], env);
     expect(expired.code).toBe(1);
     expect(expired.stderr).toContain(`client assertion in ${file} expired at`);
+    expect(expired.stderr).toContain('a rotated file is tried at once');
+    expect(expired.stderr).not.toContain('host name');
     g.assertionClients.setFederated('app', { issuer: 'https://other', subject, audience, jwks: { keys: [] } });
     publish(await sign(600));
     const rejected = await runCli(['check'], env);
