@@ -193,5 +193,7 @@ describe('the chart\'s table of settings', () => {
       }),
     );
     expect(table).toEqual(fromSource);
+    const lowerCase = /define "ticket-auth-proxy\.lowerCaseEnv" -}}\n([\s\S]*?)\{\{- end -}}/.exec(text)![1]!;
+    expect(parseYaml(lowerCase)).toEqual(SETTINGS.filter((s) => s.lowerCaseEnv).map((s) => s.env));
   });
 });
