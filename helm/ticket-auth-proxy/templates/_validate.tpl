@@ -51,12 +51,6 @@ LOG_LEVEL: {type: enum, values: [fatal, error, warn, info, debug, trace, silent]
 ACCESS_LOG: {type: bool}
 {{- end -}}
 
-{{/* The settings whose lower-case name is read too and wins, as curl reads proxy variables
-     (lowerCaseEnv in SETTINGS; a test compares the two). */}}
-{{- define "ticket-auth-proxy.lowerCaseEnv" -}}
-[HTTPS_PROXY, HTTP_PROXY, NO_PROXY]
-{{- end -}}
-
 {{/* One value of a kind, as the proxy parses it. Argument: (dict "name" "value" "kind").
      Returns YAML {ok: true, value: ...} or {problem: "..."}. */}}
 {{- define "ticket-auth-proxy.parseSetting" -}}
@@ -191,26 +185,20 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- define "ticket-auth-proxy.startProblems" -}}
 {{- $env := .env -}}
 {{- $kinds := include "ticket-auth-proxy.settingKinds" . | fromYaml -}}
-{{- $lowerCase := include "ticket-auth-proxy.lowerCaseEnv" . | fromYamlArray -}}
 {{- $problems := list -}}
 {{- $out := dict -}}
-{{- /* Each setting given: the variable it was read from (the lower-case one when set, not empty). */ -}}
+{{- /* The proxy reads https_proxy, http_proxy and no_proxy too; the chart's variables are upper-case
+       (extraEnv names by values.schema.json), so each setting is read from its own name only. */ -}}
 {{- $set := dict -}}
 {{- range $name, $kind := $kinds -}}
-{{- $from := $name -}}
-{{- $lower := lower $name -}}
-{{- if and (has $name $lowerCase) (hasKey $env $lower) -}}
-{{- if or (kindIs "invalid" (index $env $lower)) (ne (toString (index $env $lower)) "") }}{{ $from = $lower }}{{ end -}}
-{{- end -}}
-{{- $shownName := ternary $name (printf "%s (%s)" $from $name) (eq $from $name) -}}
-{{- if hasKey $env $from -}}
-{{- $value := index $env $from -}}
+{{- if hasKey $env $name -}}
+{{- $value := index $env $name -}}
 {{- if kindIs "invalid" $value -}}
-{{- $_ := set $set $name $from -}}
+{{- $_ := set $set $name true -}}
 {{- $_ := set $out $name "(from a Secret)" -}}
 {{- else if ne (toString $value) "" -}}
-{{- $_ := set $set $name $from -}}
-{{- $r := include "ticket-auth-proxy.parseSetting" (dict "name" $shownName "value" (toString $value) "kind" $kind) | fromYaml -}}
+{{- $_ := set $set $name true -}}
+{{- $r := include "ticket-auth-proxy.parseSetting" (dict "name" $name "value" (toString $value) "kind" $kind) | fromYaml -}}
 {{- if $r.ok }}{{ $_ := set $out $name $r.value }}{{ else }}{{ $problems = concat $problems (splitList "\n" $r.problem) }}{{ end -}}
 {{- end -}}
 {{- end -}}
@@ -332,7 +320,7 @@ chart gives the proxy (environment and extraEnv, last one winning as in Kubernet
 {{- range (include "ticket-auth-proxy.values" . | fromYaml).extraEnv }}{{ $extra = append $extra .name }}{{ end -}}
 {{- $lines := list -}}
 {{- range splitList "\n" $problems -}}
-{{- $setting := regexFind "^[A-Za-z_]+" . -}}
+{{- $setting := regexFind "^[A-Z_]+" . -}}
 {{- $line := . -}}
 {{- if has $setting $extra -}}
 {{- $line = printf "extraEnv: %s" $line -}}
