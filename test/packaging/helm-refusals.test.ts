@@ -151,8 +151,32 @@ describe('extraEnv values the proxy refuses at start', () => {
     ['tls_client_auth without the client certificate', [{ name: 'TOKEN_AUTH_METHOD', value: 'tls_client_auth' }]],
     ['private_key_jwt beside the chart\'s secret and without a key', [{ name: 'TOKEN_AUTH_METHOD', value: 'private_key_jwt' }]],
     ['a client certificate without its key', [{ name: 'TLS_CLIENT_CERT_FILE', value: '/c.pem' }]],
+    ['a percent-encoded field TOKEN_PARAMS may not set', [{ name: 'TOKEN_PARAMS', value: 'client%5Fid=x&%73cope=y' }]],
+    ['an egress proxy port out of range', [{ name: 'HTTP_PROXY', value: 'proxy.example:99999' }]],
   ])('refuses %s', async (_name, extra) => {
     await expectRefusedLikeTheProxy({ extraEnv: extra }, Object.fromEntries(extra.map((e) => [e.name, e.value])));
+  });
+
+  it('refuses a TOKEN_PARAMS field with an empty name, and only for that, as the proxy does', async () => {
+    const extra = [{ name: 'TOKEN_PARAMS', value: 'scope=a&=b' }];
+    const stderr = await expectRefusedLikeTheProxy({ extraEnv: extra }, { TOKEN_PARAMS: 'scope=a&=b' });
+    expect(stderr).not.toContain('may not set scope');
+  });
+
+  it('never shows an egress proxy\'s credentials, with a scheme or without', async () => {
+    // The proxy's own message shows the user information of a URL without a scheme; the chart hides it.
+    const extra = [{ name: 'HTTPS_PROXY', value: 'http://user:pw@proxy.example:3128/x' }, { name: 'HTTP_PROXY', value: 'user:pw@proxy.example:3128/x' }];
+    const stderr = await expectRefusedLikeTheProxy({ extraEnv: extra }, { HTTPS_PROXY: 'http://user:pw@proxy.example:3128/x' });
+    expect(stderr).toContain('extraEnv: HTTP_PROXY must be a proxy URL such as http://proxy.example.com:3128 (got "***@proxy.example:3128/x")');
+    expect(stderr).not.toContain('pw');
+  });
+
+  it('accepts the egress proxies the proxy accepts: an IPv6 address, credentials, no scheme', async () => {
+    const extra = [{ name: 'HTTPS_PROXY', value: 'http://[::1]:3128' }, { name: 'HTTP_PROXY', value: 'user:pw@proxy.example:3128/' }];
+    expect(proxyProblems({ ...CHART_ENV, ...Object.fromEntries(extra.map((e) => [e.name, e.value])) })).toEqual([]);
+    const result = await renderWith({ extraEnv: extra });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
   });
 
   it('refuses a secret beside the projected token in secretless mode', async () => {

@@ -1,9 +1,11 @@
 {{/*
 The proxy's start-up checks, run on the environment the chart gives its container: values the
 proxy would refuse (exit 2 at start, the pod in CrashLoopBackOff) stop the render instead, with
-the proxy's own message for each problem. The rules mirror src/config/config.ts,
-src/net/network-settings.ts and src/token/client-auth-config.ts; files named by a setting cannot
-be read here and are left to the proxy.
+the proxy's own message for each problem. The rules mirror the settings table and loader
+(src/config/config.ts, values.ts, load.ts) and the checks of src/net/settings.ts and
+src/token/settings.ts; files named by a setting cannot be read here and are left to the proxy.
+Every value here comes from the container's environment, so a message that says where a value
+came from says "from the environment".
 */}}
 
 {{/* Every setting of the proxy and its kind, as in SETTINGS of src/config/config.ts (a test
@@ -38,8 +40,8 @@ REPLAY_BODY_LIMIT_BYTES: {type: int, min: 0}
 CA_FILE: {type: path}
 TLS_CLIENT_CERT_FILE: {type: path}
 TLS_CLIENT_KEY_FILE: {type: path}
-HTTPS_PROXY: {type: string, secret: true}
-HTTP_PROXY: {type: string, secret: true}
+HTTPS_PROXY: {type: proxy}
+HTTP_PROXY: {type: proxy}
 NO_PROXY: {type: string}
 PASSTHROUGH_BASIC: {type: bool}
 TOKEN_CACHE_MAX: {type: int, min: 1}
@@ -90,18 +92,31 @@ ACCESS_LOG: {type: bool}
 {{- $problem = printf "%s must be one of %s%s" .name (join ", " $k.values) $got -}}
 {{- end -}}
 {{- else if eq $k.type "params" -}}
-{{- $bad := list -}}
+{{- /* Field names as URLSearchParams decodes them: "+" is a space, %XX the byte. A field with
+       an empty name refuses the whole value, so the names the proxy sets are checked only in
+       a value that parses (TOKEN_PARAMS in src/token/settings.ts). */ -}}
+{{- $fields := list -}}
 {{- range splitList "&" $raw -}}
-{{- if ne . "" -}}
-{{- $field := replace "+" " " (first (splitList "=" .)) -}}
-{{- if eq $field "" -}}
-{{- $bad = append $bad (printf "%s has a field with an empty name" $.name) -}}
-{{- else if has $field (list "grant_type" "client_id" "client_secret" "scope" "client_assertion" "client_assertion_type") -}}
-{{- $bad = append $bad (printf "%s may not set %s: the proxy sets it (use TOKEN_SCOPE for scope)" $.name $field) -}}
+{{- if ne . "" }}{{ $fields = append $fields (first (splitList "=" .)) }}{{ end -}}
 {{- end -}}
+{{- if has "" $fields -}}
+{{- $problem = printf "%s has a field with an empty name" .name -}}
+{{- else -}}
+{{- $bad := list -}}
+{{- range $fields -}}
+{{- $field := . -}}
+{{- range list "grant_type" "client_id" "client_secret" "scope" "client_assertion" "client_assertion_type" -}}
+{{- $pattern := "" -}}
+{{- range splitList "" . }}{{ $pattern = printf "%s(%s|%%(?i:%x))" $pattern (regexQuoteMeta .) . }}{{ end -}}
+{{- if regexMatch (printf "^%s$" $pattern) $field }}{{ $bad = append $bad (printf "%s may not set %s: the proxy sets it (use TOKEN_SCOPE for scope)" $.name .) }}{{ end -}}
 {{- end -}}
 {{- end -}}
 {{- $problem = join "\n" (uniq $bad) -}}
+{{- end -}}
+{{- else if eq $k.type "proxy" -}}
+{{- if not (include "ticket-auth-proxy.proxyUrlOk" $s) -}}
+{{- $problem = printf "%s must be a proxy URL such as http://proxy.example.com:3128 (got %q)" .name (include "ticket-auth-proxy.redactUserinfo" $raw) -}}
+{{- end -}}
 {{- end -}}
 {{- if $problem -}}
 {{- dict "problem" $problem | toYaml -}}
@@ -145,10 +160,22 @@ ACCESS_LOG: {type: bool}
 {{- end -}}
 {{- end -}}
 
-{{/* A proxy URL as curl reads one (proxyUrl in src/net/network-settings.ts): true or false. */}}
+{{/* A proxy URL as curl reads one (proxyUrl in src/config/values.ts): no scheme means http://,
+     http: or https: only, nothing after the authority, a port up to 65535. "true" or "". */}}
 {{- define "ticket-auth-proxy.proxyUrlOk" -}}
 {{- $u := ternary . (printf "http://%s" .) (regexMatch "(?i)^[a-z][a-z0-9+.-]*://" .) -}}
-{{- ternary "true" "" (regexMatch "(?i)^https?://([^@/?#]*@)?[^@/?#:]+(:[0-9]*)?/?$" $u) -}}
+{{- $re := "(?i)^https?://(?:[^/?#]*@)?(\\[[0-9a-f:.]+\\]|[^@/?#:<>^|\\\\\\[\\]\\s]+)(?::([0-9]{0,5}))?/?$" -}}
+{{- $ok := regexMatch $re $u -}}
+{{- ternary "true" "" (and $ok (le (atoi (regexReplaceAll $re $u "${2}")) 65535)) -}}
+{{- end -}}
+
+{{/* A proxy URL as the proxy shows it (redactUserinfo in src/core/redact.ts): the user
+     information of every scheme://user:pass@ replaced. A value without a scheme keeps its
+     user information in the proxy's message; the chart hides it there too, as it is a secret. */}}
+{{- define "ticket-auth-proxy.redactUserinfo" -}}
+{{- $shown := regexReplaceAll "(?i)(\\b[a-z][a-z0-9+.-]*://)[^/?#\\s@]*@" . "${1}***@" -}}
+{{- if not (regexMatch "(?i)^\\s*[a-z][a-z0-9+.-]*://" .) }}{{ $shown = regexReplaceAll "^(\\s*)[^/?#]*@" $shown "${1}***@" }}{{ end -}}
+{{- $shown -}}
 {{- end -}}
 
 {{/*
@@ -160,6 +187,8 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- $kinds := include "ticket-auth-proxy.settingKinds" . | fromYaml -}}
 {{- $problems := list -}}
 {{- $out := dict -}}
+{{- /* The proxy reads https_proxy, http_proxy and no_proxy too; the chart's variables are upper-case
+       (extraEnv names by values.schema.json), so each setting is read from its own name only. */ -}}
 {{- $set := dict -}}
 {{- range $name, $kind := $kinds -}}
 {{- if hasKey $env $name -}}
@@ -200,8 +229,14 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- $methodName := printf "TOKEN_AUTH_METHOD=%s" $method -}}
 {{- $hasId := hasKey $out "CLIENT_ID" -}}
 {{- $hasSecret := or (hasKey $out "CLIENT_SECRET") (hasKey $out "CLIENT_SECRET_FILE") -}}
+{{- /* Where each of two settings that may not be set together came from (bothSet in
+       src/config/load.ts): every value here is from the environment. */ -}}
+{{- $origin := dict -}}
+{{- range list "CLIENT_SECRET" "CLIENT_SECRET_FILE" "CLIENT_ASSERTION_KEY_FILE" "CLIENT_ASSERTION_FILE" -}}
+{{- $_ := set $origin . (ternary (printf "%s from the environment" .) (printf "%s unset" .) (hasKey $set .)) -}}
+{{- end -}}
 {{- if and (hasKey $out "CLIENT_SECRET") (hasKey $out "CLIENT_SECRET_FILE") -}}
-{{- $problems = append $problems "CLIENT_SECRET and CLIENT_SECRET_FILE are both set: set only one (the file is preferred)" -}}
+{{- $problems = append $problems (printf "CLIENT_SECRET and CLIENT_SECRET_FILE are both set (%s, %s): set only one (the file is preferred)" $origin.CLIENT_SECRET $origin.CLIENT_SECRET_FILE) -}}
 {{- end -}}
 {{- $passthrough := has (lower (toString (index $out "PASSTHROUGH_BASIC" | default "false"))) (list "true" "1" "yes") -}}
 {{- if not (has $method (list "client_secret_post" "client_secret_basic")) -}}
@@ -215,12 +250,12 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- $keySet := hasKey $set "CLIENT_ASSERTION_KEY_FILE" -}}
 {{- $fileSet := hasKey $set "CLIENT_ASSERTION_FILE" -}}
 {{- if eq $method "private_key_jwt" -}}
-{{- if $secretSet }}{{ $problems = append $problems (printf "%s and CLIENT_ASSERTION_KEY_FILE are both set: %s signs with the key and sends no secret; remove the secret" $secretName $methodName) }}{{ end -}}
+{{- if $secretSet }}{{ $problems = append $problems (printf "%s and CLIENT_ASSERTION_KEY_FILE are both set (%s, %s): %s signs with the key and sends no secret; remove the secret" $secretName (index $origin $secretName) $origin.CLIENT_ASSERTION_KEY_FILE $methodName) }}{{ end -}}
 {{- if $fileSet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_FILE is set with %s: it belongs to TOKEN_AUTH_METHOD=client_assertion_file" $methodName) }}{{ end -}}
 {{- if not $keySet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_KEY_FILE is required with %s: a PEM private key (RSA 2048+, EC P-256/P-384 or Ed25519)" $methodName) }}{{ end -}}
 {{- else if eq $method "client_assertion_file" -}}
-{{- if $secretSet }}{{ $problems = append $problems (printf "%s and CLIENT_ASSERTION_FILE are both set: %s sends the file's assertion and no secret; remove the secret" $secretName $methodName) }}{{ end -}}
-{{- if $keySet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_KEY_FILE and CLIENT_ASSERTION_FILE are both set: %s sends the file's assertion; remove the key" $methodName) }}{{ end -}}
+{{- if $secretSet }}{{ $problems = append $problems (printf "%s and CLIENT_ASSERTION_FILE are both set (%s, %s): %s sends the file's assertion and no secret; remove the secret" $secretName (index $origin $secretName) $origin.CLIENT_ASSERTION_FILE $methodName) }}{{ end -}}
+{{- if $keySet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_KEY_FILE and CLIENT_ASSERTION_FILE are both set (%s, %s): %s sends the file's assertion; remove the key" $origin.CLIENT_ASSERTION_KEY_FILE $origin.CLIENT_ASSERTION_FILE $methodName) }}{{ end -}}
 {{- if not $fileSet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_FILE is required with %s: the file a projected token or JWT-SVID is written to" $methodName) }}{{ end -}}
 {{- else -}}
 {{- if and (eq $method "tls_client_auth") $secretSet }}{{ $problems = append $problems (printf "%s is set with %s: the client certificate proves the client; remove the secret" $secretName $methodName) }}{{ end -}}
@@ -232,19 +267,13 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- if hasKey $set . }}{{ $problems = append $problems (printf "%s is set but TOKEN_AUTH_METHOD is %s; it applies to private_key_jwt only" . $method) }}{{ end -}}
 {{- end -}}
 {{- end -}}
-{{- /* The client certificate, both or neither, and the egress proxies. */ -}}
+{{- /* The client certificate, both or neither. */ -}}
 {{- $hasCert := hasKey $out "TLS_CLIENT_CERT_FILE" -}}
 {{- $hasKey := hasKey $out "TLS_CLIENT_KEY_FILE" -}}
 {{- if and (eq $method "tls_client_auth") (not $hasCert) (not $hasKey) -}}
 {{- $problems = append $problems "TOKEN_AUTH_METHOD=tls_client_auth needs TLS_CLIENT_CERT_FILE and TLS_CLIENT_KEY_FILE: the client certificate is what proves the client" -}}
 {{- else if ne $hasCert $hasKey -}}
 {{- $problems = append $problems (ternary "TLS_CLIENT_CERT_FILE is set without TLS_CLIENT_KEY_FILE: set both (certificate chain and key) or neither" "TLS_CLIENT_KEY_FILE is set without TLS_CLIENT_CERT_FILE: set both (certificate chain and key) or neither" $hasCert) -}}
-{{- end -}}
-{{- range list "HTTPS_PROXY" "HTTP_PROXY" -}}
-{{- $u := index $out . -}}
-{{- if and $u (ne $u "(from a Secret)") (not (include "ticket-auth-proxy.proxyUrlOk" $u)) -}}
-{{- $problems = append $problems (printf "%s must be a proxy URL such as http://proxy.example.com:3128 (got %q)" . (include "ticket-auth-proxy.withoutUserinfo" $u)) -}}
-{{- end -}}
 {{- end -}}
 {{- join "\n" $problems -}}
 {{- end -}}
