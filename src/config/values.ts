@@ -1,5 +1,5 @@
 import { isLoopbackHost } from '../core/hosts.js';
-import { redactUserinfo } from '../core/redact.js';
+import { withoutUserinfo } from '../core/redact.js';
 import type { Kind } from './config.js';
 
 /**
@@ -60,7 +60,7 @@ export function parseValue(kind: Kind, value: unknown, name: string, problems: s
     case 'proxy': {
       const url = typeof value === 'string' || typeof value === 'number' ? proxyUrl(String(value).trim()) : undefined;
       if (url !== undefined) return url;
-      problems.push(`${name} must be a proxy URL such as http://proxy.example.com:3128 (got ${JSON.stringify(redactUserinfo(String(value)))})`);
+      problems.push(`${name} must be a proxy URL such as http://proxy.example.com:3128 (got ${JSON.stringify(withoutUserinfo(String(value)))})`);
       return undefined;
     }
     case 'enum': {
@@ -112,11 +112,6 @@ export function proxyUrl(value: string): string | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
   if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash || url.hostname === '') return undefined;
   return url.href.replace(/\/$/, '');
-}
-
-/** A URL as shown in a message: user information (`user:password@`) replaced, whatever the scheme. */
-function withoutUserinfo(value: string): string {
-  return value.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/*)?[^/?#]*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
 }
 
 /**

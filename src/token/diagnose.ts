@@ -4,6 +4,7 @@
  * `/readyz` reason all take it from here, so they say the same.
  */
 import { TokenFetchError } from '../core/errors.js';
+import { withoutUserinfo } from '../core/redact.js';
 import { ClientAssertionError } from './client-auth.js';
 
 /** The operator-facing account of one failed token fetch. */
@@ -26,16 +27,9 @@ export interface FetchFailureAccount {
   readonly text: string;
 }
 
-/** The token URL as it may be shown: userinfo stripped; unparseable input is not echoed. */
+/** The token URL as it may be shown: without user information (the configuration refuses it anyway). */
 export function displayTokenUrl(tokenUrl: string): string {
-  try {
-    const u = new URL(tokenUrl);
-    u.username = '';
-    u.password = '';
-    return u.href;
-  } catch {
-    return '(an unparseable token URL)';
-  }
+  return withoutUserinfo(tokenUrl);
 }
 
 /**

@@ -164,9 +164,8 @@ describe('extraEnv values the proxy refuses at start', () => {
   });
 
   it('never shows an egress proxy\'s credentials, with a scheme or without', async () => {
-    // The proxy's own message shows the user information of a URL without a scheme; the chart hides it.
     const extra = [{ name: 'HTTPS_PROXY', value: 'http://user:pw@proxy.example:3128/x' }, { name: 'HTTP_PROXY', value: 'user:pw@proxy.example:3128/x' }];
-    const stderr = await expectRefusedLikeTheProxy({ extraEnv: extra }, { HTTPS_PROXY: 'http://user:pw@proxy.example:3128/x' });
+    const stderr = await expectRefusedLikeTheProxy({ extraEnv: extra }, { HTTPS_PROXY: 'http://user:pw@proxy.example:3128/x', HTTP_PROXY: 'user:pw@proxy.example:3128/x' });
     expect(stderr).toContain('extraEnv: HTTP_PROXY must be a proxy URL such as http://proxy.example.com:3128 (got "***@proxy.example:3128/x")');
     expect(stderr).not.toContain('pw');
   });

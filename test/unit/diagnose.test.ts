@@ -17,9 +17,9 @@ function fromAnswer(status: number, body: unknown): TokenFetchError {
 
 describe('diagnoseTokenFailure', () => {
   it('names the token URL without its userinfo', () => {
-    expect(displayTokenUrl('https://user:pw@idp.example/t')).toBe('https://idp.example/t');
+    expect(displayTokenUrl('https://user:pw@idp.example/t')).toBe('https://***@idp.example/t');
     const d = diagnoseTokenFailure(fromAnswer(500, ''), 'https://user:s3cret@idp.example/t');
-    expect(d.message).toContain('https://idp.example/t');
+    expect(d.message).toContain('https://***@idp.example/t');
     expect(d.message).not.toContain('s3cret');
   });
 

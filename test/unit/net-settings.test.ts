@@ -5,7 +5,7 @@ import { proxyUrl } from '../../src/config/values.js';
 import { ConfigError } from '../../src/core/errors.js';
 import { networkFailureReason } from '../../src/net/failure-reason.js';
 import type { TlsFiles } from '../../src/net/tls-files.js';
-import { redactUserinfo } from '../../src/core/redact.js';
+import { redactUserinfo, withoutUserinfo } from '../../src/core/redact.js';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
 import { clientCert, createCa, expiredCert, type Ca, type Pem } from '../helpers/certs.js';
 import { filesOf, loadSettings } from './load-settings.js';
@@ -84,6 +84,13 @@ describe('TLS and egress proxy settings', () => {
     expect(load({ no_proxy: '.corp,localhost', NO_PROXY: 'x' }).noProxy).toBe('.corp,localhost');
   });
 
+  it('names a bad proxy URL without a scheme without showing its credentials', () => {
+    const msg = problems({ HTTPS_PROXY: 'user:hunter2@proxy.example:3128/x' });
+    expect(msg).toContain('HTTPS_PROXY must be a proxy URL');
+    expect(msg).toContain('***@proxy.example:3128/x');
+    expect(msg).not.toContain('hunter2');
+  });
+
   it('names a bad proxy URL without showing its credentials', () => {
     const msg = problems({ https_proxy: 'ftp://user:hunter2@proxy:21' });
     expect(msg).toContain('https_proxy (HTTPS_PROXY) must be a proxy URL');
@@ -94,6 +101,8 @@ describe('TLS and egress proxy settings', () => {
 
   it('redacts the user information of every URL in a text', () => {
     expect(redactUserinfo('via http://user:secret@proxy:3128 and https://a@b/c')).toBe('via http://***@proxy:3128 and https://***@b/c');
+    expect(withoutUserinfo('user:secret@proxy.example:3128/x')).toBe('***@proxy.example:3128/x');
+    expect(withoutUserinfo('http://user:p@ss@proxy:3128')).toBe('http://***@proxy:3128');
   });
 });
 
