@@ -26,7 +26,8 @@ export interface SettingsCheckContext {
   name(key: keyof Config): string;
   /**
    * The start of a message about two settings that may not be set together, saying where each
-   * came from: `A and B are both set (A from the environment, B from b in /etc/proxy.yaml)`.
+   * came from: `A and B are both set (A from the environment, B from b in /etc/proxy.yaml)`, or,
+   * while B is not given, `A is set (A from the environment)`.
    */
   bothSet(a: keyof Config, b: keyof Config): string;
   /** Records a problem; it names its setting and never shows a secret or a file's content. */
@@ -156,7 +157,8 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
     config,
     given: (key) => raw.has(key),
     name,
-    bothSet: (a, b) => `${BY_KEY.get(a)!.env} and ${BY_KEY.get(b)!.env} are both set (${origin(a)}, ${origin(b)})`,
+    bothSet: (a, b) =>
+      raw.has(b) ? `${BY_KEY.get(a)!.env} and ${BY_KEY.get(b)!.env} are both set (${origin(a)}, ${origin(b)})` : `${BY_KEY.get(a)!.env} is set (${origin(a)})`,
     problem: (message) => problems.push(message),
     readFile: (key) => {
       if (!read.has(key)) {

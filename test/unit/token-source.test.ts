@@ -664,7 +664,7 @@ describe('TokenSource observer and log', () => {
     t.fetcher.last.fail(new ClientAssertionError('network_error', `client assertion in ${file} expired at 2026-01-01T00:00:00.000Z: the projected token is not being rotated`));
     await settle();
     const line = t.log.at('warn')[0]?.obj as Record<string, unknown>;
-    expect(line).toMatchObject({ outcome: 'network_error', tokenUrl: 'https://idp.example/token' });
+    expect(line).toMatchObject({ outcome: 'network_error', tokenUrl: 'https://***@idp.example/token' });
     expect(String(line.reason)).toContain(`client assertion in ${file} expired at 2026-01-01T00:00:00.000Z`);
     expect(String(line.hint)).toContain('a rotated file is tried at once');
     expect(String(line.hint)).not.toContain('host name');

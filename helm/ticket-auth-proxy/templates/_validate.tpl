@@ -250,12 +250,16 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- $keySet := hasKey $set "CLIENT_ASSERTION_KEY_FILE" -}}
 {{- $fileSet := hasKey $set "CLIENT_ASSERTION_FILE" -}}
 {{- if eq $method "private_key_jwt" -}}
-{{- if $secretSet }}{{ $problems = append $problems (printf "%s and CLIENT_ASSERTION_KEY_FILE are both set (%s, %s): %s signs with the key and sends no secret; remove the secret" $secretName (index $origin $secretName) $origin.CLIENT_ASSERTION_KEY_FILE $methodName) }}{{ end -}}
+{{- if and $secretSet $keySet }}{{ $problems = append $problems (printf "%s and CLIENT_ASSERTION_KEY_FILE are both set (%s, %s): %s signs with the key and sends no secret; remove the secret" $secretName (index $origin $secretName) $origin.CLIENT_ASSERTION_KEY_FILE $methodName) }}
+{{- else if $secretSet }}{{ $problems = append $problems (printf "%s is set (%s): %s signs with the key and sends no secret; remove the secret" $secretName (index $origin $secretName) $methodName) }}{{ end -}}
 {{- if $fileSet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_FILE is set with %s: it belongs to TOKEN_AUTH_METHOD=client_assertion_file" $methodName) }}{{ end -}}
 {{- if not $keySet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_KEY_FILE is required with %s: a PEM private key (RSA 2048+, EC P-256/P-384 or Ed25519)" $methodName) }}{{ end -}}
 {{- else if eq $method "client_assertion_file" -}}
-{{- if $secretSet }}{{ $problems = append $problems (printf "%s and CLIENT_ASSERTION_FILE are both set (%s, %s): %s sends the file's assertion and no secret; remove the secret" $secretName (index $origin $secretName) $origin.CLIENT_ASSERTION_FILE $methodName) }}{{ end -}}
-{{- if $keySet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_KEY_FILE and CLIENT_ASSERTION_FILE are both set (%s, %s): %s sends the file's assertion; remove the key" $origin.CLIENT_ASSERTION_KEY_FILE $origin.CLIENT_ASSERTION_FILE $methodName) }}{{ end -}}
+{{- $assertionSet := hasKey $set "CLIENT_ASSERTION_FILE" -}}
+{{- if and $secretSet $assertionSet }}{{ $problems = append $problems (printf "%s and CLIENT_ASSERTION_FILE are both set (%s, %s): %s sends the file's assertion and no secret; remove the secret" $secretName (index $origin $secretName) $origin.CLIENT_ASSERTION_FILE $methodName) }}
+{{- else if $secretSet }}{{ $problems = append $problems (printf "%s is set (%s): %s sends the file's assertion and no secret; remove the secret" $secretName (index $origin $secretName) $methodName) }}{{ end -}}
+{{- if and $keySet $assertionSet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_KEY_FILE and CLIENT_ASSERTION_FILE are both set (%s, %s): %s sends the file's assertion; remove the key" $origin.CLIENT_ASSERTION_KEY_FILE $origin.CLIENT_ASSERTION_FILE $methodName) }}
+{{- else if $keySet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_KEY_FILE is set (%s): %s sends the file's assertion; remove the key" $origin.CLIENT_ASSERTION_KEY_FILE $methodName) }}{{ end -}}
 {{- if not $fileSet }}{{ $problems = append $problems (printf "CLIENT_ASSERTION_FILE is required with %s: the file a projected token or JWT-SVID is written to" $methodName) }}{{ end -}}
 {{- else -}}
 {{- if and (eq $method "tls_client_auth") $secretSet }}{{ $problems = append $problems (printf "%s is set with %s: the client certificate proves the client; remove the secret" $secretName $methodName) }}{{ end -}}
