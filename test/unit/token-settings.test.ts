@@ -144,6 +144,13 @@ describe('private_key_jwt configuration', () => {
     expect(msg).not.toContain('shh-value');
   });
 
+  it('names only the secret when it is set without the key, and still asks for the key', () => {
+    const msg = problems({ TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_SECRET_FILE: '/s/secret' });
+    expect(msg).toContain('CLIENT_SECRET_FILE is set (CLIENT_SECRET_FILE from the environment): TOKEN_AUTH_METHOD=private_key_jwt signs with the key and sends no secret');
+    expect(msg).toContain('CLIENT_ASSERTION_KEY_FILE is required with TOKEN_AUTH_METHOD=private_key_jwt');
+    expect(msg).not.toContain('unset');
+  });
+
   it('refuses small RSA keys, other curves, and an algorithm that does not fit the key, never printing the key', () => {
     expect(problems({ TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_ASSERTION_KEY_FILE: '/k/small.pem' })).toContain('RSA key of 1024 bits');
     expect(problems({ TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_ASSERTION_KEY_FILE: '/k/k1.pem' })).toContain('an EC key on secp256k1');
