@@ -137,23 +137,41 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 
 /** Starts stacks for one test; every one is stopped and leak-checked when the test ends. */
 export type StartStack = (options?: StackOptions) => Promise<Stack>;
+/** Starts a lone mock for one test (a second gateway, a token endpoint apart); closed when the test ends. */
+export type StartMock = (options?: MockTicketServiceOptions) => Promise<MockTicketService>;
 
-/** vitest's `test` with a `stack` fixture: `test('…', async ({ stack }) => { const { proxy } = await stack({ env }) })`. */
+/**
+ * vitest's `test` with two fixtures: `stack` (`const { proxy } = await stack({ env })`) and
+ * `mock`, for a mock without a proxy of its own (give it to a stack with `gateway`).
+ */
 // vitest reads a fixture's dependencies from its first parameter's destructuring: none here.
-// eslint-disable-next-line no-empty-pattern
-export const test = base.extend('stack', async ({}, { onCleanup }): Promise<StartStack> => {
-  const started: Stack[] = [];
-  onCleanup(async () => {
-    const errors: unknown[] = [];
-    for (const s of started.splice(0)) await s.stop().catch((err: unknown) => errors.push(err));
-    if (errors.length > 0) throw errors[0];
+export const test = base
+  // eslint-disable-next-line no-empty-pattern
+  .extend('mock', async ({}, { onCleanup }): Promise<StartMock> => {
+    const started: MockTicketService[] = [];
+    onCleanup(async () => {
+      for (const m of started.splice(0)) await m.close();
+    });
+    return async (options) => {
+      const m = await createMockTicketService({ tokenTtlS: 600, ...options });
+      started.push(m);
+      return m;
+    };
+  })
+  // eslint-disable-next-line no-empty-pattern
+  .extend('stack', async ({}, { onCleanup }): Promise<StartStack> => {
+    const started: Stack[] = [];
+    onCleanup(async () => {
+      const errors: unknown[] = [];
+      for (const s of started.splice(0)) await s.stop().catch((err: unknown) => errors.push(err));
+      if (errors.length > 0) throw errors[0];
+    });
+    return async (options) => {
+      const s = await startStack(options);
+      started.push(s);
+      return s;
+    };
   });
-  return async (options) => {
-    const s = await startStack(options);
-    started.push(s);
-    return s;
-  };
-});
 export const it = test;
 
 /** A `test` whose `shared` fixture is one stack for the whole file, stopped and leak-checked when the file ends. */
