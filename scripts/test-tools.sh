@@ -56,7 +56,7 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq >/dev/null
   apt-get install -y -qq --no-install-recommends "${missing_packages[@]}" >/dev/null
 elif in_ci; then
-  echo "test tools: CI=true and ${missing_commands[*]} not on PATH; nothing may be skipped in CI: install ${missing_packages[*]} (Debian: apt-get install ${missing_packages[*]})" >&2
+  echo "test tools: ${missing_commands[*]} not on PATH, and with CI=true no test may be skipped; install them (Debian: apt-get install ${missing_packages[*]})" >&2
   exit 1
 fi
 # Otherwise the tests that need them are skipped; the run ends with a line naming them.
