@@ -37,7 +37,7 @@ if [ ! -s "$helm_zip" ]; then
 fi
 # test/packaging/helm-binary.ts extracts helm (Node runs it as TypeScript) and prints its path.
 helm_path=$(node --experimental-strip-types --no-warnings "$root/test/packaging/helm-binary.ts")
-echo "test tools: helm at $helm_path (render the chart: $helm_path template helm/ticket-auth-proxy)"
+echo "test tools: helm at $helm_path (to render the chart: $helm_path template tickets helm/ticket-auth-proxy -f helm/ticket-auth-proxy/ci/standalone-values.yaml)"
 
 # command, Debian package (the rest of each line says which tests need it)
 missing_commands=()
