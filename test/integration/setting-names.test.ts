@@ -1,57 +1,50 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { SETTINGS } from '../../src/config/config.js';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { runCli, startProxy } from '../helpers/index.js';
+import type { MockTicketService } from '../../src/mock/ticket-service.js';
+import { runCli } from '../helpers/index.js';
+import { sharedStack } from '../helpers/stack.js';
 
 const SECRET = 'names-secret-41zz';
 const DEFAULT_PORT = SETTINGS.find((s) => s.env === 'LISTEN_PORT')!.default;
+// One mock for the file (its proxy unused but for the leak check); each test starts its own proxy against it.
+const it = sharedStack({ secret: SECRET, mock: { tokenTtlS: 900 } });
 let gateway: MockTicketService;
-
-beforeAll(async () => {
-  gateway = await createMockTicketService({ clients: { client: SECRET }, tokenTtlS: 900 });
-});
-afterAll(async () => {
-  await gateway?.close();
+it.beforeAll(({ shared }) => {
+  gateway = shared.gateway;
 });
 
 describe('a variable that resembles a setting', () => {
-  it('is named back in a warning at start, and the proxy listens where the settings say, on the default port', async () => {
+  it('is named back in a warning at start, and the proxy listens where the settings say, on the default port', async ({ stack }) => {
     // LISTEN_PORT empty is as if unset: the proxy takes its default, and the slip LISTEN_PROT is ignored.
-    const proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, LISTEN_PORT: '', LISTEN_PROT: '9180', PORT_ADMIN: '9181' });
-    try {
-      const warnings = proxy.lines().filter((l) => l.level === 40 && typeof l.variable === 'string');
-      expect(warnings).toEqual([
-        expect.objectContaining({ variable: 'LISTEN_PROT', setting: 'LISTEN_PORT', msg: 'LISTEN_PROT is not a setting and is ignored; did you mean LISTEN_PORT?' }),
-        expect.objectContaining({ variable: 'PORT_ADMIN', setting: 'ADMIN_PORT', msg: 'PORT_ADMIN is not a setting and is ignored; did you mean ADMIN_PORT?' }),
-      ]);
-      expect(proxy.proxyPort).toBe(DEFAULT_PORT);
-      expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
-      expect(proxy.output()).not.toContain('9180');
-    } finally {
-      await proxy.stop();
-    }
+    const { proxy } = await stack({ gateway, secret: SECRET, env: { LISTEN_PORT: '', LISTEN_PROT: '9180', PORT_ADMIN: '9181' }, ready: false });
+    const warnings = proxy.lines().filter((l) => l.level === 40 && typeof l.variable === 'string');
+    expect(warnings).toEqual([
+      expect.objectContaining({ variable: 'LISTEN_PROT', setting: 'LISTEN_PORT', msg: 'LISTEN_PROT is not a setting and is ignored; did you mean LISTEN_PORT?' }),
+      expect.objectContaining({ variable: 'PORT_ADMIN', setting: 'ADMIN_PORT', msg: 'PORT_ADMIN is not a setting and is ignored; did you mean ADMIN_PORT?' }),
+    ]);
+    expect(proxy.proxyPort).toBe(DEFAULT_PORT);
+    expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    expect(proxy.output()).not.toContain('9180');
   });
 
-  it('gives no warning for the variables every container holds', async () => {
-    const proxy = await startProxy({
-      BASE_URL: gateway.url,
-      CLIENT_ID: 'client',
-      CLIENT_SECRET: SECRET,
-      HOME: '/home/app',
-      HOSTNAME: 'pod-1',
-      KUBERNETES_SERVICE_HOST: '10.0.0.1',
-      KUBERNETES_SERVICE_PORT: '443',
-      NODE_ENV: 'production',
-      npm_config_listen_port: '1',
+  it('gives no warning for the variables every container holds', async ({ stack }) => {
+    const { proxy } = await stack({
+      gateway,
+      secret: SECRET,
+      ready: false,
+      env: {
+        HOME: '/home/app',
+        HOSTNAME: 'pod-1',
+        KUBERNETES_SERVICE_HOST: '10.0.0.1',
+        KUBERNETES_SERVICE_PORT: '443',
+        NODE_ENV: 'production',
+        npm_config_listen_port: '1',
+      },
     });
-    try {
-      expect(proxy.lines().filter((l) => l.level === 40 && typeof l.variable === 'string')).toEqual([]);
-    } finally {
-      await proxy.stop();
-    }
+    expect(proxy.lines().filter((l) => l.level === 40 && typeof l.variable === 'string')).toEqual([]);
   });
 
   it('is named by check as well, which still fetches its token', async () => {
