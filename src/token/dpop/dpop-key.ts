@@ -45,7 +45,7 @@ function keyKind(key: KeyObject): string {
   if (key.asymmetricKeyType === 'ec' && details.namedCurve === 'prime256v1') return 'P-256';
   if (key.asymmetricKeyType === 'ec' && details.namedCurve === 'secp384r1') return 'P-384';
   if (key.asymmetricKeyType === 'ed25519') return 'ed25519';
-  const what = key.asymmetricKeyType === 'ec' ? `an EC key on ${details.namedCurve ?? 'an unknown curve'}` : `a ${key.asymmetricKeyType ?? 'an unknown'} key`;
+  const what = key.asymmetricKeyType === 'ec' ? `an EC key on ${details.namedCurve ?? 'an unknown curve'}` : `a key of type ${key.asymmetricKeyType ?? 'unknown'}`;
   throw new Error(`holds ${what}; use EC P-256 (ES256), P-384 (ES384), Ed25519 (EdDSA) or RSA of 2048 bits or more (PS256)`);
 }
 
@@ -77,6 +77,9 @@ export function jwkThumbprint(jwk: Readonly<Record<string, string>>): string {
   const json = `{${members.map((m) => `${JSON.stringify(m)}:${JSON.stringify(jwk[m])}`).join(',')}}`;
   return createHash('sha256').update(json).digest('base64url');
 }
+
+/** How a message names a key type. */
+const KIND_NAMES: Readonly<Record<string, string>> = { 'P-256': 'a P-256', 'P-384': 'a P-384', ed25519: 'an Ed25519', rsa: 'an RSA' };
 
 /** Builds the {@link DpopKey} of a private key whose type and algorithm were checked. */
 function dpopKeyOf(privateKey: KeyObject, alg: DpopAlg): DpopKey {
@@ -114,7 +117,7 @@ export function loadDpopKey(pem: string, alg?: DpopAlg): DpopKey {
   }
   const kind = keyKind(key);
   const fits = ALGS_BY_KEY[kind]!;
-  if (alg !== undefined && !fits.includes(alg)) throw new Error(`holds a ${kind} key, which cannot sign ${alg} (use ${fits.join(', ')})`);
+  if (alg !== undefined && !fits.includes(alg)) throw new Error(`holds ${KIND_NAMES[kind]!} key, which cannot sign ${alg} (use ${fits.join(', ')})`);
   return dpopKeyOf(key, alg ?? fits[0]!);
 }
 

@@ -7,6 +7,7 @@
  */
 
 /** Characters a WHATWG URL path percent-encodes (its path percent-encode set), or removes (tab, LF, CR). */
+// eslint-disable-next-line no-control-regex -- the set starts with the C0 controls
 const PATH_ESCAPED = /[\x00-\x20"<>^`{}\x7f-\uffff]/;
 
 function escapePath(path: string): string {
@@ -34,13 +35,14 @@ function pathOf(target: string): string {
 /**
  * The `htu` of every request forwarded to the gateway at `baseUrl`: returns a function taking the
  * request target as received (`/api/v1/tickets?state=open`) and giving scheme, host, port and
- * `BASE_URL`'s path prefix followed by the target's path, without query and fragment. The
+ * `BASE_URL`'s path prefix (without trailing slashes, as the configuration keeps it) followed by
+ * the target's path, without query and fragment. The
  * prefix is worked out once; per request it is one concatenation. The target is the one the
  * path guard let through (origin-form, no dot segments, no backslash), which is sent as it is.
  */
 export function gatewayHtu(baseUrl: string): (target: string) => string {
   const url = new URL(baseUrl);
-  const prefix = `${url.protocol}//${url.host}${url.pathname.replace(/\/$/, '')}`;
+  const prefix = `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`;
   return (target) => prefix + pathOf(target);
 }
 
