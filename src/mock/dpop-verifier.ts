@@ -106,8 +106,13 @@ export function createDpopVerifier(options: DpopVerifierOptions = {}): DpopVerif
   const seen = new Map<string, number>();
   let currentNonce = randomBytes(16).toString('base64url');
 
+  // Entries go in with a deadline a fixed time after their check, so the oldest come first: the
+  // sweep stops at the first one still kept, whatever the number of proofs remembered.
   const forget = (t: number): void => {
-    for (const [jti, until] of seen) if (until < t) seen.delete(jti);
+    for (const [jti, until] of seen) {
+      if (until >= t) break;
+      seen.delete(jti);
+    }
   };
 
   const verifier: DpopVerifier = {
