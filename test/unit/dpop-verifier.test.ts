@@ -152,7 +152,8 @@ describe('the strict DPoP check, with headers only another client would send', (
   it('refuses an HS256 proof and one with alg none', async () => {
     const secret = Buffer.from('0123456789abcdef0123456789abcdef');
     const hs = await new SignJWT({ jti: 'a', htm: 'GET', htu: URL_, iat: NOW / 1000 })
-      .setProtectedHeader({ typ: 'dpop+jwt', alg: 'HS256', jwk: { kty: 'oct', k: secret.toString('base64url') } })
+      // A symmetric key in the header is what jose's types forbid and this check must refuse.
+      .setProtectedHeader({ typ: 'dpop+jwt', alg: 'HS256', jwk: { kty: 'oct', k: secret.toString('base64url') } as JWK })
       .sign(secret);
     refused(await verifier().verify(request([hs])), 'invalid_dpop_proof', 'alg must be an asymmetric algorithm (got "HS256")');
     const good = await joseProof('P-256', 'ES256');
