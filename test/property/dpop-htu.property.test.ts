@@ -5,7 +5,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { createDpopVerifier } from '../../src/mock/dpop-verifier.js';
+import { systemClock } from '../../src/core/clock.js';
+import { generateDpopKey } from '../../src/token/dpop/dpop-key.js';
 import { gatewayHtu, htuOf } from '../../src/token/dpop/htu.js';
+import { createDpopProver } from '../../src/token/dpop/proof.js';
 import { FC } from './budget.js';
 
 /** What a WHATWG URL makes of the URL: without query and fragment. */
@@ -60,6 +64,23 @@ describe('the DPoP htu of a forwarded request', () => {
         expect(htuOf(url)).toBe(whatwg(url));
       }),
       FC,
+    );
+  });
+
+  it('is accepted by the strict check of a server reading the request as Node does (origin + raw target)', async () => {
+    const prover = createDpopProver({ key: generateDpopKey(), clock: systemClock });
+    const verifier = createDpopVerifier();
+    await fc.assert(
+      fc.asyncProperty(scheme, host, port, prefix, path, tail, async (s, h, p, pre, target, t) => {
+        const base = `${s}://${h}${p}${pre}`.replace(/\/+$/, '');
+        const sent = `/api/v1${target}${t}`;
+        const proof = prover.proof('GET', gatewayHtu(base)(sent));
+        // The gateway sees the base path and the target on the wire, and the Host header.
+        const url = new URL(base);
+        const verdict = await verifier.verify({ rawHeaders: ['DPoP', proof], method: 'GET', url: `${url.origin}${url.pathname.replace(/\/$/, '')}${sent}` });
+        expect(verdict).toMatchObject({ ok: true });
+      }),
+      { ...FC, numRuns: 300 },
     );
   });
 });
