@@ -140,6 +140,8 @@ export function createDpopVerifier(options: DpopVerifierOptions = {}): DpopVerif
       const { jti, htm, htu, iat, ath, nonce } = payload;
       if (typeof jti !== 'string' || jti === '') return fail('jti is missing');
       if (htm !== request.method) return fail(`htm ${JSON.stringify(htm)} is not the request's method ${request.method}`);
+      // RFC 9449 §4.2: the client sends htu without query and fragment; refusing them checks it does.
+      if (typeof htu === 'string' && /[?#]/.test(htu)) return fail(`htu must be without query and fragment (got ${JSON.stringify(htu)})`);
       const expected = normalizeHtu(request.url);
       if (typeof htu !== 'string' || expected === undefined || normalizeHtu(htu) !== expected) {
         return fail(`htu ${JSON.stringify(htu)} is not the request's URL ${expected ?? request.url}`);

@@ -108,6 +108,12 @@ describe.each([
     }
   });
 
+  it('refuses an htu carrying a query or a fragment, which a client leaves out', async () => {
+    for (const htu of [`${URL_}?state=open`, `${URL_}#x`, `${URL_}?`]) {
+      refused(await verifier().verify(request([await make('P-256', 'ES256', { htu })], { url: `${URL_}?state=open` })), 'invalid_dpop_proof', /^htu must be without query and fragment/);
+    }
+  });
+
   it('refuses a wrong htm', async () => {
     refused(await verifier().verify(request([await make('P-256', 'ES256', { htm: 'POST' })])), 'invalid_dpop_proof', /^htm "POST" is not the request's method GET/);
     refused(await verifier().verify(request([await make('P-256', 'ES256', { htm: 'get' })])), 'invalid_dpop_proof', /^htm /);
