@@ -8,6 +8,15 @@ export type TokenAuthMethod =
   | 'tls_client_auth'
   | 'client_assertion_file';
 
+/** Sender-constrained tokens (`DPOP`, RFC 9449): off, proofs sent (a Bearer answer still used), or a DPoP-bound token required. */
+export type DpopMode = 'off' | 'on' | 'required';
+
+/** The algorithms a DPoP proof may be signed with (`DPOP_ALG`); which fit depends on the key. */
+export const DPOP_ALGS = ['ES256', 'ES384', 'EdDSA', 'PS256', 'PS384', 'PS512', 'RS256', 'RS384', 'RS512'] as const;
+
+/** One of {@link DPOP_ALGS}. */
+export type DpopAlg = (typeof DPOP_ALGS)[number];
+
 /** The proxy's settings, parsed once and frozen. See `config/ticket-auth-proxy.example.yaml`. */
 export interface Config {
   readonly baseUrl: string;
@@ -31,6 +40,10 @@ export interface Config {
   readonly clientAssertionAlg: string | undefined;
   readonly clientAssertionFile: string | undefined;
   readonly clientAssertionType: string;
+  readonly dpop: DpopMode;
+  /** PEM private key the DPoP proofs are signed with; without it a key is generated at start. */
+  readonly dpopKeyFile: string | undefined;
+  readonly dpopAlg: DpopAlg | undefined;
   readonly tokenRefreshRatio: number;
   readonly tokenDefaultTtlS: number;
   readonly tokenWaitTimeoutMs: number;
@@ -110,6 +123,9 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'CLIENT_ASSERTION_ALG', key: 'clientAssertionAlg', kind: { type: 'enum', values: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'] } },
   { env: 'CLIENT_ASSERTION_FILE', key: 'clientAssertionFile', kind: { type: 'path' } },
   { env: 'CLIENT_ASSERTION_TYPE', key: 'clientAssertionType', kind: { type: 'string' }, default: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer' },
+  { env: 'DPOP', key: 'dpop', kind: { type: 'enum', values: ['off', 'on', 'required'] }, default: 'off' },
+  { env: 'DPOP_KEY_FILE', key: 'dpopKeyFile', kind: { type: 'path' } },
+  { env: 'DPOP_ALG', key: 'dpopAlg', kind: { type: 'enum', values: DPOP_ALGS } },
   {
     env: 'TOKEN_REFRESH_RATIO',
     key: 'tokenRefreshRatio',

@@ -30,6 +30,9 @@ CLIENT_ASSERTION_KID: {type: string}
 CLIENT_ASSERTION_ALG: {type: enum, values: [RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, EdDSA]}
 CLIENT_ASSERTION_FILE: {type: path}
 CLIENT_ASSERTION_TYPE: {type: string}
+DPOP: {type: enum, values: ['off', 'on', required]}
+DPOP_KEY_FILE: {type: path}
+DPOP_ALG: {type: enum, values: [ES256, ES384, EdDSA, PS256, PS384, PS512, RS256, RS384, RS512]}
 TOKEN_REFRESH_RATIO: {type: number, min: 0, max: 1, exclusive: true}
 TOKEN_DEFAULT_TTL_S: {type: int, min: 1}
 TOKEN_WAIT_TIMEOUT_MS: {type: int, min: 0}
