@@ -62,6 +62,7 @@ export function configuredCredential(config: Config, deps: ConfiguredCredentialD
   switch (config.tokenAuthMethod) {
     case 'client_secret_post':
     case 'client_secret_basic':
+    case 'client_secret_jwt':
       return withSecret(config, full);
     case 'tls_client_auth':
       return {
@@ -81,7 +82,7 @@ function withSecret(config: Config, deps: Deps): ConfiguredCredential {
   const { clientId, clientSecretFile } = config;
   const clientSecret = deps.startup.clientSecret;
   return {
-    clientAuth: secretClientAuth(config.tokenAuthMethod),
+    clientAuth: secretClientAuth(config.tokenAuthMethod, () => deps.clock.now()),
     credential: clientId !== undefined && clientSecret !== undefined ? { clientId, clientSecret } : undefined,
     watch: (target) => {
       if (clientId === undefined || clientSecret === undefined || clientSecretFile === undefined) return () => {};
@@ -93,7 +94,8 @@ function withSecret(config: Config, deps: Deps): ConfiguredCredential {
         onChange: (next) => target.setCredential({ clientId, clientSecret: next }),
       });
     },
-    describe: () => [],
+    describe: () =>
+      config.tokenAuthMethod === 'client_secret_jwt' ? ['client authentication: client_secret_jwt, an assertion signed HS256 with the secret (never sent)'] : [],
   };
 }
 
