@@ -126,7 +126,7 @@ export function clientSecretJwt(options: ClientSecretJwtOptions): ClientAuth {
         ['client_assertion_type', JWT_BEARER],
         ['client_assertion', `${input}.${signature}`],
       ],
-      credentials: `${SECRET} the assertion is signed with, and that the identity provider allows client_secret_jwt for this client`,
+      credentials: 'CLIENT_ID and the secret the assertion is signed with (CLIENT_SECRET_FILE or CLIENT_SECRET); the identity provider must allow client_secret_jwt for this client',
     };
   };
 }
