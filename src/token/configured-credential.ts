@@ -3,15 +3,8 @@ import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
 import type { Log } from '../core/log.js';
 import { loadAssertionKey, type AssertionKey } from './assertion-key.js';
-import {
-  clientAssertionFile,
-  privateKeyJwt,
-  secretClientAuth,
-  summarizeAssertion,
-  tlsClientAuth,
-  type ClientAuth,
-  type Credential,
-} from './client-auth.js';
+import { clientAssertionFile, summarizeAssertion } from './assertion-file.js';
+import { privateKeyJwt, secretClientAuth, tlsClientAuth, type ClientAuth, type Credential } from './client-auth.js';
 import { watchSecretFile } from './secret-file.js';
 import type { TokenStartup } from './settings.js';
 

@@ -1,6 +1,7 @@
 import type { SettingsCheckContext } from '../config/load.js';
 import { loadAssertionKey, type AssertionKey } from './assertion-key.js';
-import { RESERVED_TOKEN_PARAMS, SECRET_METHODS, summarizeAssertion } from './client-auth.js';
+import { summarizeAssertion } from './assertion-file.js';
+import { RESERVED_TOKEN_PARAMS, SECRET_METHODS } from './client-auth.js';
 import { trimSecret } from './secret-file.js';
 
 /** What the client authentication settings name, read once at start and handed on. */

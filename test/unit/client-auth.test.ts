@@ -4,7 +4,6 @@ import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { TokenFetchError } from '../../src/core/errors.js';
 import {
   JWT_BEARER,
-  clientAssertionFile,
   changedByFormEncoding,
   clientSecretBasic,
   clientSecretJwt,
@@ -12,9 +11,9 @@ import {
   secretClientAuth,
   parseTokenParams,
   privateKeyJwt,
-  summarizeAssertion,
   tlsClientAuth,
 } from '../../src/token/client-auth.js';
+import { clientAssertionFile, summarizeAssertion } from '../../src/token/assertion-file.js';
 
 const CRED = { clientId: 'client-1', clientSecret: 's3cret' };
 const URL_ = 'https://idp.example/token';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TokenFetchError } from '../../src/core/errors.js';
-import { clientAssertionFile } from '../../src/token/client-auth.js';
+import { clientAssertionFile } from '../../src/token/assertion-file.js';
 import { describeFetchFailure, describeTokenFailure, diagnoseTokenFailure, displayTokenUrl } from '../../src/token/diagnose.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
 import { TokenRefusedError } from '../../src/token/refusal.js';

@@ -6,7 +6,8 @@ import { TokenFetchError } from '../../src/core/errors.js';
 import type { TokenAuthMethod } from '../../src/config/config.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
 import { TokenRefusedError } from '../../src/token/refusal.js';
-import { clientAssertionFile, parseTokenParams, secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
+import { clientAssertionFile } from '../../src/token/assertion-file.js';
+import { parseTokenParams, secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
 
 interface Seen {
   method: string;
