@@ -4,9 +4,10 @@
 // on a simulated clock: the sidecars start within the same second, the token endpoint issues
 // tokens of one hour and answers in 50 ms, and it is down (503, no Retry-After) for five minutes
 // inside the first refresh wave. The same fleet runs twice in one run: with the product's schedule
-// (DEFAULT_SCHEDULE: first refresh between half the ratio and the ratio; backoff cap a quarter of
-// the held token's usable life) and with the schedule before it (EARLIER_SCHEDULE below, given to
-// each token source as its `schedule`: every refresh at the ratio less up to 10 %, a 30 s cap). Then one proxy with pass-through credentials
+// (DEFAULT_SCHEDULE: first refresh between half the ratio and the ratio, later ones between three
+// quarters of the ratio and the ratio; backoff cap a quarter of the held token's usable life) and
+// with the schedule before it (EARLIER_SCHEDULE below, given to each token source as its
+// `schedule`: every refresh at the ratio less up to 10 %, a 30 s cap). Then one proxy with pass-through credentials
 // (dist/token/source-cache.js): as many credentials as sidecars, each used every 5 minutes, a
 // tenth of them idle after the first hour.
 //
@@ -14,7 +15,7 @@
 // FLEET_OUTAGE_AT_S (2700: inside the first refresh wave, where an outage hurts), FLEET_OUTAGE_S
 // (300), FLEET_REFRESH_RATIO (0.8, the default of TOKEN_REFRESH_RATIO), FLEET_SEED (1).
 import { TokenFetchError } from '../dist/core/errors.js';
-import { BACKOFF_CAP_MS, DEFAULT_SCHEDULE, refreshOffsetMs } from '../dist/token/backoff.js';
+import { BACKOFF_CAP_MS, DEFAULT_SCHEDULE } from '../dist/token/backoff.js';
 import { createSourceCache } from '../dist/token/source-cache.js';
 import { TokenSource } from '../dist/token/token-source.js';
 
@@ -147,9 +148,12 @@ function withoutTokenWatch(sources) {
   };
 }
 
-/** The schedule before the first refresh was spread and the backoff cap grew with the token's life. */
+/**
+ * The schedule before the refreshes were spread and the backoff cap grew with the token's life:
+ * every refresh at the ratio less up to 10 % of the lifetime, a 30 s cap.
+ */
 const EARLIER_SCHEDULE = {
-  refreshOffsetMs: (lifetimeMs, ratio, random) => refreshOffsetMs(lifetimeMs, ratio, random),
+  refreshOffsetMs: (lifetimeMs, ratio, random) => Math.max(0, lifetimeMs * ratio - random() * 0.1 * lifetimeMs),
   backoffCapMs: () => BACKOFF_CAP_MS,
 };
 

@@ -6,7 +6,8 @@ export type TokenAuthMethod =
   | 'client_secret_basic'
   | 'private_key_jwt'
   | 'tls_client_auth'
-  | 'client_assertion_file';
+  | 'client_assertion_file'
+  | 'client_secret_jwt';
 
 /** Sender-constrained tokens (`DPOP`, RFC 9449): off, proofs sent (a Bearer answer still used), or a DPoP-bound token required. */
 export type DpopMode = 'off' | 'on' | 'required';
@@ -114,7 +115,7 @@ export const SETTINGS: readonly Setting[] = [
   {
     env: 'TOKEN_AUTH_METHOD',
     key: 'tokenAuthMethod',
-    kind: { type: 'enum', values: ['client_secret_post', 'client_secret_basic', 'private_key_jwt', 'tls_client_auth', 'client_assertion_file'] },
+    kind: { type: 'enum', values: ['client_secret_post', 'client_secret_basic', 'private_key_jwt', 'tls_client_auth', 'client_assertion_file', 'client_secret_jwt'] },
     default: 'client_secret_post',
   },
   { env: 'TOKEN_PARAMS', key: 'tokenParams', kind: { type: 'params' } },

@@ -12,11 +12,11 @@ import { createApi, type ApiFault, type ApiHandler, type ApiRequestRecord } from
 import { createAssertionClients, type AssertionClients } from './client-assertions.js';
 import { listen, type MockTls } from './listener.js';
 import { json } from './respond.js';
-import { createTokenEndpoint, type TokenEndpoint, type TokenFault, type TokenRequestRecord } from './token-endpoint.js';
+import { createTokenEndpoint, type TokenEndpoint, type TokenFault, type TokenRefusalStyle, type TokenRequestRecord } from './token-endpoint.js';
 
 export type { ApiFault, ApiRequestRecord } from './api.js';
 export type { MockTls } from './listener.js';
-export type { TokenFault, TokenRequestRecord } from './token-endpoint.js';
+export type { TokenFault, TokenRefusalStyle, TokenRequestRecord } from './token-endpoint.js';
 
 /** The client the demo and `npm run mock` know: a throwaway pair, printed for the user to try. */
 export const DEMO_CLIENT = { id: 'demo-client', secret: 'demo-secret' } as const;
@@ -32,6 +32,8 @@ export interface MockTicketServiceOptions {
   port?: number;
   /** Serve HTTPS with this key and certificate (PEM); `requestCert` demands a client certificate signed by `ca`. */
   tls?: MockTls;
+  /** How the token endpoint refuses a client (a bare 403, a scope required...); default 401 `invalid_client`. */
+  tokenRefusal?: TokenRefusalStyle;
 }
 
 export interface MockTicketService {
@@ -134,6 +136,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     events,
     // The audience a private_key_jwt assertion must name: this endpoint, as the client reaches it.
     audience: () => `${url}/api/v1/oauth2/token`,
+    ...(options.tokenRefusal === undefined ? {} : { refusal: options.tokenRefusal }),
   });
   let rejectAll = false;
   let apiFault: ApiFault | undefined;

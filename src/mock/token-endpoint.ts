@@ -1,18 +1,23 @@
 /**
  * The mock's token endpoint (RFC 6749 §4.4, client credentials): known clients by secret (in the
- * body or Basic), assertion clients through `client-assertions.ts`, opaque tokens of a fixed
- * lifetime, queued faults, and a record of every request (never a secret or an assertion).
+ * body or Basic) or by an assertion signed with their secret (`client_secret_jwt`), assertion
+ * clients through `client-assertions.ts`, opaque tokens of a fixed lifetime, queued faults, the
+ * refusals of identity providers that answer otherwise than RFC 6749 §5.2 asks (a bare 403, a
+ * scope required, Basic credentials compared without decoding), and a record of every request
+ * (never a secret or an assertion).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AssertionClients } from './client-assertions.js';
+import { isSecretJwt, type AssertionClients } from './client-assertions.js';
 import { json } from './respond.js';
 
 export interface TokenRequestRecord {
   at: number;
   clientId: string | undefined;
-  authMethod: 'post' | 'basic' | 'none' | 'client_assertion';
+  authMethod: 'post' | 'basic' | 'none' | 'client_assertion' | 'client_secret_jwt';
+  /** Whether a secret was sent (a `client_secret` field or a Basic password); its value is never kept. */
+  secretSent: boolean;
   scope: string | undefined;
   headers: Record<string, string | string[] | undefined>;
   /** Every form field as received, client_secret and client_assertion left out. */
@@ -27,6 +32,21 @@ export type TokenFault =
   | { kind: 'hang'; times?: number }
   | { kind: 'reset'; times?: number }
   | { kind: 'delay'; ms: number; times?: number };
+
+/**
+ * How the token endpoint refuses a client, as identity providers differ. By default a wrong
+ * secret gets 401 `invalid_client` (RFC 6749 §5.2).
+ */
+export interface TokenRefusalStyle {
+  /** The status of a refusal (default 401). */
+  status?: 400 | 401 | 403;
+  /** Answer a refusal with an empty body: no error code at all. */
+  bare?: boolean;
+  /** Refuse a request without `scope` the same way as a wrong secret. */
+  scopeRequired?: boolean;
+  /** Compare Basic credentials as sent, without the form-decoding RFC 6749 §2.3.1 asks for. */
+  basicAsSent?: boolean;
+}
 
 /** A token the mock issued. */
 export interface IssuedToken {
@@ -43,6 +63,7 @@ export interface TokenEndpointOptions {
   events: EventEmitter;
   /** The token endpoint's own URL: the audience a private_key_jwt assertion must name. */
   audience: () => string;
+  refusal?: TokenRefusalStyle;
 }
 
 export interface TokenEndpoint {
@@ -67,7 +88,7 @@ interface TokenRequest {
 const NO_STORE = { 'cache-control': 'no-store' };
 
 /** Reads who the client says it is: id and secret from the body or from Basic, or an assertion. */
-function readTokenRequest(req: IncomingMessage, body: Buffer): TokenRequest {
+function readTokenRequest(req: IncomingMessage, body: Buffer, basicAsSent: boolean): TokenRequest {
   const form = new URLSearchParams(body.toString('utf8'));
   let clientId = form.get('client_id') ?? undefined;
   let secret = form.get('client_secret') ?? undefined;
@@ -76,12 +97,12 @@ function readTokenRequest(req: IncomingMessage, body: Buffer): TokenRequest {
   if (basic) {
     const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    const dec = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
+    const dec = (s: string) => (basicAsSent ? s : decodeURIComponent(s.replace(/\+/g, ' ')));
     clientId = dec(decoded.slice(0, colon));
     secret = dec(decoded.slice(colon + 1));
     authMethod = 'basic';
   }
-  if (form.has('client_assertion')) authMethod = 'client_assertion';
+  if (form.has('client_assertion')) authMethod = isSecretJwt(form.get('client_assertion')!) ? 'client_secret_jwt' : 'client_assertion';
   return { form, clientId, secret, authMethod };
 }
 
@@ -92,6 +113,7 @@ function recordOf(req: IncomingMessage, request: TokenRequest): TokenRequestReco
     clientId: request.clientId,
     authMethod: request.authMethod,
     scope: request.form.get('scope') ?? undefined,
+    secretSent: request.secret !== undefined,
     headers: req.headers,
     form: [...request.form].filter(([k]) => k !== 'client_secret' && k !== 'client_assertion'),
     assertionSha256: assertion === undefined ? undefined : createHash('sha256').update(assertion).digest('hex'),
@@ -113,9 +135,27 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
     json(res, 200, { access_token: token, token_type: 'Bearer', expires_in: ttlS }, NO_STORE);
   };
 
+  const style = options.refusal ?? {};
+  /** A refused client: 401 invalid_client, or as the configured style answers. */
+  const refuse = (res: ServerResponse, authMethod: TokenRequest['authMethod'], description: string): void => {
+    const status = style.status ?? 401;
+    const challenge: Record<string, string> = authMethod === 'basic' && status === 401 ? { 'www-authenticate': 'Basic realm="tickets"' } : {};
+    if (style.bare) {
+      res.writeHead(status, { ...NO_STORE, ...challenge, 'content-length': '0' });
+      res.end();
+    } else json(res, status, { error: 'invalid_client', error_description: description }, { ...NO_STORE, ...challenge });
+  };
+
   const answer = (res: ServerResponse, { form, clientId, secret, authMethod }: TokenRequest): void => {
     if (form.get('grant_type') !== 'client_credentials') {
       json(res, 400, { error: form.has('grant_type') ? 'unsupported_grant_type' : 'invalid_request' }, NO_STORE);
+    } else if (style.scopeRequired && !form.has('scope')) {
+      refuse(res, authMethod, 'scope is required');
+    } else if (authMethod === 'client_secret_jwt') {
+      void assertionClients.verifyWithSecret(form, options.audience(), (id) => clients.get(id)).then((v) => {
+        if (v.ok) grant(res, v.clientId!);
+        else refuse(res, authMethod, v.description ?? 'client authentication failed');
+      });
     } else if (authMethod === 'client_assertion' || assertionClients.isFederated(clientId)) {
       // A federated client has no secret: only its issuer's assertion is accepted.
       void assertionClients.verify(form, options.audience()).then((v) => {
@@ -125,8 +165,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
     } else if (clientId === undefined || secret === undefined) {
       json(res, 400, { error: 'invalid_request', error_description: 'client_id and client_secret are required' }, NO_STORE);
     } else if (clients.get(clientId) !== secret) {
-      const challenge: Record<string, string> = authMethod === 'basic' ? { 'www-authenticate': 'Basic realm="tickets"' } : {};
-      json(res, 401, { error: 'invalid_client', error_description: 'client authentication failed' }, { ...NO_STORE, ...challenge });
+      refuse(res, authMethod, 'client authentication failed');
     } else grant(res, clientId);
   };
 
@@ -146,7 +185,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
 
   return {
     handle(req, res, body) {
-      const request = readTokenRequest(req, body);
+      const request = readTokenRequest(req, body, style.basicAsSent === true);
       const record = recordOf(req, request);
       requests.push(record);
       options.events.emit('token', record);

@@ -1,4 +1,4 @@
-import { randomUUID, type KeyObject } from 'node:crypto';
+import { createHmac, randomUUID, type KeyObject } from 'node:crypto';
 import type { TokenAuthMethod } from '../config/config.js';
 import { TokenFetchError } from '../core/errors.js';
 
@@ -20,6 +20,10 @@ export class ClientAssertionError extends TokenFetchError {
 export interface ClientAuthParts {
   readonly headers: Record<string, string>;
   readonly form: ReadonlyArray<readonly [string, string]>;
+  /** The settings this proof is made of, named first when the endpoint refuses the client. */
+  readonly credentials?: string;
+  /** Another method worth trying when the endpoint refuses this one; never quotes the secret. */
+  readonly alternative?: string;
 }
 
 /**
@@ -27,6 +31,9 @@ export interface ClientAuthParts {
  * RFC 8705 §2.1). Called once per token request, retries included, so assertions are fresh.
  */
 export type ClientAuth = (credential: Credential, tokenUrl: string) => Promise<ClientAuthParts> | ClientAuthParts;
+
+/** Lifetime of a signed assertion: short, since a fresh one is signed for every request. */
+const ASSERTION_LIFETIME_S = 60;
 
 /** The assertion type for a JWT client assertion (RFC 7523 §2.2). */
 export const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -49,6 +56,8 @@ function formEncode(s: string): string {
   return new URLSearchParams([['', s]]).toString().slice(1);
 }
 
+const SECRET = 'CLIENT_ID and the secret (CLIENT_SECRET_FILE or CLIENT_SECRET)';
+
 /** `client_secret_post`: id and secret in the form body. */
 export const clientSecretPost: ClientAuth = (credential) => ({
   headers: {},
@@ -56,25 +65,93 @@ export const clientSecretPost: ClientAuth = (credential) => ({
     ['client_id', credential.clientId],
     ['client_secret', credential.clientSecret],
   ],
+  credentials: SECRET,
 });
 
-/** `client_secret_basic`: id and secret, each form-encoded, in an `Authorization: Basic` header. */
-export const clientSecretBasic: ClientAuth = (credential) => {
-  const pair = `${formEncode(credential.clientId)}:${formEncode(credential.clientSecret)}`;
-  return { headers: { authorization: `Basic ${Buffer.from(pair).toString('base64')}` }, form: [] };
-};
+/** Whether RFC 6749 §2.3.1's form-encoding changes `s` (`+ / : & = % ~ !`, spaces, non-ASCII...). */
+export function changedByFormEncoding(s: string): boolean {
+  return formEncode(s) !== s;
+}
 
 /**
- * The strategy for a client that authenticates with a secret: `client_secret_basic` when that is
- * the configured method, `client_secret_post` otherwise. Pass-through Basic credentials carry a
- * secret whatever the configured method, so they are sent this way.
+ * `client_secret_basic`: id and secret, each form-encoded, in an `Authorization: Basic` header.
+ * Some identity providers compare the Basic credentials without decoding them: when encoding
+ * changes the id or the secret, a refusal suggests `client_secret_post`, without saying which
+ * characters the secret holds.
  */
-export function secretClientAuth(method: TokenAuthMethod): ClientAuth {
-  return method === 'client_secret_basic' ? clientSecretBasic : clientSecretPost;
+export const clientSecretBasic: ClientAuth = (credential) => {
+  const pair = `${formEncode(credential.clientId)}:${formEncode(credential.clientSecret)}`;
+  const changed = [
+    ...(changedByFormEncoding(credential.clientId) ? ['the client id'] : []),
+    ...(changedByFormEncoding(credential.clientSecret) ? ['the secret'] : []),
+  ];
+  return {
+    headers: { authorization: `Basic ${Buffer.from(pair).toString('base64')}` },
+    form: [],
+    credentials: SECRET,
+    ...(changed.length === 0
+      ? {}
+      : {
+          alternative:
+            `${changed.join(' and ')} ${changed.length > 1 ? 'have' : 'has'} characters that RFC 6749 §2.3.1 form-encodes in Basic credentials ` +
+            '(such as + / : & = % ~ !), which some identity providers compare without decoding: try TOKEN_AUTH_METHOD=client_secret_post',
+        }),
+  };
+};
+
+/** Options of {@link clientSecretJwt}. */
+export interface ClientSecretJwtOptions {
+  /** Milliseconds since the epoch. */
+  now: () => number;
+  randomId?: () => string;
+}
+
+/**
+ * `client_secret_jwt` (RFC 7523 §2.2, OpenID Connect Core §9): a fresh HS256 assertion for every
+ * token request, signed with the UTF-8 octets of the secret: iss = sub = client id, aud = token
+ * endpoint URL, random jti, exp = iat + 60 s. The secret itself is never sent.
+ */
+export function clientSecretJwt(options: ClientSecretJwtOptions): ClientAuth {
+  const randomId = options.randomId ?? randomUUID;
+  return (credential, tokenUrl) => {
+    const iat = Math.floor(options.now() / 1000);
+    const part = (v: object): string => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const claims = { iss: credential.clientId, sub: credential.clientId, aud: tokenUrl, jti: randomId(), iat, exp: iat + ASSERTION_LIFETIME_S };
+    const input = `${part({ alg: 'HS256', typ: 'JWT' })}.${part(claims)}`;
+    const signature = createHmac('sha256', Buffer.from(credential.clientSecret, 'utf8')).update(input).digest('base64url');
+    return {
+      headers: {},
+      form: [
+        ['client_id', credential.clientId],
+        ['client_assertion_type', JWT_BEARER],
+        ['client_assertion', `${input}.${signature}`],
+      ],
+      credentials: 'CLIENT_ID and the secret the assertion is signed with (CLIENT_SECRET_FILE or CLIENT_SECRET); the identity provider must allow client_secret_jwt for this client',
+    };
+  };
+}
+
+/** The methods whose proof is the client secret (sent, or signing an assertion). */
+export const SECRET_METHODS: readonly TokenAuthMethod[] = ['client_secret_post', 'client_secret_basic', 'client_secret_jwt'];
+
+/**
+ * The strategy for a client that authenticates with a secret: `client_secret_basic` or
+ * `client_secret_jwt` when that is the configured method, `client_secret_post` otherwise.
+ * Pass-through Basic credentials carry a secret whatever the configured method, so they are sent
+ * this way. `now` dates a `client_secret_jwt` assertion.
+ */
+export function secretClientAuth(method: TokenAuthMethod, now: () => number = Date.now): ClientAuth {
+  if (method === 'client_secret_basic') return clientSecretBasic;
+  if (method === 'client_secret_jwt') return clientSecretJwt({ now });
+  return clientSecretPost;
 }
 
 /** `tls_client_auth` (RFC 8705 §2.1): the certificate proves the client; the body names it only. */
-export const tlsClientAuth: ClientAuth = (credential) => ({ headers: {}, form: [['client_id', credential.clientId]] });
+export const tlsClientAuth: ClientAuth = (credential) => ({
+  headers: {},
+  form: [['client_id', credential.clientId]],
+  credentials: 'CLIENT_ID and the client certificate (TLS_CLIENT_CERT_FILE) the identity provider has registered for it',
+});
 
 /** Options of {@link privateKeyJwt}. */
 export interface PrivateKeyJwtOptions {
@@ -86,9 +163,6 @@ export interface PrivateKeyJwtOptions {
   now: () => number;
   randomId?: () => string;
 }
-
-/** Lifetime of a signed assertion: short, since a fresh one is signed for every request. */
-const ASSERTION_LIFETIME_S = 60;
 
 /**
  * `private_key_jwt` (RFC 7523 §3, OpenID Connect Core §9): a fresh assertion signed for every
@@ -118,75 +192,7 @@ export function privateKeyJwt(options: PrivateKeyJwtOptions): ClientAuth {
         ['client_assertion_type', JWT_BEARER],
         ['client_assertion', assertion],
       ],
-    };
-  };
-}
-
-/** Options of {@link clientAssertionFile}. */
-export interface ClientAssertionFileOptions {
-  path: string;
-  /** Reads the file afresh; injected so tests need no files. */
-  read: (path: string) => string;
-  assertionType: string;
-  /** Milliseconds since the epoch. */
-  now: () => number;
-}
-
-/** What `check` may show of an assertion: never the assertion itself. */
-export interface AssertionSummary {
-  issuer: string | undefined;
-  subject: string | undefined;
-  audience: string | undefined;
-  /** Seconds since the epoch, when the assertion says. */
-  expiresAt: number | undefined;
-}
-
-/** Reads the claims of a compact JWT without verifying it; throws when it is not one. */
-export function summarizeAssertion(jwt: string): AssertionSummary {
-  if (!/^[\w-]+\.[\w-]+\.[\w-]*$/.test(jwt)) throw new Error('not a compact JWT');
-  let claims: unknown;
-  try {
-    claims = JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8'));
-  } catch {
-    throw new Error('not a compact JWT (its payload is not JSON)');
-  }
-  if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) throw new Error('not a compact JWT (its payload is not a JSON object)');
-  const { iss, sub, aud, exp } = claims as Record<string, unknown>;
-  const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-  const audience = Array.isArray(aud) ? aud.filter((a) => typeof a === 'string').join(', ') : text(aud);
-  return { issuer: text(iss), subject: text(sub), audience, expiresAt: typeof exp === 'number' ? exp : undefined };
-}
-
-/**
- * `client_assertion_file`: a JWT another party writes and rotates (a projected service
- * account token, a JWT-SVID) is read afresh for every request. An expired one is not sent: the
- * error names the file and the moment it expired.
- */
-export function clientAssertionFile(options: ClientAssertionFileOptions): ClientAuth {
-  return (credential) => {
-    let assertion: string;
-    let summary: AssertionSummary;
-    try {
-      assertion = options.read(options.path).trim();
-      summary = summarizeAssertion(assertion);
-    } catch (err) {
-      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      throw new ClientAssertionError('network_error', `client assertion file ${options.path} cannot be used (${reason})`, { cause: err });
-    }
-    if (summary.expiresAt !== undefined && summary.expiresAt * 1000 <= options.now()) {
-      const at = new Date(summary.expiresAt * 1000).toISOString();
-      throw new ClientAssertionError(
-        'network_error',
-        `client assertion in ${options.path} expired at ${at}: the projected token is not being rotated`,
-      );
-    }
-    return {
-      headers: {},
-      form: [
-        ['client_id', credential.clientId],
-        ['client_assertion_type', options.assertionType],
-        ['client_assertion', assertion],
-      ],
+      credentials: 'CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE, CLIENT_ASSERTION_KID) whose public key the identity provider has registered for it',
     };
   };
 }

@@ -3,15 +3,8 @@ import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
 import type { Log } from '../core/log.js';
 import { loadAssertionKey, type AssertionKey } from './assertion-key.js';
-import {
-  clientAssertionFile,
-  privateKeyJwt,
-  secretClientAuth,
-  summarizeAssertion,
-  tlsClientAuth,
-  type ClientAuth,
-  type Credential,
-} from './client-auth.js';
+import { clientAssertionFile, summarizeAssertion } from './assertion-file.js';
+import { privateKeyJwt, secretClientAuth, tlsClientAuth, type ClientAuth, type Credential } from './client-auth.js';
 import { watchSecretFile } from './secret-file.js';
 import type { TokenStartup } from './settings.js';
 
@@ -62,6 +55,7 @@ export function configuredCredential(config: Config, deps: ConfiguredCredentialD
   switch (config.tokenAuthMethod) {
     case 'client_secret_post':
     case 'client_secret_basic':
+    case 'client_secret_jwt':
       return withSecret(config, full);
     case 'tls_client_auth':
       return {
@@ -81,7 +75,7 @@ function withSecret(config: Config, deps: Deps): ConfiguredCredential {
   const { clientId, clientSecretFile } = config;
   const clientSecret = deps.startup.clientSecret;
   return {
-    clientAuth: secretClientAuth(config.tokenAuthMethod),
+    clientAuth: secretClientAuth(config.tokenAuthMethod, () => deps.clock.now()),
     credential: clientId !== undefined && clientSecret !== undefined ? { clientId, clientSecret } : undefined,
     watch: (target) => {
       if (clientId === undefined || clientSecret === undefined || clientSecretFile === undefined) return () => {};
@@ -93,7 +87,8 @@ function withSecret(config: Config, deps: Deps): ConfiguredCredential {
         onChange: (next) => target.setCredential({ clientId, clientSecret: next }),
       });
     },
-    describe: () => [],
+    describe: () =>
+      config.tokenAuthMethod === 'client_secret_jwt' ? ['client authentication: client_secret_jwt, an assertion signed HS256 with the secret (never sent)'] : [],
   };
 }
 

@@ -6,6 +6,7 @@
 import { TokenFetchError } from '../core/errors.js';
 import { withoutUserinfo } from '../core/redact.js';
 import { ClientAssertionError } from './client-auth.js';
+import { nearestOAuthCode, TokenRefusedError, type RefusalContext } from './refusal.js';
 
 /** The operator-facing account of one failed token fetch. */
 export interface TokenDiagnosis {
@@ -17,7 +18,10 @@ export interface TokenDiagnosis {
   readonly message: string;
   /** What to look at, when there is a likely mistake to point to. */
   readonly hint: string | undefined;
-  /** True only for a genuine client-authentication failure (`invalid_client`, `invalid_grant`). */
+  /**
+   * True for a refusal of the client's credentials: `invalid_client`, `invalid_grant` (or a code
+   * read as one), and a 400, 401 or 403 without an error code.
+   */
   readonly credentialsRejected: boolean;
 }
 
@@ -49,22 +53,50 @@ const ASSERTION =
   'the assertion was not sent: whoever writes the file (the kubelet, a SPIFFE agent) must keep a current JWT in it; a rotated file is tried at once';
 
 /** RFC 6749 §5.2 and RFC 8707 §2 codes, each with what the operator should look at. */
-const OAUTH_HINTS: Readonly<Record<string, string>> = {
-  invalid_client: 'check the client credentials: CLIENT_ID and the secret, key or assertion',
-  invalid_grant: 'check the client credentials and the grant the IdP expects',
-  invalid_scope: 'check TOKEN_SCOPE: the IdP does not grant this scope to this client',
-  invalid_target: 'check TOKEN_PARAMS (resource/audience): the IdP does not know this target',
-  unauthorized_client: "check the client's allowed grants at the IdP: it must allow client_credentials",
-  unsupported_grant_type: `check the token URL (${WRONG_URL}): this endpoint does not take client_credentials`,
-  invalid_request: `check the token URL (${WRONG_URL}) and TOKEN_PARAMS: the endpoint refused the request's form`,
+const OAUTH_HINTS: Readonly<Record<string, (r: RefusalContext) => string>> = {
+  invalid_client: (r) => `check the client credentials: ${r.credentials ?? ANY_CREDENTIALS}${alternative(r)}`,
+  invalid_grant: (r) => `check the client credentials (${r.credentials ?? ANY_CREDENTIALS}) and the grant the IdP expects`,
+  invalid_scope: (r) =>
+    r.scopeSet ? 'check TOKEN_SCOPE: the IdP does not grant this scope to this client' : 'check TOKEN_SCOPE: it is not set, and this IdP may want one',
+  invalid_target: () => 'check TOKEN_PARAMS (resource/audience): the IdP does not know this target',
+  unauthorized_client: () => "check the client's allowed grants at the IdP: it must allow client_credentials",
+  unsupported_grant_type: () => `check the token URL (${WRONG_URL}): this endpoint does not take client_credentials`,
+  invalid_request: () => `check the token URL (${WRONG_URL}) and TOKEN_PARAMS: the endpoint refused the request's form`,
+  // A resource server's answer (RFC 6750 §3.1): the URL is an API, not a token endpoint.
+  invalid_token: () => NOT_TOKEN_ENDPOINT,
 };
+
+const ANY_CREDENTIALS = 'CLIENT_ID and the secret, key or assertion';
+const NO_REFUSAL_CONTEXT: RefusalContext = { credentials: undefined, alternative: undefined, scopeSet: true };
+
+const alternative = (r: RefusalContext): string => (r.alternative === undefined ? '' : `; ${r.alternative}`);
+
+/** A refusal without a code (or with one no RFC knows): the credentials first, then the scope. */
+function credentialsFirst(r: RefusalContext): string {
+  const scope = r.scopeSet ? '' : '; TOKEN_SCOPE is not set, and some identity providers refuse a request without a scope the same way';
+  return `check the client credentials first: ${r.credentials ?? ANY_CREDENTIALS}${scope}${alternative(r)}`;
+}
+
+/** The code an answer is read as: an RFC code as it is, another by its obvious reading, if any. */
+function readCode(code: string | undefined): string | undefined {
+  return code === undefined ? undefined : code in OAUTH_HINTS ? code : nearestOAuthCode(code);
+}
+
+function rejectedHint(error: TokenFetchError): string {
+  const r = error instanceof TokenRefusedError ? error.refusal : NO_REFUSAL_CONTEXT;
+  const code = error.oauthError;
+  if (code === undefined) return `the token endpoint refused the client without an error code: ${credentialsFirst(r)}`;
+  const reading = readCode(code);
+  if (reading === undefined) return `${code} is no RFC 6749 error code: ${credentialsFirst(r)}`;
+  const hint = OAUTH_HINTS[reading]!(r);
+  return reading === code ? hint : `${code} (read as ${reading}): ${hint}`;
+}
 
 function hintFor(error: TokenFetchError): string | undefined {
   if (error instanceof ClientAssertionError) return ASSERTION;
-  const code = error.oauthError;
   switch (error.outcome) {
     case 'rejected':
-      return (code !== undefined ? OAUTH_HINTS[code] : undefined) ?? (code === undefined || code === 'invalid_token' ? NOT_TOKEN_ENDPOINT : undefined);
+      return rejectedHint(error);
     case 'invalid_response':
       return error.status === 404 || error.status === 405 ? WRONG_URL : undefined;
     case 'network_error':
@@ -84,13 +116,13 @@ export function diagnoseTokenFailure(err: unknown, tokenUrl: string): TokenDiagn
   // Anything but a TokenFetchError failed before a request could be sent: the host is not to blame.
   const expected = err instanceof TokenFetchError;
   const url = displayTokenUrl(tokenUrl);
-  const code = error.oauthError;
+  const code = readCode(error.oauthError);
   return {
     error,
     tokenUrl: url,
     message: error instanceof ClientAssertionError ? error.message : `${error.message} (token URL ${url})`,
     hint: expected ? hintFor(error) : undefined,
-    credentialsRejected: error.outcome === 'rejected' && (code === 'invalid_client' || code === 'invalid_grant'),
+    credentialsRejected: error.outcome === 'rejected' && (error.oauthError === undefined || code === 'invalid_client' || code === 'invalid_grant'),
   };
 }
 

@@ -4,6 +4,7 @@ import { networkFailureReason } from '../net/failure-reason.js';
 import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
 import type { ClientAuth, Credential } from './client-auth.js';
+import { TokenRefusedError } from './refusal.js';
 
 /**
  * Runs one client-credentials grant (RFC 6749 §4.4). Rejects with {@link TokenFetchError}; an
@@ -98,7 +99,15 @@ export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
       if (err instanceof TokenFetchError) throw err;
       throw classify(err, timeoutMs, signal, tokenUrl);
     }
-    return parseTokenResponse(statusCode, responseHeaders, text, { defaultTtlS, sentAt });
+    try {
+      return parseTokenResponse(statusCode, responseHeaders, text, { defaultTtlS, sentAt });
+    } catch (err) {
+      // A refusal keeps what the request was made of: the diagnosis names those settings first.
+      if (err instanceof TokenFetchError && err.outcome === 'rejected') {
+        throw new TokenRefusedError(err, { credentials: auth.credentials, alternative: auth.alternative, scopeSet: scope !== undefined });
+      }
+      throw err;
+    }
   };
 }
 

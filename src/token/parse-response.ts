@@ -71,9 +71,10 @@ export function parseTokenResponse(
   if (status < 200 || status > 299) {
     const { error, description } = oauthError(body);
     const retryAfterMs = parseRetryAfter(first(headers['retry-after']), options.sentAt);
-    // 404/405: no token endpoint at this URL, which no retry will change.
+    // 400, 401, 403: a refusal, with an OAuth error body or none (some identity providers answer
+    // a wrong secret with a bare 403). 404/405: no token endpoint at this URL.
     const outcome =
-      status === 400 || status === 401
+      status === 400 || status === 401 || status === 403
         ? 'rejected'
         : status === 429
           ? 'rate_limited'

@@ -1,6 +1,7 @@
 import type { SettingsCheckContext } from '../config/load.js';
 import { loadAssertionKey, type AssertionKey } from './assertion-key.js';
-import { RESERVED_TOKEN_PARAMS, summarizeAssertion } from './client-auth.js';
+import { summarizeAssertion } from './assertion-file.js';
+import { RESERVED_TOKEN_PARAMS, SECRET_METHODS } from './client-auth.js';
 import { trimSecret } from './secret-file.js';
 
 /** What the client authentication settings name, read once at start and handed on. */
@@ -30,7 +31,7 @@ function secretRules(ctx: SettingsCheckContext): string | undefined {
   const method = config.tokenAuthMethod;
   const hasId = config.clientId !== undefined;
   const hasSecret = config.clientSecret !== undefined || config.clientSecretFile !== undefined;
-  if (method !== 'client_secret_post' && method !== 'client_secret_basic') {
+  if (!SECRET_METHODS.includes(method)) {
     if (!hasId) ctx.problem(`CLIENT_ID is required with TOKEN_AUTH_METHOD=${method}`);
   } else if (!config.passthroughBasic || hasId || hasSecret) {
     if (!hasId) ctx.problem('CLIENT_ID is required: the client identifier from the workspace settings');

@@ -26,6 +26,8 @@ declare module 'oidc-provider' {
   export default class Provider {
     constructor(issuer: string, configuration?: Configuration);
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
+    /** Events such as `grant.success` (ctx) and `grant.error` (ctx, error). */
+    on(event: string, listener: (...args: never[]) => void): this;
   }
 
   export const errors: { InvalidTarget: new (description?: string) => Error };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BACKOFF_BASE_MS, BACKOFF_CAP_MS, backoffCapMs, backoffDelay, expiryMarginMs, firstRefreshOffsetMs, refreshOffsetMs } from '../../src/token/backoff.js';
+import { BACKOFF_BASE_MS, BACKOFF_CAP_MS, backoffCapMs, backoffDelay, expiryMarginMs, refreshOffsetMs, DEFAULT_SCHEDULE } from '../../src/token/backoff.js';
 
 const fixed = (r: number) => () => r;
 
@@ -46,17 +46,29 @@ describe('refreshOffsetMs', () => {
     expect(refreshOffsetMs(3_600_000, 0.5, fixed(0))).toBe(1_800_000);
   });
 
-  it('moves earlier by at most 10 % of the lifetime, never later', () => {
+  it('falls uniformly between half the ratio and the ratio of the lifetime: never later, never earlier', () => {
     for (const r of [0, 0.1, 0.37, 0.5, 0.9, 0.999_999]) {
-      const offset = refreshOffsetMs(100_000, 0.8, fixed(r));
-      expect(offset).toBeLessThanOrEqual(80_000);
-      expect(offset).toBeGreaterThan(70_000 - 1e-6);
-      expect(offset).toBeCloseTo(80_000 - r * 10_000, 6);
+      const offset = refreshOffsetMs(3_600_000, 0.8, fixed(r));
+      expect(offset).toBeLessThanOrEqual(2_880_000);
+      expect(offset).toBeGreaterThan(1_440_000);
+      expect(offset).toBeCloseTo(2_880_000 * (1 - r / 2), 6);
     }
   });
 
-  it('never becomes negative for a small ratio', () => {
-    expect(refreshOffsetMs(100_000, 0.05, fixed(0.999_999))).toBe(0);
+  it('stays positive and within the ratio for a small ratio', () => {
+    const offset = refreshOffsetMs(100_000, 0.05, fixed(0.999_999));
+    expect(offset).toBeGreaterThan(2_500);
+    expect(offset).toBeLessThanOrEqual(5_000);
+  });
+});
+
+describe('DEFAULT_SCHEDULE', () => {
+  it('spreads every refresh, not only the first, over the same window', () => {
+    for (const first of [true, false]) {
+      expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0), first)).toBe(2_880_000);
+      expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.5), first)).toBe(2_160_000);
+      expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.999_999), first)).toBeGreaterThan(1_440_000);
+    }
   });
 });
 
@@ -68,13 +80,5 @@ describe('backoffCapMs', () => {
   it('grows to a quarter of the usable life left, which never reaches past it', () => {
     expect(backoffCapMs(3_000_000)).toBe(750_000);
     expect(backoffDelay(20, fixed(0.999_999), undefined, backoffCapMs(3_000_000))).toBe(749_999);
-  });
-});
-
-describe('firstRefreshOffsetMs', () => {
-  it('falls uniformly between half the ratio and the ratio of the lifetime', () => {
-    expect(firstRefreshOffsetMs(3_600_000, 0.8, fixed(0))).toBe(2_880_000);
-    expect(firstRefreshOffsetMs(3_600_000, 0.8, fixed(0.5))).toBe(2_160_000);
-    expect(firstRefreshOffsetMs(3_600_000, 0.8, fixed(0.999_999))).toBeGreaterThan(1_440_000);
   });
 });

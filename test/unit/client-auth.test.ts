@@ -4,14 +4,16 @@ import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { TokenFetchError } from '../../src/core/errors.js';
 import {
   JWT_BEARER,
-  clientAssertionFile,
+  changedByFormEncoding,
   clientSecretBasic,
+  clientSecretJwt,
   clientSecretPost,
+  secretClientAuth,
   parseTokenParams,
   privateKeyJwt,
-  summarizeAssertion,
   tlsClientAuth,
 } from '../../src/token/client-auth.js';
+import { clientAssertionFile, summarizeAssertion } from '../../src/token/assertion-file.js';
 
 const CRED = { clientId: 'client-1', clientSecret: 's3cret' };
 const URL_ = 'https://idp.example/token';
@@ -24,7 +26,7 @@ function jwt(claims: Record<string, unknown>): string {
 
 describe('secret strategies', () => {
   it('client_secret_post puts the id and secret in the form and no header', async () => {
-    expect(await clientSecretPost(CRED, URL_)).toEqual({ headers: {}, form: [['client_id', 'client-1'], ['client_secret', 's3cret']] });
+    expect(await clientSecretPost(CRED, URL_)).toMatchObject({ headers: {}, form: [['client_id', 'client-1'], ['client_secret', 's3cret']] });
   });
 
   it('client_secret_basic puts the id and secret in a Basic header and nothing in the form', async () => {
@@ -34,7 +36,61 @@ describe('secret strategies', () => {
   });
 
   it('tls_client_auth names the client and sends no secret', async () => {
-    expect(await tlsClientAuth(CRED, URL_)).toEqual({ headers: {}, form: [['client_id', 'client-1']] });
+    expect(await tlsClientAuth(CRED, URL_)).toMatchObject({ headers: {}, form: [['client_id', 'client-1']] });
+  });
+});
+
+describe('client_secret_basic and secrets that a provider may not decode', () => {
+  it.each(['a+b', 'a/b', 'a:b', 'a&b', 'a=b', 'a%41', 'a~b', 'a!b', 'a b', 'é', "a'b", 'a(b)'])(
+    'finds that form-encoding changes %j', (secret) => {
+      expect(changedByFormEncoding(secret)).toBe(true);
+    },
+  );
+
+  it('finds nothing to change in letters, digits and -._*', () => {
+    expect(changedByFormEncoding('Abc-123_x.y*z')).toBe(false);
+  });
+
+  it('suggests client_secret_post when the secret would be changed, without quoting it', async () => {
+    const parts = await clientSecretBasic({ clientId: 'client-1', clientSecret: 'p+ss/w0rd~!' }, URL_);
+    expect(parts.alternative).toContain('try TOKEN_AUTH_METHOD=client_secret_post');
+    expect(parts.alternative).toContain('the secret has characters');
+    expect(parts.alternative).not.toContain('p+ss');
+    expect(parts.credentials).toContain('CLIENT_ID');
+    expect((await clientSecretBasic(CRED, URL_)).alternative).toBeUndefined();
+    expect((await clientSecretPost({ clientId: 'client-1', clientSecret: 'p+ss' }, URL_)).alternative).toBeUndefined();
+  });
+});
+
+describe('clientSecretJwt', () => {
+  it('signs a fresh HS256 assertion with the secret for every request: iss = sub = client id, aud = token URL, exp = iat + 60 s; the secret is not sent', async () => {
+    let n = 0;
+    const auth = clientSecretJwt({ now: () => NOW, randomId: () => `jti-${++n}` });
+    const a = await auth(CRED, URL_);
+    const b = await auth(CRED, URL_);
+    const form = Object.fromEntries(a.form);
+    expect(a.headers).toEqual({});
+    expect(Object.keys(form).sort()).toEqual(['client_assertion', 'client_assertion_type', 'client_id']);
+    expect(form.client_assertion_type).toBe(JWT_BEARER);
+    expect(form.client_assertion).not.toContain('s3cret');
+    expect(Object.fromEntries(b.form).client_assertion).not.toBe(form.client_assertion);
+    const key = new TextEncoder().encode('s3cret');
+    const { payload, protectedHeader } = await jwtVerify(form.client_assertion!, key, { currentDate: new Date(NOW), audience: URL_, algorithms: ['HS256'] });
+    expect(payload).toEqual({ iss: 'client-1', sub: 'client-1', aud: URL_, jti: 'jti-1', iat: NOW / 1000, exp: NOW / 1000 + 60 });
+    expect(protectedHeader).toEqual({ alg: 'HS256', typ: 'JWT' });
+    await expect(jwtVerify(form.client_assertion!, new TextEncoder().encode('other'), { currentDate: new Date(NOW) })).rejects.toThrow();
+  });
+
+  it('signs with the UTF-8 octets of a secret beyond ASCII', async () => {
+    const cred = { clientId: 'client-1', clientSecret: 'gehé+im' };
+    const form = Object.fromEntries((await clientSecretJwt({ now: () => NOW })(cred, URL_)).form);
+    await jwtVerify(form.client_assertion!, Buffer.from('gehé+im', 'utf8'), { currentDate: new Date(NOW) });
+  });
+
+  it('is what secretClientAuth gives for client_secret_jwt, dated by the clock it is given', async () => {
+    const form = Object.fromEntries((await secretClientAuth('client_secret_jwt', () => NOW)(CRED, URL_)).form);
+    expect(summarizeAssertion(form.client_assertion!)).toMatchObject({ issuer: 'client-1', expiresAt: NOW / 1000 + 60 });
+    expect(await secretClientAuth('client_secret_basic')(CRED, URL_)).toMatchObject({ form: [] });
   });
 });
 

@@ -303,8 +303,8 @@ describe('loadConfig value rules', () => {
   });
 
   it('refuses a value outside an enum, listing the allowed ones', () => {
-    expect(configError({ ...MINIMAL, TOKEN_AUTH_METHOD: 'client_secret_jwt' }).problems).toEqual([
-      'TOKEN_AUTH_METHOD must be one of client_secret_post, client_secret_basic, private_key_jwt, tls_client_auth, client_assertion_file (got "client_secret_jwt")',
+    expect(configError({ ...MINIMAL, TOKEN_AUTH_METHOD: 'client_secret_jws' }).problems).toEqual([
+      'TOKEN_AUTH_METHOD must be one of client_secret_post, client_secret_basic, private_key_jwt, tls_client_auth, client_assertion_file, client_secret_jwt (got "client_secret_jws")',
     ]);
     expect(configError({ ...MINIMAL, LOG_LEVEL: 'verbose' }).problems[0]).toMatch(/^LOG_LEVEL must be one of fatal, error, warn, info/);
   });

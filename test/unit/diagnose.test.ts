@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { TokenFetchError } from '../../src/core/errors.js';
-import { clientAssertionFile } from '../../src/token/client-auth.js';
+import { clientAssertionFile } from '../../src/token/assertion-file.js';
 import { describeFetchFailure, describeTokenFailure, diagnoseTokenFailure, displayTokenUrl } from '../../src/token/diagnose.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
+import { TokenRefusedError } from '../../src/token/refusal.js';
 
 const URL_ = 'https://idp.example/oauth2/token';
 
@@ -29,14 +30,49 @@ describe('diagnoseTokenFailure', () => {
     expect(d.credentialsRejected).toBe(false);
   });
 
-  it.each([
-    [401, { error: 'invalid_token' }],
-    [401, ''],
-    [400, '<html>bad</html>'],
-  ])('tells a %i with %j as not looking like a token endpoint', (status, body) => {
-    const d = diagnoseTokenFailure(fromAnswer(status, body), URL_);
+  it('tells a 401 invalid_token (what a resource server answers) as not looking like a token endpoint', () => {
+    const d = diagnoseTokenFailure(fromAnswer(401, { error: 'invalid_token' }), URL_);
     expect(d.hint).toContain('this does not look like a token endpoint');
     expect(d.credentialsRejected).toBe(false);
+  });
+
+  it.each([
+    [403, ''],
+    [401, ''],
+    [400, '<html>bad</html>'],
+    [403, '{}'],
+  ])('tells a %i with %j as a refusal of the client, the credentials first, never as no token endpoint', (status, body) => {
+    const error = fromAnswer(status, body);
+    expect(error.outcome).toBe('rejected');
+    const d = diagnoseTokenFailure(error, URL_);
+    expect(d.hint).toMatch(/^the token endpoint refused the client without an error code: check the client credentials first: CLIENT_ID/);
+    expect(d.hint).not.toContain('token endpoint:');
+    expect(d.hint).not.toContain('does not look like');
+    expect(d.credentialsRejected).toBe(true);
+  });
+
+  it('names the settings the refused request was made of, and TOKEN_SCOPE only when none was set', () => {
+    const refused = (scopeSet: boolean, alternative?: string) =>
+      new TokenRefusedError(fromAnswer(403, ''), { credentials: 'CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE)', alternative, scopeSet });
+    const withScope = diagnoseTokenFailure(refused(true), URL_).hint!;
+    expect(withScope).toContain('check the client credentials first: CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE)');
+    expect(withScope).not.toContain('TOKEN_SCOPE');
+    const without = diagnoseTokenFailure(refused(false, 'try TOKEN_AUTH_METHOD=client_secret_post'), URL_).hint!;
+    expect(without.indexOf('CLIENT_ID')).toBeLessThan(without.indexOf('TOKEN_SCOPE is not set'));
+    expect(without).toContain('some identity providers refuse a request without a scope the same way');
+    expect(without).toMatch(/; try TOKEN_AUTH_METHOD=client_secret_post$/);
+  });
+
+  it.each([
+    ['scope_invalid', 'invalid_scope', 'TOKEN_SCOPE'],
+    ['INVALID_CLIENT', 'invalid_client', 'CLIENT_ID'],
+    ['invalidGrant', 'invalid_grant', 'client credentials'],
+  ])('shows %s as given, read as %s', (code, reading, lookAt) => {
+    const account = describeFetchFailure(fromAnswer(400, { error: code }), URL_);
+    expect(account.outcome).toBe('rejected');
+    expect(account.text).toContain(`token endpoint answered 400 ${code}`);
+    expect(account.text).toContain(`; ${code} (read as ${reading}): `);
+    expect(account.text).toContain(lookAt);
   });
 
   it.each([
@@ -54,8 +90,11 @@ describe('diagnoseTokenFailure', () => {
     expect(d.credentialsRejected).toBe(credentialsRejected);
   });
 
-  it('says nothing more than the message for an unknown OAuth error code', () => {
-    expect(diagnoseTokenFailure(fromAnswer(400, { error: 'something_else' }), URL_).hint).toBeUndefined();
+  it('shows an error code no RFC knows as given, and the credentials first', () => {
+    const d = diagnoseTokenFailure(fromAnswer(403, { error: 'something_else' }), URL_);
+    expect(d.message).toContain('token endpoint answered 403 something_else');
+    expect(d.hint).toMatch(/^something_else is no RFC 6749 error code: check the client credentials first/);
+    expect(d.hint).not.toContain('read as');
   });
 
   it('puts the hint after the message in one line', () => {

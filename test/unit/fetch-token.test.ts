@@ -5,7 +5,9 @@ import { Agent } from 'undici';
 import { TokenFetchError } from '../../src/core/errors.js';
 import type { TokenAuthMethod } from '../../src/config/config.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
-import { clientAssertionFile, parseTokenParams, secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
+import { TokenRefusedError } from '../../src/token/refusal.js';
+import { clientAssertionFile } from '../../src/token/assertion-file.js';
+import { parseTokenParams, secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
 
 interface Seen {
   method: string;
@@ -168,6 +170,35 @@ describe('createTokenFetcher', () => {
     const err = await failure(fetcher()(CREDENTIAL));
     expect(err).toMatchObject({ outcome: 'rejected', status: 401, oauthError: 'invalid_client', oauthErrorDescription: 'unknown client' });
     expect(err.message).not.toContain(CREDENTIAL.clientSecret);
+  });
+
+  it.each([400, 401, 403])('reports a bare %i as a refusal, with what the refused request was made of', async (status) => {
+    answer = (_req, res) => {
+      res.writeHead(status);
+      res.end();
+    };
+    const err = await failure(fetcher({ authMethod: 'client_secret_basic' })({ clientId: 'app', clientSecret: 'a+b' }));
+    expect(err).toBeInstanceOf(TokenRefusedError);
+    expect(err).toMatchObject({ outcome: 'rejected', status, oauthError: undefined });
+    const refusal = (err as TokenRefusedError).refusal;
+    expect(refusal.scopeSet).toBe(false);
+    expect(refusal.credentials).toContain('CLIENT_ID');
+    expect(refusal.alternative).toContain('client_secret_post');
+    const scoped = await failure(fetcher({ scope: 'read' })({ clientId: 'app', clientSecret: 'a+b' }));
+    expect((scoped as TokenRefusedError).refusal).toMatchObject({ scopeSet: true, alternative: undefined });
+  });
+
+  it('signs a new client_secret_jwt assertion for every request, retries included, and never sends the secret', async () => {
+    const f = fetcher({ authMethod: secretClientAuth('client_secret_jwt') });
+    await f({ clientId: 'app', clientSecret: 'sup3r-secret' });
+    await f({ clientId: 'app', clientSecret: 'sup3r-secret' });
+    const assertions = seen.map((s) => new URLSearchParams(s.body).get('client_assertion'));
+    expect(new Set(assertions).size).toBe(2);
+    for (const s of seen) {
+      expect(s.body).not.toContain('sup3r-secret');
+      expect(s.headers.authorization).toBeUndefined();
+      expect(new URLSearchParams(s.body).get('client_assertion_type')).toBe('urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+    }
   });
 
   it('reports a 429 with its Retry-After', async () => {

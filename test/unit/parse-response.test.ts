@@ -126,7 +126,7 @@ describe('parseTokenResponse: an unusable answer is an invalid_response', () => 
 describe('parseTokenResponse: the token endpoint said no (RFC 6749 §5.2)', () => {
   const body = JSON.stringify({ error: 'invalid_client', error_description: 'Client authentication failed' });
 
-  it.each([400, 401])('counts %i as rejected, with error and error_description', (status) => {
+  it.each([400, 401, 403])('counts %i as rejected, with error and error_description', (status) => {
     const err = thrown(() => parseTokenResponse(status, {}, body, OPTS));
     expect(err).toMatchObject({
       outcome: 'rejected',
@@ -137,6 +137,17 @@ describe('parseTokenResponse: the token endpoint said no (RFC 6749 §5.2)', () =
     });
     expect(err.message).toContain('invalid_client');
     expect(err.message).toContain('Client authentication failed');
+  });
+
+  it.each([
+    [400, ''],
+    [401, ''],
+    [403, ''],
+    [403, '<html>Forbidden</html>'],
+  ])('counts a bare %i (body %j) as rejected too: some identity providers refuse a client that way', (status, bare) => {
+    const err = thrown(() => parseTokenResponse(status, {}, bare, OPTS));
+    expect(err).toMatchObject({ outcome: 'rejected', status, oauthError: undefined, oauthErrorDescription: undefined });
+    expect(err.message).toBe(`token endpoint answered ${status}`);
   });
 
   it('counts 429 as rate_limited with Retry-After in seconds', () => {

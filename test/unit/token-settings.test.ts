@@ -124,6 +124,33 @@ describe('the client secret', () => {
   });
 });
 
+describe('client_secret_jwt configuration', () => {
+  const JWT_METHOD = { TOKEN_AUTH_METHOD: 'client_secret_jwt' };
+
+  it('takes the secret as the other secret methods do, from the file, trimmed', () => {
+    const { config, token } = loadBoth({ ...JWT_METHOD, CLIENT_SECRET_FILE: SECRET_PATH }, undefined, { [SECRET_PATH]: 'sign-with-me\n' });
+    expect(config.tokenAuthMethod).toBe('client_secret_jwt');
+    expect(token.clientSecret).toBe('sign-with-me');
+  });
+
+  it('requires CLIENT_ID and a secret, unless pass-through credentials stand in', () => {
+    expect(configError({ BASE_URL: 'https://gw', ...JWT_METHOD }).problems).toEqual([
+      'CLIENT_ID is required: the client identifier from the workspace settings',
+      'CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings',
+    ]);
+    expect(loadExact({ BASE_URL: 'https://gw', PASSTHROUGH_BASIC: 'true', ...JWT_METHOD }).config.tokenAuthMethod).toBe('client_secret_jwt');
+  });
+
+  it('refuses the assertion fields in TOKEN_PARAMS and a key or assertion file beside the secret', () => {
+    const message = problems({ ...JWT_METHOD, CLIENT_SECRET: 'x', TOKEN_PARAMS: 'client_assertion=y&client_assertion_type=z' });
+    expect(message).toContain('TOKEN_PARAMS may not set client_assertion:');
+    expect(message).toContain('TOKEN_PARAMS may not set client_assertion_type');
+    expect(problems({ ...JWT_METHOD, CLIENT_SECRET: 'x', CLIENT_ASSERTION_KEY_FILE: '/k/rsa.pem' })).toContain(
+      'CLIENT_ASSERTION_KEY_FILE is set but TOKEN_AUTH_METHOD is client_secret_jwt',
+    );
+  });
+});
+
 describe('private_key_jwt configuration', () => {
   it('accepts RSA, EC P-384 and Ed25519 keys with no secret, handing on the key it read', () => {
     for (const [f, alg] of [['/k/rsa.pem', 'RS256'], ['/k/ec.pem', 'ES384'], ['/k/ed.pem', 'EdDSA']] as const) {

@@ -76,7 +76,7 @@ describe('TokenSource refresh schedule', () => {
     }
   });
 
-  it('moves later refreshes earlier by up to 10 % of the lifetime as the jitter nears one, never later', async () => {
+  it('spreads later refreshes over the same window, never later than the ratio nor earlier than half of it', async () => {
     for (const r of [0, 0.1, 0.5, 0.9, 0.999_999]) {
       const t = setup();
       t.jitter.value = r;
@@ -86,22 +86,22 @@ describe('TokenSource refresh schedule', () => {
       t.fetcher.last.succeed('tok-B', LIFETIME);
       await t.clock.advance(LIFETIME);
       const refreshAt = t.fetcher.calls[2]!.at - secondAt;
-      expect(Math.abs(refreshAt - (80_000 - r * 10_000))).toBeLessThan(1);
-      expect(refreshAt).toBeGreaterThanOrEqual(70_000);
+      expect(Math.abs(refreshAt - 80_000 * (1 - r / 2))).toBeLessThan(1);
+      expect(refreshAt).toBeGreaterThanOrEqual(40_000);
       expect(refreshAt).toBeLessThanOrEqual(80_000);
     }
   });
 
-  it('honours another refresh ratio, with the jitter still a share of the whole lifetime', async () => {
+  it('honours another refresh ratio, the window being half that ratio wide', async () => {
     const t = setup({ refreshRatio: 0.5 });
     t.jitter.value = 0.5;
     await t.holding();
     await t.clock.advance(37_500);
-    // The first refresh: 0.5 * (1 - 0.5 / 2) of the lifetime; the next: 0.5 - 0.05.
+    // Every refresh at 0.5 * (1 - 0.5 / 2) of the lifetime.
     expect(t.fetcher.calls[1]!.at - T0).toBe(37_500);
     t.fetcher.last.succeed('tok-B', LIFETIME);
     await t.clock.advance(LIFETIME);
-    expect(t.fetcher.calls[2]!.at - t.fetcher.calls[1]!.at).toBe(45_000);
+    expect(t.fetcher.calls[2]!.at - t.fetcher.calls[1]!.at).toBe(37_500);
   });
 
   it('answers get() at once from the held token while a refresh is in flight', async () => {
@@ -267,7 +267,7 @@ describe('TokenSource backoff', () => {
     t.fetcher.last.succeed('tok-A', LIFETIME);
     await settle();
     expect(t.source.state.consecutiveFailures).toBe(0);
-    // the refresh comes at 70.01 % of the lifetime (jitter 0.999) and fails: the first retry waits 0.5 s again
+    // the refresh comes at 40.04 % of the lifetime (jitter 0.999) and fails: the first retry waits 0.5 s again
     await t.clock.advance(70_010);
     expect(t.fetcher.calls).toHaveLength(4);
     t.fetcher.last.fail(serverError());
