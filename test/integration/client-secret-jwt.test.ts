@@ -1,27 +1,24 @@
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, runCli, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { describe, expect } from 'vitest';
+import type { MockTicketService } from '../../src/mock/ticket-service.js';
+import { pollUntil, runCli, type ProxyHandle } from '../helpers/index.js';
+import { metric, test as it, type StartMock, type StartStack } from '../helpers/stack.js';
 
 /** Secrets with characters Basic would form-encode: neither may ever reach an output. */
 const SECRET = 'jwt-s3cret+/=~!';
 const ROTATED = 'rotated-s3cret:&%';
-const running: { proxies: ProxyHandle[]; gateways: MockTicketService[] } = { proxies: [], gateways: [] };
+/** Neither secret, nor an HS256 assertion (its header), may reach the proxy's output. */
+const LEAKS = [SECRET, ROTATED, 'eyJhbGciOiJIUzI1NiJ9', 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9'];
 
-afterEach(async () => {
-  for (const p of running.proxies.splice(0)) {
-    await p.stop();
-    for (const leak of [SECRET, ROTATED, 'eyJhbGciOiJIUzI1NiJ9', 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9']) expect(p.output()).not.toContain(leak);
-  }
-  for (const g of running.gateways.splice(0)) await g.close();
+let current: { mock: StartMock; stack: StartStack };
+it.beforeEach(({ mock, stack }) => {
+  current = { mock, stack };
 });
 
-async function gateway(): Promise<MockTicketService> {
-  const g = await createMockTicketService({ clients: { app: SECRET }, tokenTtlS: 600 });
-  running.gateways.push(g);
-  return g;
+function gateway(): Promise<MockTicketService> {
+  return current.mock({ clients: { app: SECRET }, tokenTtlS: 600 });
 }
 
 /** The secret in a file, as a Kubernetes Secret mounts it. */
@@ -31,26 +28,21 @@ function secretFile(secret: string): string {
   return join(d, 'secret');
 }
 
-async function proxy(env: Record<string, string>): Promise<ProxyHandle> {
-  const p = await startProxy({ CLIENT_ID: 'app', TOKEN_AUTH_METHOD: 'client_secret_jwt', LOG_LEVEL: 'trace', ...env });
-  running.proxies.push(p);
-  return p;
+/** The proxy with client_secret_jwt and these settings, its credentials given by the test. */
+async function proxy(g: MockTicketService, env: Record<string, string>, ready: boolean | number = true): Promise<ProxyHandle> {
+  const settings = { CLIENT_ID: 'app', TOKEN_AUTH_METHOD: 'client_secret_jwt', LOG_LEVEL: 'trace', ...env };
+  const wait = typeof ready === 'number' ? { readyTimeoutMs: ready } : { ready };
+  return (await current.stack({ gateway: g, credentials: false, env: settings, mustNotLeak: LEAKS, ...wait })).proxy;
 }
 
-const ready = (p: ProxyHandle) => async () => (await fetch(`${p.adminUrl}/readyz`)).status === 200;
-
 async function fetches(p: ProxyHandle, outcome: string): Promise<number> {
-  const text = await (await fetch(`${p.adminUrl}/metrics`)).text();
-  const m = new RegExp(`^ticket_auth_proxy_token_fetches_total\\{outcome="${outcome}"\\} (\\S+)$`, 'm').exec(text);
-  expect(text).not.toContain(SECRET);
-  return m ? Number(m[1]) : 0;
+  return metric(p, new RegExp(`^ticket_auth_proxy_token_fetches_total\\{outcome="${outcome}"\\} (\\S+)$`, 'm'));
 }
 
 describe('client_secret_jwt against the mock', () => {
   it('obtains a token with an assertion signed with the secret, which the mock verified, and serves tickets; the secret is never sent', async () => {
     const g = await gateway();
-    const p = await proxy({ BASE_URL: g.url, CLIENT_SECRET_FILE: secretFile(SECRET) });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxy(g, { CLIENT_SECRET_FILE: secretFile(SECRET) });
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
     expect(g.tokenRequests[0]).toMatchObject({ clientId: 'app', authMethod: 'client_secret_jwt', secretSent: false });
     expect(g.tokenRequests[0]!.form.map(([k]) => k)).toEqual(['grant_type', 'client_id', 'client_assertion_type']);
@@ -61,8 +53,7 @@ describe('client_secret_jwt against the mock', () => {
   it('signs a new assertion for every request, retries included', async () => {
     const g = await gateway();
     g.setTokenFault({ status: 503, times: 2 });
-    const p = await proxy({ BASE_URL: g.url, CLIENT_SECRET: SECRET });
-    await pollUntil(ready(p), { timeoutMs: 15_000 });
+    const p = await proxy(g, { CLIENT_SECRET: SECRET }, 15_000);
     expect(g.tokenRequests).toHaveLength(3);
     expect(new Set(g.tokenRequests.map((r) => r.assertionSha256)).size).toBe(3);
     expect(await fetches(p, 'server_error')).toBe(2);
@@ -71,8 +62,7 @@ describe('client_secret_jwt against the mock', () => {
   it('fetches a token at once with a rotated secret, which the mock verifies', async () => {
     const g = await gateway();
     const file = secretFile(SECRET);
-    const p = await proxy({ BASE_URL: g.url, CLIENT_SECRET_FILE: file });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxy(g, { CLIENT_SECRET_FILE: file });
     g.setClientSecret('app', ROTATED);
     writeFileSync(`${file}.tmp`, ROTATED);
     renameSync(`${file}.tmp`, file);
@@ -92,7 +82,7 @@ describe('client_secret_jwt against the mock', () => {
     expect(check.stderr).toContain(named);
     expect(check.stdout).toContain('client_secret_jwt');
     expect(check.stdout + check.stderr).not.toContain(SECRET);
-    const p = await proxy(env);
+    const p = await proxy(g, { CLIENT_SECRET: SECRET }, false);
     const line = await p.waitForLog((l) => l.msg === 'token endpoint rejected the client credentials', 10_000);
     expect(line).toMatchObject({ outcome: 'rejected', status: 401, error: 'invalid_client', level: 50 });
     expect(String(line.hint)).toContain(named);
@@ -104,8 +94,7 @@ describe('client_secret_jwt against the mock', () => {
 
   it('sends pass-through credentials the same way', async () => {
     const g = await gateway();
-    const p = await startProxy({ BASE_URL: g.url, PASSTHROUGH_BASIC: 'true', TOKEN_AUTH_METHOD: 'client_secret_jwt' });
-    running.proxies.push(p);
+    const p = await proxy(g, { PASSTHROUGH_BASIC: 'true', CLIENT_ID: '' });
     const basic = `Basic ${Buffer.from(`app:${SECRET}`).toString('base64')}`;
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`, { headers: { authorization: basic } })).status).toBe(200);
     expect(g.tokenRequests[0]).toMatchObject({ clientId: 'app', authMethod: 'client_secret_jwt', secretSent: false });
