@@ -23,7 +23,7 @@ ADMIN_PORT: {type: port}
 CONFIG_FILE: {type: path}
 TOKEN_URL: {type: url}
 TOKEN_SCOPE: {type: string}
-TOKEN_AUTH_METHOD: {type: enum, values: [client_secret_post, client_secret_basic, private_key_jwt, tls_client_auth, client_assertion_file]}
+TOKEN_AUTH_METHOD: {type: enum, values: [client_secret_post, client_secret_basic, private_key_jwt, tls_client_auth, client_assertion_file, client_secret_jwt]}
 TOKEN_PARAMS: {type: params}
 CLIENT_ASSERTION_KEY_FILE: {type: path}
 CLIENT_ASSERTION_KID: {type: string}
@@ -242,7 +242,7 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- $problems = append $problems (printf "CLIENT_SECRET and CLIENT_SECRET_FILE are both set (%s, %s): set only one (the file is preferred)" $origin.CLIENT_SECRET $origin.CLIENT_SECRET_FILE) -}}
 {{- end -}}
 {{- $passthrough := has (lower (toString (index $out "PASSTHROUGH_BASIC" | default "false"))) (list "true" "1" "yes") -}}
-{{- if not (has $method (list "client_secret_post" "client_secret_basic")) -}}
+{{- if not (has $method (list "client_secret_post" "client_secret_basic" "client_secret_jwt")) -}}
 {{- if not $hasId }}{{ $problems = append $problems (printf "CLIENT_ID is required with %s" $methodName) }}{{ end -}}
 {{- else if or (not $passthrough) $hasId $hasSecret -}}
 {{- if not $hasId }}{{ $problems = append $problems "CLIENT_ID is required: the client identifier from the workspace settings" }}{{ end -}}
