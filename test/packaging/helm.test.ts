@@ -166,7 +166,7 @@ describe('standalone mode', () => {
   it('passes client_secret_jwt on with the secret mounted as a file, as the other secret methods', async () => {
     const objects = await render(['-f', join(chart, 'ci', 'standalone-values.yaml'), '--set', 'tokenAuthMethod=client_secret_jwt']);
     const vars = env(find(objects, 'Deployment')!.spec.template.spec.containers[0]);
-    expect(vars.TOKEN_AUTH_METHOD).toEqual({ value: 'client_secret_jwt' });
+    expect(vars.TOKEN_AUTH_METHOD).toMatchObject({ value: 'client_secret_jwt' });
     expect(vars.CLIENT_SECRET_FILE).toBeDefined();
   });
 
