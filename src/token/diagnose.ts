@@ -2,7 +2,8 @@
  * What an operator is told about a failed token fetch: which endpoint, what went wrong, and
  * where to look (the log line, `check` and the `/readyz` reason all say the same).
  */
-import type { TokenFetchError } from '../core/errors.js';
+import { TokenFetchError } from '../core/errors.js';
+import { ClientAssertionError } from './client-auth.js';
 
 /** The operator-facing account of one failed token fetch. */
 export interface TokenDiagnosis {
@@ -70,4 +71,15 @@ export function diagnoseTokenFailure(error: TokenFetchError, tokenUrl: string): 
 export function describeTokenFailure(error: TokenFetchError, tokenUrl: string): string {
   const d = diagnoseTokenFailure(error, tokenUrl);
   return d.hint === undefined ? d.message : `${d.message}; ${d.hint}`;
+}
+
+/**
+ * What `check` and `/readyz` say of a failed fetch: its outcome and one line of text. A client
+ * assertion that cannot be used is told by its own message (it names the file and why).
+ */
+export function describeFetchFailure(error: unknown, tokenUrl: string): { outcome: string; text: string } {
+  if (error instanceof ClientAssertionError) return { outcome: error.outcome, text: error.message };
+  if (error instanceof TokenFetchError) return { outcome: error.outcome, text: describeTokenFailure(error, tokenUrl) };
+  const outcome = (error as { outcome?: unknown } | undefined)?.outcome;
+  return { outcome: typeof outcome === 'string' ? outcome : 'error', text: error instanceof Error ? error.message : String(error) };
 }
