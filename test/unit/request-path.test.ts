@@ -26,12 +26,13 @@ type Event = ['ended', string, number] | ['unauthorized', boolean];
 
 function fakeSource(): TokenSource & { invalidated: string[] } {
   let token = 't1';
+  const invalidated: string[] = [];
   return {
-    invalidated: [] as string[],
+    invalidated,
     current: () => token,
     get: () => Promise.resolve(token),
     invalidate(t: string) {
-      this.invalidated.push(t);
+      invalidated.push(t);
       if (t === token) token = token === 't1' ? 't2' : 't3';
       return true;
     },
