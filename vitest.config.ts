@@ -8,5 +8,7 @@ export default defineConfig({
     // Integration tests start real processes and bind real sockets; two workers fit a 2-core machine.
     pool: 'forks',
     maxWorkers: 2,
+    // The last line of a run names the tests skipped for a missing program (test/helpers/tools.ts).
+    reporters: ['default', './test/helpers/skip-reporter.ts'],
   },
 });

@@ -3,10 +3,10 @@
 // Runs the product's own token source (dist/token/token-source.js) for every sidecar of a fleet,
 // on a simulated clock: the sidecars start within the same second, the token endpoint issues
 // tokens of one hour and answers in 50 ms, and it is down (503, no Retry-After) for five minutes
-// inside the first refresh wave. The same fleet runs twice in one run: with the schedule of
-// PRODUCT §5.4/§5.6 (first refresh between half the ratio and the ratio; backoff cap a quarter of
-// the held token's usable life) and with the schedule before it (`legacySchedule`: every refresh
-// at the ratio less up to 10 %, a 30 s cap). Then one proxy with pass-through credentials
+// inside the first refresh wave. The same fleet runs twice in one run: with the product's schedule
+// (DEFAULT_SCHEDULE: first refresh between half the ratio and the ratio; backoff cap a quarter of
+// the held token's usable life) and with the schedule before it (EARLIER_SCHEDULE below, given to
+// each token source as its `schedule`: every refresh at the ratio less up to 10 %, a 30 s cap). Then one proxy with pass-through credentials
 // (dist/token/source-cache.js): as many credentials as sidecars, each used every 5 minutes, a
 // tenth of them idle after the first hour.
 //
@@ -14,6 +14,7 @@
 // FLEET_OUTAGE_AT_S (2700: inside the first refresh wave, where an outage hurts), FLEET_OUTAGE_S
 // (300), FLEET_REFRESH_RATIO (0.8, the default of TOKEN_REFRESH_RATIO), FLEET_SEED (1).
 import { TokenFetchError } from '../dist/core/errors.js';
+import { BACKOFF_CAP_MS, DEFAULT_SCHEDULE, refreshOffsetMs } from '../dist/token/backoff.js';
 import { createSourceCache } from '../dist/token/source-cache.js';
 import { TokenSource } from '../dist/token/token-source.js';
 
@@ -146,8 +147,14 @@ function withoutTokenWatch(sources) {
   };
 }
 
-/** One fleet of configured sidecars; `legacy` runs the schedule before PRODUCT §5.4/§5.6. */
-async function fleet(legacy) {
+/** The schedule before the first refresh was spread and the backoff cap grew with the token's life. */
+const EARLIER_SCHEDULE = {
+  refreshOffsetMs: (lifetimeMs, ratio, random) => refreshOffsetMs(lifetimeMs, ratio, random),
+  backoffCapMs: () => BACKOFF_CAP_MS,
+};
+
+/** One fleet of configured sidecars, each token source on `schedule`. */
+async function fleet(schedule) {
   const clock = new SimClock();
   const random = seeded(Number(env.FLEET_SEED ?? 1));
   const perSecond = new Uint32Array(horizonS + 1);
@@ -163,7 +170,7 @@ async function fleet(legacy) {
       refreshRatio,
       waitTimeoutMs: 5000,
       log: quiet,
-      legacySchedule: legacy,
+      schedule,
     });
     sources.push(source);
     // Started within the same second.
@@ -208,7 +215,7 @@ async function passthrough() {
     const idle = isIdle(`c${i}`);
     const use = () => {
       if (idle && clock.now() - epoch >= 3_600_000) return;
-      // As a request does: the source for the credentials, then its token (PRODUCT §6).
+      // As a request does: the source for the credentials, then its token.
       const source = cache.sourceFor(credential);
       if (!(source instanceof Error) && source.current() === undefined) source.get().catch(() => {});
       clock.setTimeout(use, everyMs);
@@ -241,8 +248,8 @@ function between(perSecond, fromS, toS) {
 }
 
 const started = Date.now();
-const legacy = await fleet(true);
-const after = await fleet(false);
+const legacy = await fleet(EARLIER_SCHEDULE);
+const after = await fleet(DEFAULT_SCHEDULE);
 const pass = await passthrough();
 const simulatedS = ((Date.now() - started) / 1000).toFixed(1);
 
@@ -255,7 +262,7 @@ lines.push('# Fleet simulation: the token endpoint under a fleet of sidecars', '
 lines.push(
   `${sidecars} sidecars started within 1 s; tokens of ${ttlMs / 1000} s; refresh ratio ${refreshRatio}; ${horizonS / 3600} simulated hours; ` +
     `token endpoint down (503) from ${clockTime(outageFromS)} for ${outageMs / 1000} s. Simulated in ${simulatedS} s. ` +
-    'Rates are requests per minute; "before" is the schedule before PRODUCT §5.4/§5.6 (first refresh like the others, 30 s backoff cap).',
+    'Rates are requests per minute; "before" is the earlier schedule (first refresh like the others, 30 s backoff cap).',
   '',
 );
 lines.push('| figure | before | after | target |');

@@ -4,42 +4,18 @@ import { Registry } from 'prom-client';
 import { startApp } from './app/app.js';
 import { check } from './app/check.js';
 import { helpText, parseArgs } from './app/cli.js';
+import { readConfig, settingWarnings } from './app/read-config.js';
 import { systemClock } from './core/clock.js';
-import { loadConfig, type Config } from './config/config.js';
 import { ConfigError } from './core/errors.js';
 import { createLogger } from './core/log.js';
+import { checkNetSettings } from './net/settings.js';
+import { checkTokenSettings } from './token/settings.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 function fail(message: string, status = 2): never {
   process.stderr.write(`ticket-auth-proxy: ${message}\n`);
   process.exit(status);
-}
-
-/** Reads the configuration; `yaml` is loaded only when a file is named (it costs memory otherwise unused). */
-async function readConfig(configFile: string | undefined): Promise<Config> {
-  const path = configFile ?? process.env.CONFIG_FILE;
-  let file: { path: string; values: unknown } | undefined;
-  if (path !== undefined && path !== '') {
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (err) {
-      fail(`invalid configuration:\n  - ${configFile !== undefined ? '--config' : 'CONFIG_FILE'} names a file that cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}): ${path}`);
-    }
-    const { parse: parseYaml } = await import('yaml');
-    try {
-      file = { path, values: parseYaml(text) };
-    } catch (err) {
-      fail(`invalid configuration:\n  - ${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`);
-    }
-  }
-  try {
-    return loadConfig({ env: process.env, file, readSecretFile: (p) => readFileSync(p, 'utf8') });
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
-    throw err;
-  }
 }
 
 async function main(): Promise<void> {
@@ -57,13 +33,30 @@ async function main(): Promise<void> {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
-  const config = await readConfig(args.configFile);
-  if (args.command === 'check') process.exit(await check(config));
+  // Variables that look like a misspelt setting: logged once the logger exists, written before it.
+  const warnings = settingWarnings(process.env);
+  const writeWarnings = (): void => {
+    for (const w of warnings) process.stderr.write(`ticket-auth-proxy: warning: ${w.message}\n`);
+  };
+  let loaded;
+  try {
+    loaded = await readConfig(args.configFile, { tls: checkNetSettings, token: checkTokenSettings }, process.env);
+  } catch (err) {
+    writeWarnings();
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+  const { config, checked } = loaded;
+  if (args.command === 'check') {
+    writeWarnings();
+    process.exit(await check(config, checked));
+  }
 
   const log = createLogger(config.logLevel);
+  for (const w of warnings) log.warn({ variable: w.variable, setting: w.setting }, w.message);
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
   // Signals are handled from before the listeners open: a SIGTERM during start-up still drains.
-  const app = startApp({ config, log, clock: systemClock, random: Math.random, registry: new Registry() });
+  const app = startApp({ config, tls: checked.tls, token: checked.token, log, clock: systemClock, random: Math.random, registry: new Registry() });
   app.catch((err: unknown) => {
     log.error({ reason: (err as Error).message }, 'start failed');
     fail((err as Error).message, 1);

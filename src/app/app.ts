@@ -7,7 +7,7 @@ import type { Config } from '../config/config.js';
 import { isLoopbackHost } from '../core/hosts.js';
 import type { Log } from '../core/log.js';
 import { dispatchersFromSettings } from '../net/dispatchers.js';
-import { readTlsMaterial, watchTlsFiles } from '../net/tls-files.js';
+import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
 import { createForwarder } from '../proxy/forward.js';
 import { Recorder } from '../proxy/observer.js';
 import { createSourceSelector } from '../proxy/select-source.js';
@@ -15,12 +15,17 @@ import { createProxyServer } from '../proxy/server.js';
 import { startMemoryRelease } from '../telemetry/memory-release.js';
 import { createMetrics } from '../telemetry/metrics.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
+import type { TokenStartup } from '../token/settings.js';
 import type { TokenSource } from '../token/token-source.js';
 import { shutdown, type Stop, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
 
 export interface AppDeps {
   config: Config;
+  /** The TLS files as read at start. */
+  tls: TlsFiles;
+  /** The secret, key or assertion as read at start. */
+  token: TokenStartup;
   log: Log;
   clock: Clock;
   random: () => number;
@@ -45,8 +50,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   const { config, log, clock, registry } = deps;
   const metrics = createMetrics(registry);
   const stops = new StopList();
-  const tls = readTlsMaterial(config);
-  const dispatchers = dispatchersFromSettings(config, tls);
+  const dispatchers = dispatchersFromSettings(config, deps.tls.material);
   stops.add(() => dispatchers.destroy());
   const { configured, passthrough } = createTokenSources({ ...deps, metrics, dispatcher: dispatchers.token, stops });
   // Rotated TLS files are used by new connections; a new client certificate fetches a token at
@@ -54,7 +58,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   stops.add(
     watchTlsFiles({
       config,
-      initial: tls,
+      initial: deps.tls,
       clock,
       log,
       onChange: (material, what) => {

@@ -28,8 +28,16 @@ export function parseArgs(argv: readonly string[]): CliArgs {
   return { command: command === 'run' && check ? 'check' : command, configFile };
 }
 
+/** The settings as a table: environment name, file key, default; each column as wide as its longest entry. */
+function settingsTable(): string[] {
+  const rows = [['ENV', 'FILE KEY', ''], ...SETTINGS.map((s) => [s.env, s.envOnly ? '(environment only)' : s.key, s.default === undefined ? '' : `default ${String(s.default)}`])];
+  const envWidth = Math.max(...rows.map((r) => r[0]!.length));
+  const keyWidth = Math.max(...rows.map((r) => r[1]!.length));
+  return rows.map(([env, key, def]) => `  ${env!.padEnd(envWidth)}  ${key!.padEnd(keyWidth)}  ${def!}`.trimEnd());
+}
+
+/** The text of `--help`: the commands, and every setting with its file key and default. */
 export function helpText(version: string): string {
-  const settings = SETTINGS.map((s) => `  ${s.env.padEnd(24)} ${(s.envOnly ? '(environment only)' : s.key).padEnd(22)} ${s.default === undefined ? '' : `default ${String(s.default)}`}`);
   return `ticket-auth-proxy ${version}
 Forwards local calls to the Ticket Service gateway with an OAuth 2.0 access token it obtains
 (client credentials), caches and refreshes itself.
@@ -41,8 +49,7 @@ Usage:
 
 Settings come from the environment, which overrides the optional YAML file (--config FILE or
 CONFIG_FILE; keys in lower camelCase):
-  ${'ENV'.padEnd(24)} ${'FILE KEY'.padEnd(22)}
-${settings.join('\n')}
+${settingsTable().join('\n')}
 
 Listeners: the proxy on LISTEN_HOST:LISTEN_PORT (127.0.0.1:8180), the admin listener with
 /livez, /readyz and /metrics on ADMIN_HOST:ADMIN_PORT (0.0.0.0:8181).

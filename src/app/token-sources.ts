@@ -3,15 +3,18 @@ import type { Config } from '../config/config.js';
 import type { Log } from '../core/log.js';
 import type { Dispatcher } from 'undici';
 import type { Metrics } from '../telemetry/metrics.js';
-import { configuredAuth } from '../token/configured-auth.js';
+import { secretClientAuth } from '../token/client-auth.js';
+import { configuredCredential } from '../token/configured-credential.js';
 import { tokenFetcherFromConfig } from '../token/fetch-token.js';
-import { watchSecretFile } from '../token/secret-file.js';
 import { createSourceCache, type SourceCache } from '../token/source-cache.js';
+import type { TokenStartup } from '../token/settings.js';
 import { TokenSource } from '../token/token-source.js';
 import type { StopList } from './shutdown.js';
 
 export interface TokenSourceDeps {
   config: Config;
+  /** The secret, key or assertion as read at start. */
+  token: TokenStartup;
   clock: Clock;
   log: Log;
   random: () => number;
@@ -23,19 +26,18 @@ export interface TokenSourceDeps {
 }
 
 /**
- * The configured credential's token source (when one is configured), following its secret file
- * and its client authentication's files, and the pass-through credentials' cache (when
+ * The configured credential's token source (when one is configured), following the files it is
+ * made of, and the pass-through credentials' cache (when
  * `PASSTHROUGH_BASIC` is on). Neither is started here.
  */
 export function createTokenSources(deps: TokenSourceDeps): { configured: TokenSource | undefined; passthrough: SourceCache | undefined } {
   return { configured: configuredSource(deps), passthrough: passthroughCache(deps) };
 }
 
-function configuredSource({ config, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps): TokenSource | undefined {
+function configuredSource({ config, token, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps): TokenSource | undefined {
   // How the configured client proves who it is (TOKEN_AUTH_METHOD).
-  const auth = configuredAuth(config, { clock, log });
+  const auth = configuredCredential(config, { clock, log, startup: token });
   if (auth.credential === undefined) return undefined;
-  const clientId = auth.credential.clientId;
   const source = new TokenSource({
     label: 'configured',
     credential: auth.credential,
@@ -49,18 +51,8 @@ function configuredSource({ config, clock, log, random, metrics, dispatcher, sto
     tokenUrl: config.tokenUrl,
   });
   stops.add(() => source.stop());
-  if (config.clientSecretFile !== undefined && config.clientSecret !== undefined) {
-    stops.add(
-      watchSecretFile({
-        path: config.clientSecretFile,
-        initial: config.clientSecret,
-        clock,
-        log,
-        onChange: (clientSecret) => source.setCredential({ clientId, clientSecret }),
-      }),
-    );
-  }
-  stops.add(auth.watch((credential) => source.setCredential(credential)));
+  // The files the credential is made of (secret, key, assertion): a change reaches the source.
+  stops.add(auth.watch(source));
   return source;
 }
 
@@ -69,7 +61,7 @@ function passthroughCache({ config, clock, log, random, metrics, dispatcher, sto
   if (!config.passthroughBasic) return undefined;
   const cache = createSourceCache({
     max: config.tokenCacheMax,
-    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now()),
+    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), secretClientAuth(config.tokenAuthMethod)),
     clock,
     random,
     refreshRatio: config.tokenRefreshRatio,

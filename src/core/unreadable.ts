@@ -1,6 +1,6 @@
 /**
  * The configuration problem for a file a setting names that cannot be read: one wording for the
- * secret, the CA, the client certificate, the keys and the assertion (PRODUCT §12.6). A permission
+ * secret, the CA, the client certificate, the keys and the assertion. A permission
  * error says which user the proxy runs as, since that is what a mounted file must be readable by
  * (the image runs as uid 65532).
  */

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Clock } from './clock.js';
 import type { Log } from './log.js';
 
-/** How often a watched file is read: a change is seen within 2 s (PRODUCT §3, §12.6). */
+/** How often a watched file is read: a change is seen within 2 s. */
 export const FILE_POLL_INTERVAL_MS = 1_000;
 
 export interface WatchFileOptions<T> {
@@ -30,7 +30,7 @@ export interface WatchFileOptions<T> {
 }
 
 /**
- * Watches a file by reading it every second (PRODUCT §12.6): one set of rules for the secret, CA,
+ * Watches a file by reading it every second, so a change is seen within 2 s: one set of rules for the secret, CA,
  * client certificate and key and assertion key files. Reading (not only `fs.watch`) sees every
  * kind of replacement: an editor's rename, and Kubernetes' `..data` symlink swap, which changes no
  * inode the watched path resolves to (an `fs.watch` on the path misses it); one read a second of a

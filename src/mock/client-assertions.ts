@@ -7,7 +7,7 @@
 import type { KeyObject } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 
-/** A client that authenticates with an assertion from a trusted issuer (issue 15). */
+/** A client that authenticates with an assertion from a trusted issuer. */
 export interface FederatedClient {
   issuer: string;
   subject: string;

@@ -1,6 +1,6 @@
 /**
  * `npm run mock`: the embedded mock of the Ticket Service on its own, on a fixed loopback port,
- * for trying `check`, a configuration file or a secret file against it (issue 12). It prints its
+ * for trying `check`, a configuration file or a secret file against it. It prints its
  * URL, the demo client's id and secret, and the lines that point a proxy at it. Ctrl-C stops it.
  */
 import { createMockTicketService, DEMO_CLIENT } from './ticket-service.js';

@@ -17,7 +17,7 @@ function chain(err: unknown): Coded[] {
 
 /**
  * Why a connection to the gateway or the token endpoint failed, in a few words an operator can
- * act on (PRODUCT §12.1, §12.4): the TLS reason (`CERT_HAS_EXPIRED`, ...), the egress proxy's
+ * act on: the TLS reason (`CERT_HAS_EXPIRED`, ...), the egress proxy's
  * refusal with its status, or the socket error's code. undici puts a TLS error as it is, or as
  * the `cause` of its own error when the connection went through a proxy. Never holds credentials.
  */

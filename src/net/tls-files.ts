@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
@@ -7,6 +6,14 @@ import type { Log } from '../core/log.js';
 import { PAIR_SEPARATOR, parseCaFile, parseClientCertificate, type TlsMaterial } from './tls-material.js';
 
 type TlsSettings = Pick<Config, 'caFile' | 'tlsClientCertFile' | 'tlsClientKeyFile'>;
+
+/** The TLS files as read and checked at start (`checkNetSettings`): the material, and the texts it came from. */
+export interface TlsFiles {
+  readonly material: TlsMaterial;
+  readonly caText?: string;
+  readonly certText?: string;
+  readonly keyText?: string;
+}
 
 function pairText(cert: string, key: string): string {
   return `${cert}${PAIR_SEPARATOR}${key}`;
@@ -17,20 +24,10 @@ function parsePair(text: string): { cert: string; key: string } {
   return parseClientCertificate(text.slice(0, at), text.slice(at + 1));
 }
 
-/** Reads the TLS material named by the settings (checked already by `loadConfig`). */
-export function readTlsMaterial(config: TlsSettings, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): TlsMaterial {
-  return {
-    ...(config.caFile !== undefined ? { ca: parseCaFile(read(config.caFile)) } : {}),
-    ...(config.tlsClientCertFile !== undefined && config.tlsClientKeyFile !== undefined
-      ? parsePair(pairText(read(config.tlsClientCertFile), read(config.tlsClientKeyFile)))
-      : {}),
-  };
-}
-
 export interface TlsWatchOptions {
   config: TlsSettings;
-  /** The material in use, as read at start. */
-  initial: TlsMaterial;
+  /** The files as read at start: the watchers start from them, so a first read reports no change. */
+  initial: TlsFiles;
   /** New material; `what` says which file changed. */
   onChange: (material: TlsMaterial, what: 'ca' | 'client_certificate') => void;
   clock: Clock;
@@ -38,22 +35,22 @@ export interface TlsWatchOptions {
 }
 
 /**
- * Watches `CA_FILE` and the client certificate and key (PRODUCT §12.6) with the watched-file rules:
- * a bad file later is logged and the previous material stays in use. The certificate and the key
- * are read together, so a rotation caught halfway is not used. Returns a function that stops it.
+ * Watches `CA_FILE` and the client certificate and key with the watched-file rules
+ * (`core/watched-file.ts`): a rotated file is used by new connections; a bad file later is logged
+ * and the previous material stays in use. The certificate and the key are read together, so a
+ * rotation caught halfway is not used. Returns a function that stops it.
  */
 export function watchTlsFiles(options: TlsWatchOptions): () => void {
-  const { config, clock, log } = options;
-  let material = options.initial;
+  const { config, clock, log, initial } = options;
+  let material = initial.material;
   const read = (p: string): Promise<string> => readFile(p, 'utf8');
   const stops: (() => void)[] = [];
   if (config.caFile !== undefined) {
-    const path = config.caFile;
     stops.push(
       watchFile({
-        path,
+        path: config.caFile,
         what: 'CA_FILE',
-        initialText: readFileSync(path, 'utf8'),
+        ...(initial.caText !== undefined ? { initialText: initial.caText } : {}),
         parse: parseCaFile,
         onChange: (ca) => {
           material = { ...material, ca };
@@ -71,7 +68,7 @@ export function watchTlsFiles(options: TlsWatchOptions): () => void {
       watchFile({
         path: certFile,
         what: 'TLS_CLIENT_CERT_FILE/TLS_CLIENT_KEY_FILE',
-        initialText: pairText(readFileSync(certFile, 'utf8'), readFileSync(keyFile, 'utf8')),
+        ...(initial.certText !== undefined && initial.keyText !== undefined ? { initialText: pairText(initial.certText, initial.keyText) } : {}),
         read: async () => pairText(await read(certFile), await read(keyFile)),
         parse: parsePair,
         onChange: (pair) => {

@@ -1,7 +1,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { rootCertificates } from 'node:tls';
 
-/** What a TLS connection to the gateway or the token endpoint is made with (PRODUCT §12.1, §12.2). */
+/** What a TLS connection to the gateway or the token endpoint is made with. */
 export interface TlsMaterial {
   /** The system roots plus `CA_FILE`'s certificates; undefined: the system roots alone. */
   readonly ca?: readonly string[];

@@ -1,6 +1,6 @@
 /**
- * Exponential backoff with full jitter (PRODUCT §5.6): about 0.5 s, doubling, capped at 30 s, or
- * at {@link backoffCapMs} while a valid token is held.
+ * Exponential backoff with full jitter: about 0.5 s, doubling, capped at 30 s, or at
+ * {@link backoffCapMs} while a valid token is held.
  */
 export const BACKOFF_BASE_MS = 500;
 export const BACKOFF_CAP_MS = 30_000;
@@ -8,7 +8,7 @@ export const BACKOFF_CAP_MS = 30_000;
 /**
  * The backoff cap while the held token is usable for `validForMs` more: a quarter of that, never
  * below 30 s; 30 s without a valid token. A quarter never reaches past the last usable moment;
- * in a token's last 30 s the 30 s floor wins (PRODUCT §5.6 asks for both, which cannot both
+ * in a token's last 30 s the 30 s floor wins (a quarter and at least 30 s cannot both
  * hold there), so a failing endpoint is not retried ever faster as the token runs out.
  */
 export function backoffCapMs(validForMs: number): number {
@@ -39,9 +39,28 @@ export function refreshOffsetMs(lifetimeMs: number, ratio: number, random: () =>
 }
 
 /**
- * When the first refresh of a process starts (PRODUCT §5.4): uniformly between half of `ratio`
+ * When the first refresh of a process starts: uniformly between half of `ratio`
  * and `ratio` of the lifetime, so a fleet restarted at once loses its lock-step.
  */
 export function firstRefreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number): number {
   return lifetimeMs * ratio * (1 - random() / 2);
 }
+
+/** When a token source refreshes and how far its backoff may grow (a benchmark injects another). */
+export interface RefreshSchedule {
+  /** The refresh's offset from when the token was requested; `first` for the source's first refresh. */
+  refreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number, first: boolean): number;
+  /** The backoff cap while the held token is usable for `validForMs` more (0 when none is held). */
+  backoffCapMs(validForMs: number): number;
+}
+
+/**
+ * The product's schedule: the first refresh spread over half the ratio (a fleet restarted at once
+ * loses its lock-step), later ones at the ratio less up to 10 %; the backoff cap grows with the
+ * held token's usable life.
+ */
+export const DEFAULT_SCHEDULE: RefreshSchedule = {
+  refreshOffsetMs: (lifetimeMs, ratio, random, first) =>
+    first ? firstRefreshOffsetMs(lifetimeMs, ratio, random) : refreshOffsetMs(lifetimeMs, ratio, random),
+  backoffCapMs,
+};

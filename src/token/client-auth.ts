@@ -1,6 +1,12 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
+import type { TokenAuthMethod } from '../config/config.js';
 import { TokenFetchError } from '../core/errors.js';
-import type { Credential } from './fetch-token.js';
+
+/** One client's identity at the token endpoint: its id, and its secret when it has one ('' when not). */
+export interface Credential {
+  readonly clientId: string;
+  readonly clientSecret: string;
+}
 
 /**
  * The assertion could not be sent (file missing, not a JWT, expired). Its message names the file
@@ -58,6 +64,15 @@ export const clientSecretBasic: ClientAuth = (credential) => {
   return { headers: { authorization: `Basic ${Buffer.from(pair).toString('base64')}` }, form: [] };
 };
 
+/**
+ * The strategy for a client that authenticates with a secret: `client_secret_basic` when that is
+ * the configured method, `client_secret_post` otherwise. Pass-through Basic credentials carry a
+ * secret whatever the configured method, so they are sent this way.
+ */
+export function secretClientAuth(method: TokenAuthMethod): ClientAuth {
+  return method === 'client_secret_basic' ? clientSecretBasic : clientSecretPost;
+}
+
 /** `tls_client_auth` (RFC 8705 §2.1): the certificate proves the client; the body names it only. */
 export const tlsClientAuth: ClientAuth = (credential) => ({ headers: {}, form: [['client_id', credential.clientId]] });
 
@@ -85,7 +100,7 @@ export function privateKeyJwt(options: PrivateKeyJwtOptions): ClientAuth {
     const iat = Math.floor(options.now() / 1000);
     const header = options.kid === undefined ? { alg: options.alg } : { alg: options.alg, kid: options.kid };
     // jose is loaded only where an assertion is signed: what a configuration does not use is not
-    // loaded (PRODUCT §13; about 0.8 MB of resident memory for every other proxy).
+    // loaded (about 0.8 MB of resident memory for every other proxy).
     const { SignJWT } = await import('jose');
     const assertion = await new SignJWT({})
       .setProtectedHeader({ ...header, typ: 'JWT' })
@@ -143,7 +158,7 @@ export function summarizeAssertion(jwt: string): AssertionSummary {
 }
 
 /**
- * `client_assertion_file` (issue 15): a JWT another party writes and rotates (a projected service
+ * `client_assertion_file`: a JWT another party writes and rotates (a projected service
  * account token, a JWT-SVID) is read afresh for every request. An expired one is not sent: the
  * error names the file and the moment it expired.
  */
@@ -177,7 +192,7 @@ export function clientAssertionFile(options: ClientAssertionFileOptions): Client
 }
 
 /**
- * Parses TOKEN_PARAMS (PRODUCT §3): a form-encoded string from the environment, or a map of a
+ * Parses TOKEN_PARAMS: a form-encoded string from the environment, or a map of a
  * string or a list of strings from the file. Repeated names are kept in order. Returns the
  * problems instead of throwing, so the configuration reports them all together.
  */

@@ -1,24 +1,20 @@
-import type { Dispatcher } from 'undici';
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import { TokenFetchError } from '../core/errors.js';
 import { networkFailureReason } from '../net/failure-reason.js';
-import type { Config, TokenAuthMethod } from '../config/config.js';
+import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
-import { clientSecretBasic, clientSecretPost, type ClientAuth } from './client-auth.js';
+import type { ClientAuth, Credential } from './client-auth.js';
 
-/** One set of client credentials. */
-export interface Credential {
-  readonly clientId: string;
-  readonly clientSecret: string;
-}
-
-/** Runs one client-credentials grant (PRODUCT §5.2). Rejects with {@link TokenFetchError} only. */
+/**
+ * Runs one client-credentials grant (RFC 6749 §4.4). Rejects with {@link TokenFetchError}; an
+ * error the client authentication strategy throws is passed on as it is (`diagnose.ts` tells both).
+ */
 export type FetchToken = (credential: Credential) => Promise<TokenGrant>;
 
 export interface TokenFetcherOptions {
   tokenUrl: string;
-  /** How the client proves who it is: a strategy from `client-auth.ts`, or a secret method's name. */
-  clientAuth: ClientAuth | Extract<TokenAuthMethod, 'client_secret_post' | 'client_secret_basic'>;
+  /** How the client proves who it is: a strategy from `client-auth.ts`. */
+  clientAuth: ClientAuth;
   scope: string | undefined;
   /** Extra form fields on every request (TOKEN_PARAMS), in order, names may repeat. */
   extraParams?: ReadonlyArray<readonly [string, string]>;
@@ -29,20 +25,16 @@ export interface TokenFetcherOptions {
   now: () => number;
 }
 
-/**
- * The fetcher for the configured token endpoint. Without `clientAuth` it authenticates with a
- * secret: client_secret_basic when configured, client_secret_post otherwise. That is the fetcher
- * for pass-through Basic credentials, which carry a secret whatever the configured method.
- */
+/** The fetcher for the configured token endpoint, authenticating with `clientAuth`. */
 export function tokenFetcherFromConfig(
-  config: Pick<Config, 'tokenUrl' | 'tokenAuthMethod' | 'tokenScope' | 'tokenParams' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
+  config: Pick<Config, 'tokenUrl' | 'tokenScope' | 'tokenParams' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
   dispatcher: Dispatcher,
   now: () => number,
-  clientAuth?: ClientAuth,
+  clientAuth: ClientAuth,
 ): FetchToken {
   return createTokenFetcher({
     tokenUrl: config.tokenUrl,
-    clientAuth: clientAuth ?? (config.tokenAuthMethod === 'client_secret_basic' ? clientSecretBasic : clientSecretPost),
+    clientAuth,
     scope: config.tokenScope,
     extraParams: config.tokenParams,
     timeoutMs: config.tokenFetchTimeoutMs,
@@ -57,13 +49,7 @@ const MAX_BODY_BYTES = 64 * 1024;
 
 /** Creates the function that requests a token from the token endpoint with `undici`. */
 export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
-  const { tokenUrl, scope, timeoutMs, defaultTtlS, dispatcher, now } = options;
-  const clientAuth =
-    typeof options.clientAuth === 'function'
-      ? options.clientAuth
-      : options.clientAuth === 'client_secret_basic'
-        ? clientSecretBasic
-        : clientSecretPost;
+  const { tokenUrl, clientAuth, scope, timeoutMs, defaultTtlS, dispatcher, now } = options;
   const extraParams = options.extraParams ?? [];
   return async function fetchToken(credential) {
     // Called for every request, retries included: an assertion is signed or read afresh.

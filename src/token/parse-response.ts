@@ -6,7 +6,7 @@ export interface TokenGrant {
   readonly lifetimeMs: number;
 }
 
-/** `Retry-After` is honoured up to this (PRODUCT §5.6). */
+/** `Retry-After` is honoured up to this. */
 export const RETRY_AFTER_CAP_MS = 5 * 60_000;
 
 const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
@@ -51,7 +51,7 @@ export function jwtExpiry(token: string): number | undefined {
 }
 
 export interface ParseOptions {
-  /** Lifetime assumed without `expires_in` and without a JWT `exp` (PRODUCT §3 `TOKEN_DEFAULT_TTL_S`). */
+  /** Lifetime assumed without `expires_in` and without a JWT `exp` (`TOKEN_DEFAULT_TTL_S`). */
   defaultTtlS: number;
   /** When the token request was sent (ms since the epoch): a JWT's `exp` is counted from it. */
   sentAt: number;
@@ -59,7 +59,7 @@ export interface ParseOptions {
 
 /**
  * Turns a token endpoint's answer into a {@link TokenGrant} (RFC 6749 §5.1), or throws a
- * {@link TokenFetchError} whose `outcome` is the metric label (§5.2 errors, §8 outcomes).
+ * {@link TokenFetchError} whose `outcome` is the label of `ticket_auth_proxy_token_fetches_total`.
  * Error messages never quote the token.
  */
 export function parseTokenResponse(
@@ -71,7 +71,7 @@ export function parseTokenResponse(
   if (status < 200 || status > 299) {
     const { error, description } = oauthError(body);
     const retryAfterMs = parseRetryAfter(first(headers['retry-after']), options.sentAt);
-    // 404/405: no token endpoint at this URL, which no retry will change (issue 12 §1).
+    // 404/405: no token endpoint at this URL, which no retry will change.
     const outcome =
       status === 400 || status === 401
         ? 'rejected'
@@ -120,7 +120,7 @@ export function parseTokenResponse(
     lifetimeMs = n * 1000;
   }
   // A JWT's exp bounds the lifetime too: an IdP that rounds the issue time down can set it up to a
-  // second before sent + expires_in (PRODUCT §5.3), so the earlier of the two is taken.
+  // second before sent + expires_in, so the earlier of the two is taken.
   const exp = jwtExpiry(r.access_token);
   if (exp !== undefined) {
     const untilExpMs = exp * 1000 - options.sentAt;

@@ -1,10 +1,11 @@
 import type { Clock } from '../core/clock.js';
-import { trimSecret } from '../config/config.js';
-import { FILE_POLL_INTERVAL_MS, watchFile } from '../core/watched-file.js';
+import { watchFile } from '../core/watched-file.js';
 import type { Log } from '../core/log.js';
 
-/** How often the secret file is read: a change is seen within 2 s (PRODUCT §3). */
-export const SECRET_POLL_INTERVAL_MS = FILE_POLL_INTERVAL_MS;
+/** Trims a secret as read from a file (a trailing newline and surrounding white space). */
+export function trimSecret(raw: string): string {
+  return raw.trim();
+}
 
 export interface SecretWatcherOptions {
   path: string;
@@ -18,7 +19,7 @@ export interface SecretWatcherOptions {
 }
 
 /**
- * Watches the secret file with the rules every watched file follows (`files/watched-file.ts`):
+ * Watches the secret file with the rules every watched file follows (`core/watched-file.ts`):
  * trimmed, an unreadable or empty file keeps the old secret, a new secret is reported once.
  * Returns a function that stops the watch.
  */

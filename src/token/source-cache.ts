@@ -3,10 +3,11 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../core/clock.js';
 import { InvalidClientError, TokenFetchError, TokenUnavailableError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
-import type { Credential, FetchToken } from './fetch-token.js';
+import type { Credential } from './client-auth.js';
+import type { FetchToken } from './fetch-token.js';
 import { TokenSource, type TokenSourceObserver } from './token-source.js';
 
-/** How long a credential the token endpoint rejected is answered without asking it again (PRODUCT §6). */
+/** How long a credential the token endpoint rejected is answered without asking it again. */
 export const REJECTION_MEMORY_MS = 10_000;
 
 /** The answer to a malformed or rejected pass-through credential; never names the id or secret. */
@@ -52,7 +53,7 @@ interface Entry {
   idleTimer: unknown;
 }
 
-/** The pass-through token sources (PRODUCT §6). */
+/** The pass-through token sources: one per caller's own Basic credentials. */
 export interface SourceCache {
   /** The source for these credentials, or `invalid_client` while they are remembered as rejected. */
   sourceFor(credential: Credential): TokenSource | InvalidClientError;
@@ -61,19 +62,18 @@ export interface SourceCache {
   stop(): void;
 }
 
-/**
- * An LRU of token sources for callers' own credentials, keyed by an HMAC of id and secret under a
- * per-process key, so a wrong secret finds no entry and never another caller's token. Each entry
- * runs the whole §5 lifecycle; it is dropped (timers stopped) after a token lifetime without a
- * request, when evicted, or when the token endpoint rejects its credentials, which are then
- * answered `invalid_client` for {@link REJECTION_MEMORY_MS} without a fetch.
- */
 /** What a request waiting on an evicted entry's first token is told (it may simply retry). */
 const EVICTED = 'more pass-through credentials are in use than TOKEN_CACHE_MAX; this one was evicted before its token came';
 
+/**
+ * An LRU of token sources for callers' own credentials, keyed by an HMAC of id and secret under a
+ * per-process key, so a wrong secret finds no entry and never another caller's token. Each entry
+ * runs the whole lifecycle of a {@link TokenSource}; it is dropped (timers stopped) after a token
+ * lifetime without a request, when evicted, or when the token endpoint rejects its credentials,
+ * which are then answered `invalid_client` for {@link REJECTION_MEMORY_MS} without a fetch.
+ */
 export function createSourceCache(options: SourceCacheOptions): SourceCache {
   const { clock } = options;
-  const hmacKey = options.hmacKey ?? randomBytes(32);
   const rejectedAt = new LRUCache<string, number>({ max: options.max });
   const entries = new LRUCache<string, Entry>({
     max: options.max,
@@ -83,22 +83,8 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
     },
     disposeAfter: () => options.onSize(entries.size),
   });
-
-  const keyOf = credentialKeyer(hmacKey);
-
-  const scheduleIdleCheck = (key: string, entry: Entry): void => {
-    clock.clearTimeout(entry.idleTimer);
-    entry.idleTimer = clock.setTimeout(
-      () => {
-        if (entries.peek(key) !== entry) return;
-        if (clock.now() - entry.lastUsedAt >= entry.idleLimitMs) {
-          options.log.debug({ credential: 'passthrough' }, 'pass-through credential idle for a token lifetime; dropped');
-          entries.delete(key);
-        } else scheduleIdleCheck(key, entry);
-      },
-      Math.max(0, entry.lastUsedAt + entry.idleLimitMs - clock.now()),
-    );
-  };
+  const keyOf = credentialKeyer(options.hmacKey ?? randomBytes(32));
+  const idle = idleChecker(entries, clock, options.log);
 
   const create = (key: string, credential: Credential): Entry => {
     const source = new PassthroughSource({
@@ -111,30 +97,27 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       waitTimeoutMs: options.waitTimeoutMs,
       log: options.log,
       observer: {
-        onFetch(outcome, durationS) {
-          options.observer.onFetch?.(outcome, durationS);
-          if (outcome !== 'rejected') return;
-          // After the source has scheduled its retry, so that stopping it clears that timer too.
-          queueMicrotask(() => {
-            if (entries.peek(key) !== entry) return;
-            rejectedAt.set(key, clock.now());
-            entries.delete(key);
-          });
-        },
+        onFetch: (outcome, durationS) => options.observer.onFetch?.(outcome, durationS),
         onState(state) {
           if (state.expiresAtMs === 0) return;
           const lifetime = state.expiresAtMs - state.lastSuccessAtMs;
           if (lifetime > 0 && lifetime !== entry.idleLimitMs) {
             entry.idleLimitMs = lifetime;
-            scheduleIdleCheck(key, entry);
+            idle.schedule(key, entry);
           }
         },
+      },
+      // Once its retry is scheduled, so that stopping the source clears that timer too.
+      onFailure(error) {
+        if (error.outcome !== 'rejected' || entries.peek(key) !== entry) return;
+        rejectedAt.set(key, clock.now());
+        entries.delete(key);
       },
     });
     const entry: Entry = { source, lastUsedAt: clock.now(), idleLimitMs: options.defaultLifetimeMs, idleTimer: undefined };
     entries.set(key, entry);
     options.onSize(entries.size);
-    scheduleIdleCheck(key, entry);
+    idle.schedule(key, entry);
     return entry;
   };
 
@@ -158,6 +141,24 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       rejectedAt.clear();
     },
   };
+}
+
+/** Drops an entry once it has gone a token lifetime (its idle limit) without a request. */
+function idleChecker(entries: LRUCache<string, Entry>, clock: Clock, log: Log): { schedule(key: string, entry: Entry): void } {
+  const schedule = (key: string, entry: Entry): void => {
+    clock.clearTimeout(entry.idleTimer);
+    entry.idleTimer = clock.setTimeout(
+      () => {
+        if (entries.peek(key) !== entry) return;
+        if (clock.now() - entry.lastUsedAt >= entry.idleLimitMs) {
+          log.debug({ credential: 'passthrough' }, 'pass-through credential idle for a token lifetime; dropped');
+          entries.delete(key);
+        } else schedule(key, entry);
+      },
+      Math.max(0, entry.lastUsedAt + entry.idleLimitMs - clock.now()),
+    );
+  };
+  return { schedule };
 }
 
 /**

@@ -1,12 +1,13 @@
 import type { Clock } from '../core/clock.js';
 import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../core/errors.js';
 import type { Log } from '../core/log.js';
-import { backoffCapMs, backoffDelay, expiryMarginMs, firstRefreshOffsetMs, refreshOffsetMs } from './backoff.js';
-import { diagnoseTokenFailure, displayTokenUrl } from './diagnose.js';
-import type { Credential, FetchToken } from './fetch-token.js';
+import { backoffDelay, DEFAULT_SCHEDULE, expiryMarginMs, type RefreshSchedule } from './backoff.js';
+import type { Credential } from './client-auth.js';
+import { asFetchError, diagnoseTokenFailure } from './diagnose.js';
+import type { FetchToken } from './fetch-token.js';
 import type { TokenGrant } from './parse-response.js';
 
-/** Forced refreshes after a gateway 401 happen at most this often per credential (PRODUCT §5.7). */
+/** Forced refreshes after a gateway 401 happen at most this often per credential. */
 export const FORCED_REFRESH_INTERVAL_MS = 5_000;
 
 /** What the metrics see of one credential's token. */
@@ -34,14 +35,12 @@ export interface TokenSourceOptions {
   waitTimeoutMs: number;
   log: Log;
   observer?: TokenSourceObserver | undefined;
-  /**
-   * True reproduces the schedule before PRODUCT §5.4/§5.6 spread the first refresh and grew the
-   * backoff cap (every refresh at the ratio less up to 10 %, a 30 s cap): `npm run bench:fleet`
-   * compares the two in one run.
-   */
-  legacySchedule?: boolean | undefined;
+  /** When to refresh and how far the backoff grows; {@link DEFAULT_SCHEDULE} unless given. */
+  schedule?: RefreshSchedule | undefined;
   /** The token URL, named (without userinfo) with every fetch failure logged. */
   tokenUrl?: string | undefined;
+  /** Called once a failed fetch is handled: its retry scheduled, the waiting requests told. */
+  onFailure?: ((error: TokenFetchError) => void) | undefined;
 }
 
 interface Waiter {
@@ -52,13 +51,14 @@ interface Waiter {
 }
 
 /**
- * One credential's token (PRODUCT §5): fetched ahead of need, refreshed in the background with
+ * One credential's token: fetched ahead of need, refreshed in the background with
  * jitter, one fetch in flight at most, backoff with full jitter on failure, and never used in the
  * last `min(10 s, lifetime / 10)` of its life. A valid token is a synchronous field read.
  */
 export class TokenSource {
   private readonly opts: TokenSourceOptions;
   private readonly clock: Clock;
+  private readonly schedule: RefreshSchedule;
   private credential: Credential;
   private generation = 0;
 
@@ -74,7 +74,7 @@ export class TokenSource {
   private nextAttemptAt: number | undefined;
   private waiters: Waiter[] = [];
   private stopped = false;
-  /** Whether a refresh was scheduled already: the first one is spread wider (§5.4). */
+  /** Whether a refresh was scheduled already: the first one is spread wider. */
   private refreshedOnce = false;
   /** The last failure, kept until the next success (pass-through credentials read `outcome`). */
   lastError: TokenFetchError | undefined;
@@ -82,10 +82,11 @@ export class TokenSource {
   constructor(options: TokenSourceOptions) {
     this.opts = options;
     this.clock = options.clock;
+    this.schedule = options.schedule ?? DEFAULT_SCHEDULE;
     this.credential = options.credential;
   }
 
-  /** Starts the first fetch now, before any request needs the token (§5.1). */
+  /** Starts the first fetch now, before any request needs the token. */
   start(): void {
     this.fetchNow();
   }
@@ -122,7 +123,7 @@ export class TokenSource {
   }
 
   /**
-   * The gateway answered 401 for `token` (§5.7). Drops it if it is still the current one and
+   * The gateway answered 401 for `token`. Drops it if it is still the current one and
    * fetches another, at most once per {@link FORCED_REFRESH_INTERVAL_MS}. Returns whether a
    * replay can expect a different token.
    */
@@ -136,12 +137,12 @@ export class TokenSource {
     this.expiresAt = 0;
     this.publishState();
     this.opts.log.warn({ credential: this.opts.label }, 'gateway rejected the token; fetching a new one');
-    // While failing, the scheduled retry is the next try: the backoff and Retry-After hold (§5.6).
+    // While failing, the scheduled retry is the next try: the backoff and Retry-After hold.
     if (this.retryTimer === undefined) this.fetchNow();
     return true;
   }
 
-  /** A new secret (or id): fetch with it at once; the held token stays in use meanwhile (§3). */
+  /** A new secret (or id): fetch with it at once; the held token stays in use meanwhile. */
   setCredential(credential: Credential): void {
     if (credential.clientId === this.credential.clientId && credential.clientSecret === this.credential.clientSecret) return;
     this.credential = credential;
@@ -150,16 +151,14 @@ export class TokenSource {
     this.fetchNow();
   }
 
-  /** Material the token request is made with changed (a client certificate): fetch at once (§12.6). */
+  /**
+   * Material the token request is made with changed (a client certificate, an assertion key or
+   * file): fetch at once; the held token stays in use meanwhile.
+   */
   refreshNow(reason: string): void {
     this.generation++;
     this.opts.log.info({ credential: this.opts.label, reason }, 'fetching a token at once');
     this.fetchNow();
-  }
-
-  /** Whether the last fetch failed, so a retry is due (for the pass-through cache). */
-  get failing(): boolean {
-    return this.failures > 0;
   }
 
   get state(): TokenState {
@@ -170,10 +169,7 @@ export class TokenSource {
   stop(why = 'the proxy is shutting down'): void {
     this.stopped = true;
     this.clearTimers();
-    for (const w of this.waiters.splice(0)) {
-      this.clock.clearTimeout(w.timer);
-      w.reject(this.unavailable(why, 1));
-    }
+    this.settle((w) => w.reject(this.unavailable(why, 1)));
   }
 
   private fetchNow(): void {
@@ -212,21 +208,13 @@ export class TokenSource {
     this.nextAttemptAt = undefined;
     this.opts.observer?.onFetch?.('success', (now - startedAt) / 1000);
     this.publishState();
-    this.opts.log.info(
-      { credential: this.opts.label, lifetimeS: Math.round(lifetime / 1000), durationMs: now - startedAt },
-      'token fetched',
-    );
-    for (const w of this.waiters.splice(0)) {
-      this.clock.clearTimeout(w.timer);
-      w.resolve(grant.accessToken);
-    }
+    this.opts.log.info({ credential: this.opts.label, lifetimeS: Math.round(lifetime / 1000), durationMs: now - startedAt }, 'token fetched');
+    this.settle((w) => w.resolve(grant.accessToken));
     if (generation !== this.generation) {
       this.fetchNow();
       return;
     }
-    const offset = this.refreshedOnce || this.opts.legacySchedule === true
-      ? refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random)
-      : firstRefreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random);
+    const offset = this.schedule.refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random, !this.refreshedOnce);
     this.refreshedOnce = true;
     const refreshAt = Math.min(startedAt + offset, this.usableUntil);
     this.refreshTimer = this.clock.setTimeout(() => {
@@ -239,51 +227,45 @@ export class TokenSource {
     this.inflight = false;
     if (this.stopped) return;
     const now = this.clock.now();
-    const error =
-      err instanceof TokenFetchError
-        ? err
-        : new TokenFetchError('network_error', `token request failed (${(err as Error)?.message ?? String(err)})`, { cause: err });
+    const error = asFetchError(err);
     this.failures++;
     this.lastError = error;
     this.opts.observer?.onFetch?.(error.outcome, (now - startedAt) / 1000);
     this.publishState();
-    if (generation !== this.generation) {
-      this.fetchNow();
-      return;
-    }
-    // While a valid token is held, the cap grows with the time it has left (§5.6).
-    const validForMs = this.current() !== undefined && this.opts.legacySchedule !== true ? this.usableUntil - now : 0;
-    const delay = backoffDelay(this.failures, this.opts.random, error.retryAfterMs, backoffCapMs(validForMs));
+    if (generation !== this.generation) this.fetchNow();
+    else this.retryLater(err, error, now);
+    this.opts.onFailure?.(error);
+  }
+
+  private retryLater(err: unknown, error: TokenFetchError, now: number): void {
+    // While a valid token is held, the cap may grow with the time it has left.
+    const validForMs = this.current() !== undefined ? this.usableUntil - now : 0;
+    const delay = backoffDelay(this.failures, this.opts.random, error.retryAfterMs, this.schedule.backoffCapMs(validForMs));
     this.nextAttemptAt = now + delay;
     this.retryTimer = this.clock.setTimeout(() => {
       this.retryTimer = undefined;
       this.fetchNow();
     }, delay);
-    const diagnosis = this.opts.tokenUrl === undefined ? undefined : diagnoseTokenFailure(error, this.opts.tokenUrl);
+    this.logFailure(err, error, { attempt: this.failures, retryInMs: delay, tokenValidForMs: validForMs });
+    // Requests that would still be waiting when the next attempt starts get their 503 now.
+    const nextAttemptAt = now + delay;
+    this.settle((w) => w.reject(this.unavailable(`no valid token; ${error.message}`, delay / 1000)), (w) => w.deadline < nextAttemptAt);
+  }
+
+  /** One line per failed fetch, with the account `check` and `/readyz` give of it. */
+  private logFailure(err: unknown, error: TokenFetchError, retry: Record<string, number>): void {
+    const { tokenUrl } = this.opts;
+    const diagnosis = tokenUrl === undefined ? undefined : diagnoseTokenFailure(err, tokenUrl);
     const fields = {
       credential: this.opts.label,
-      outcome: error.outcome,
-      status: error.status,
-      error: error.oauthError,
-      errorDescription: error.oauthErrorDescription,
+      outcome: error.outcome, status: error.status, error: error.oauthError, errorDescription: error.oauthErrorDescription,
       reason: error.message,
-      ...(this.opts.tokenUrl === undefined ? {} : { tokenUrl: displayTokenUrl(this.opts.tokenUrl), hint: diagnosis?.hint }),
-      attempt: this.failures,
-      retryInMs: delay,
-      tokenValidForMs: this.current() !== undefined ? this.usableUntil - now : 0,
+      ...(diagnosis === undefined ? {} : { tokenUrl: diagnosis.tokenUrl, hint: diagnosis.hint }),
+      ...retry,
     };
     const credentialsRejected = diagnosis ? diagnosis.credentialsRejected : error.outcome === 'rejected';
     if (credentialsRejected) this.opts.log.error(fields, 'token endpoint rejected the client credentials');
     else this.opts.log.warn(fields, 'token fetch failed');
-    // Requests that would still be waiting when the next attempt starts get their 503 now.
-    const keep: Waiter[] = [];
-    for (const w of this.waiters) {
-      if (w.deadline < this.nextAttemptAt) {
-        this.clock.clearTimeout(w.timer);
-        w.reject(this.unavailable(`no valid token; ${error.message}`, delay / 1000));
-      } else keep.push(w);
-    }
-    this.waiters = keep;
   }
 
   private unavailable(message: string, retryAfterS: number): TokenUnavailableError {
@@ -294,20 +276,23 @@ export class TokenSource {
     this.opts.observer?.onState?.(this.state);
   }
 
+  /** Settles the waiting requests `pick` selects (every one by default); the others keep waiting. */
+  private settle(settle: (w: Waiter) => void, pick: (w: Waiter) => boolean = () => true): void {
+    const picked = new Set(this.waiters.filter(pick));
+    this.waiters = this.waiters.filter((w) => !picked.has(w));
+    for (const w of picked) {
+      this.clock.clearTimeout(w.timer);
+      settle(w);
+    }
+  }
+
   private removeWaiter(waiter: Waiter): void {
     const i = this.waiters.indexOf(waiter);
     if (i >= 0) this.waiters.splice(i, 1);
   }
 
   private clearTimers(): void {
-    if (this.refreshTimer !== undefined) this.clock.clearTimeout(this.refreshTimer);
-    if (this.retryTimer !== undefined) this.clock.clearTimeout(this.retryTimer);
-    this.refreshTimer = undefined;
-    this.retryTimer = undefined;
+    for (const timer of [this.refreshTimer, this.retryTimer]) if (timer !== undefined) this.clock.clearTimeout(timer);
+    this.refreshTimer = this.retryTimer = undefined;
   }
-}
-
-/** Factory form, for symmetry with the other parts. */
-export function createTokenSource(options: TokenSourceOptions): TokenSource {
-  return new TokenSource(options);
 }

@@ -2,36 +2,30 @@ import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { SignJWT, exportJWK } from 'jose';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, runCli, startProxy, type ProxyHandle } from '../helpers/index.js';
+import type { MockTicketService } from '../../src/mock/ticket-service.js';
+import { pollUntil, runCli, type ProxyHandle } from '../helpers/index.js';
+import { test as it, untilReady, type StartMock, type StartStack } from '../helpers/stack.js';
 
-const running: { proxies: ProxyHandle[]; gateways: MockTicketService[] } = { proxies: [], gateways: [] };
-/** Anything that looks like a JWT or a PEM key must never reach the output. */
+/** Anything that looks like a JWT or a PEM key must never reach the output (checked by the stack at teardown, with the mock's tokens). */
 const LEAKS = [/eyJ[\w-]+\.eyJ/, /PRIVATE KEY/];
 
-afterEach(async () => {
-  for (const p of running.proxies.splice(0)) {
-    await p.stop();
-    for (const leak of LEAKS) expect(p.output()).not.toMatch(leak);
-  }
-  for (const g of running.gateways.splice(0)) await g.close();
+/** The current test's fixtures and its mock, for the helpers below. */
+let current: { mock: StartMock; stack: StartStack; gateway?: MockTicketService };
+it.beforeEach(({ mock, stack }) => {
+  current = { mock, stack };
 });
 
 async function gateway(): Promise<MockTicketService> {
-  const g = await createMockTicketService({ clients: {}, tokenTtlS: 600 });
-  running.gateways.push(g);
-  return g;
+  current.gateway = await current.mock({ clients: {}, tokenTtlS: 600 });
+  return current.gateway;
 }
 
+/** The proxy with exactly `env` (its credentials included), against the test's mock; returns once its listeners are up. */
 async function proxy(env: Record<string, string>): Promise<ProxyHandle> {
-  const p = await startProxy(env);
-  running.proxies.push(p);
-  return p;
+  return (await current.stack({ gateway: current.gateway, credentials: false, env, ready: false, mustNotLeak: LEAKS })).proxy;
 }
-
-const ready = (p: ProxyHandle) => async () => (await fetch(`${p.adminUrl}/readyz`)).status === 200;
 const dir = () => mkdtempSync(join(tmpdir(), 'tap-auth-'));
 
 function keyPair(kind: 'rsa' | 'ec' | 'ed25519'): { privateKey: KeyObject; publicKey: KeyObject; pem: string } {
@@ -44,7 +38,7 @@ function keyPair(kind: 'rsa' | 'ec' | 'ed25519'): { privateKey: KeyObject; publi
   return { ...pair, pem: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
 }
 
-describe('private_key_jwt (issue 9)', () => {
+describe('private_key_jwt', () => {
   for (const kind of ['rsa', 'ec', 'ed25519'] as const) {
     it(`obtains a token with a ${kind} key and serves tickets, sending no secret and never printing the assertion`, async () => {
       const g = await gateway();
@@ -53,7 +47,7 @@ describe('private_key_jwt (issue 9)', () => {
       const d = dir();
       writeFileSync(join(d, 'key.pem'), k.pem);
       const p = await proxy({ BASE_URL: g.url, CLIENT_ID: 'client', TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_ASSERTION_KEY_FILE: join(d, 'key.pem'), LOG_LEVEL: 'trace' });
-      await pollUntil(ready(p), { timeoutMs: 10_000 });
+      await untilReady(p, 10_000);
       expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
       expect(g.tokenRequests[0]).toMatchObject({ clientId: 'client', authMethod: 'client_assertion' });
       expect(g.tokenRequests[0]!.form.map(([k]) => k)).toEqual(['grant_type', 'client_id', 'client_assertion_type']);
@@ -67,7 +61,7 @@ describe('private_key_jwt (issue 9)', () => {
     const d = dir();
     writeFileSync(join(d, 'key.pem'), a.pem);
     const p = await proxy({ BASE_URL: g.url, CLIENT_ID: 'client', TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_ASSERTION_KEY_FILE: join(d, 'key.pem') });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    await untilReady(p, 10_000);
     g.assertionClients.setPublicKey('client', b.publicKey);
     writeFileSync(join(d, 'key.tmp'), b.pem);
     renameSync(join(d, 'key.tmp'), join(d, 'key.pem'));
@@ -79,7 +73,7 @@ describe('private_key_jwt (issue 9)', () => {
     const g = await gateway();
     g.setClientSecret('client', 'pw');
     const p = await proxy({ BASE_URL: g.url, CLIENT_ID: 'client', CLIENT_SECRET: 'pw', TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi%3Fa%3D1%26b&resource=a+b%2Bc&resource=Z%C3%BCrich' });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    await untilReady(p, 10_000);
     expect(g.tokenRequests[0]!.form.filter(([k]) => k === 'audience' || k === 'resource')).toEqual([
       ['audience', 'https://api?a=1&b'],
       ['resource', 'a b+c'],
@@ -88,7 +82,7 @@ describe('private_key_jwt (issue 9)', () => {
   });
 });
 
-describe('client_assertion_file (issue 15)', () => {
+describe('client_assertion_file', () => {
   const issuer = 'https://cluster.local';
   const subject = 'system:serviceaccount:ns:app';
   const audience = 'ticket-gateway';
@@ -130,7 +124,7 @@ describe('client_assertion_file (issue 15)', () => {
     const { g, sign, publish, env } = await federation();
     publish(await sign(600));
     const p = await proxy(env);
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    await untilReady(p, 10_000);
     expect(g.tokenRequests[0]!.form.map(([k]) => k)).toEqual(['grant_type', 'client_id', 'client_assertion_type']);
     const first = g.tokenRequests[0]!.assertionSha256;
     publish(await sign(600));
@@ -151,12 +145,14 @@ describe('client_assertion_file (issue 15)', () => {
     const p = await proxy(env);
     const line = await p.waitForLog((l) => l.msg === 'token fetch failed', 10_000);
     expect(line.reason).toMatch(new RegExp(`client assertion in ${file} expired at \\S+Z: the projected token is not being rotated`));
+    expect(line.hint).toContain('a rotated file is tried at once');
+    expect(line.hint).not.toContain('host name');
     const readyz = await fetch(`${p.adminUrl}/readyz`);
     expect(readyz.status).toBe(503);
     expect(await readyz.text()).toContain(`client assertion in ${file} expired at`);
     expect(g.tokenRequests).toHaveLength(0);
     publish(await sign(600));
-    await pollUntil(ready(p), { timeoutMs: 5000 });
+    await untilReady(p, 5000);
     expect(g.tokenRequests).toHaveLength(1);
   });
 
@@ -171,6 +167,8 @@ describe('client_assertion_file (issue 15)', () => {
     const expired = await runCli(['check'], env);
     expect(expired.code).toBe(1);
     expect(expired.stderr).toContain(`client assertion in ${file} expired at`);
+    expect(expired.stderr).toContain('a rotated file is tried at once');
+    expect(expired.stderr).not.toContain('host name');
     g.assertionClients.setFederated('app', { issuer: 'https://other', subject, audience, jwks: { keys: [] } });
     publish(await sign(600));
     const rejected = await runCli(['check'], env);

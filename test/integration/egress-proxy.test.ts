@@ -1,14 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import type { MockTicketService } from '../../src/mock/ticket-service.js';
 import { createCa, localhostCert, tempDir, type Ca, type Pem } from '../helpers/certs.js';
-import { pollUntil, runCli, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { runCli, type ProxyHandle } from '../helpers/index.js';
+import { test, untilReady, type StartMock, type StartStack } from '../helpers/stack.js';
 import { startTinyproxy, type Tinyproxy } from '../helpers/tinyproxy.js';
+import { lacks, skipNote } from '../helpers/tools.js';
 
 const SECRET = `s-${randomBytes(6).toString('hex')}`;
 const PROXY_USER = 'egress';
 const PROXY_PASSWORD = `p-${randomBytes(6).toString('hex')}`;
-const running: { proxies: ProxyHandle[]; gateways: MockTicketService[]; tinyproxies: Tinyproxy[] } = { proxies: [], gateways: [], tinyproxies: [] };
+/** Nothing of the egress proxy's credentials in any output: neither the password nor the Basic value. */
+const PROXY_CREDENTIALS = [PROXY_PASSWORD, Buffer.from(`${PROXY_USER}:${PROXY_PASSWORD}`).toString('base64'), /proxy-authorization: basic/i];
 const files = tempDir();
 let ca: Ca;
 let server: Pem;
@@ -21,50 +24,43 @@ beforeAll(async () => {
 });
 afterAll(() => files.remove());
 
-/** Nothing of the proxy's credentials in any output: neither the password nor the Basic value. */
-function expectNoProxyCredentials(text: string): void {
-  expect(text).not.toContain(PROXY_PASSWORD);
-  expect(text).not.toContain(Buffer.from(`${PROXY_USER}:${PROXY_PASSWORD}`).toString('base64'));
-  expect(text.toLowerCase()).not.toContain('proxy-authorization: basic');
-}
-
-afterEach(async () => {
-  for (const p of running.proxies.splice(0)) {
-    await p.stop();
-    expect(p.output()).not.toContain(SECRET);
-    expectNoProxyCredentials(p.output());
-  }
-  for (const g of running.gateways.splice(0)) await g.close();
-  for (const t of running.tinyproxies.splice(0)) await t.stop();
+/** The stack fixtures and `tinyproxy(options)`: a real tinyproxy, stopped when the test ends. */
+// eslint-disable-next-line no-empty-pattern
+const it = test.extend('tinyproxy', async ({}, { onCleanup }) => {
+  const started: Tinyproxy[] = [];
+  onCleanup(async () => {
+    for (const t of started.splice(0)) await t.stop();
+  });
+  return async (options: Parameters<typeof startTinyproxy>[0] = {}): Promise<Tinyproxy> => {
+    const t = await startTinyproxy(options);
+    started.push(t);
+    return t;
+  };
 });
 
-async function gateway(tls = true): Promise<MockTicketService> {
-  const g = await createMockTicketService({ clients: { client: SECRET }, tokenTtlS: 600, ...(tls ? { tls: server } : {}) });
-  running.gateways.push(g);
-  return g;
+function expectNoProxyCredentials(text: string): void {
+  expect(text).not.toContain(PROXY_CREDENTIALS[0]);
+  expect(text).not.toContain(PROXY_CREDENTIALS[1]);
+  expect(text).not.toMatch(PROXY_CREDENTIALS[2]!);
 }
 
-async function tinyproxy(options: Parameters<typeof startTinyproxy>[0] = {}): Promise<Tinyproxy> {
-  const t = await startTinyproxy(options);
-  running.tinyproxies.push(t);
-  return t;
+function gateway(mock: StartMock, tls = true): Promise<MockTicketService> {
+  return mock({ clients: { client: SECRET }, tokenTtlS: 600, ...(tls ? { tls: server } : {}) });
 }
 
-async function proxyFor(env: Record<string, string>): Promise<ProxyHandle> {
-  const p = await startProxy({ CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CA_FILE: caFile, ...env });
-  running.proxies.push(p);
-  return p;
+/** A proxy whose token endpoint is `g`; the stack's leak check covers its tokens, the secret and the egress proxy's credentials. */
+async function proxyFor(stack: StartStack, g: MockTicketService, env: Record<string, string>): Promise<ProxyHandle> {
+  return (await stack({ gateway: g, secret: SECRET, env: { CA_FILE: caFile, ...env }, ready: false, mustNotLeak: PROXY_CREDENTIALS })).proxy;
 }
 
-const ready = (proxy: ProxyHandle) => async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200;
 const withCredentials = (t: Tinyproxy, password = PROXY_PASSWORD) => `http://${PROXY_USER}:${password}@127.0.0.1:${t.port}`;
 
-describe('egress proxy (PRODUCT §12.4), through a real tinyproxy', () => {
-  it('tunnels token fetches and forwarded requests with CONNECT, as tinyproxy logs them', async () => {
-    const g = await gateway();
+describe.skipIf(lacks('tinyproxy'))(`an egress proxy, through a real tinyproxy${skipNote('tinyproxy')}`, () => {
+  it('tunnels token fetches and forwarded requests with CONNECT, as tinyproxy logs them', async ({ mock, stack, tinyproxy }) => {
+    const g = await gateway(mock);
     const t = await tinyproxy();
-    const p = await proxyFor({ BASE_URL: g.url, HTTPS_PROXY: t.url });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxyFor(stack, g, { BASE_URL: g.url, HTTPS_PROXY: t.url });
+    await untilReady(p, 10_000);
     expect(t.count(`CONNECT 127.0.0.1:${g.port}`)).toBe(1);
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
@@ -73,31 +69,31 @@ describe('egress proxy (PRODUCT §12.4), through a real tinyproxy', () => {
     expect(g.apiRequests.every((r) => r.tokenValid)).toBe(true);
   });
 
-  it('reads the lower-case http_proxy, and sends http: targets through it in absolute form', async () => {
-    const g = await gateway(false);
+  it('reads the lower-case http_proxy, and sends http: targets through it in absolute form', async ({ mock, stack, tinyproxy }) => {
+    const g = await gateway(mock, false);
     const t = await tinyproxy();
-    const p = await proxyFor({ BASE_URL: g.url, http_proxy: t.url });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxyFor(stack, g, { BASE_URL: g.url, http_proxy: t.url });
+    await untilReady(p, 10_000);
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets?x=1`)).status).toBe(200);
     expect(t.count(`POST http://127.0.0.1:${g.port}/api/v1/oauth2/token`)).toBe(1);
     expect(t.count(`GET http://127.0.0.1:${g.port}/api/v1/tickets?x=1`)).toBe(1);
   });
 
-  it('goes direct for hosts in NO_PROXY', async () => {
-    const g = await gateway();
+  it('goes direct for hosts in NO_PROXY', async ({ mock, stack, tinyproxy }) => {
+    const g = await gateway(mock);
     const t = await tinyproxy();
-    const p = await proxyFor({ BASE_URL: g.url, HTTPS_PROXY: t.url, NO_PROXY: 'example.com, 127.0.0.1' });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxyFor(stack, g, { BASE_URL: g.url, HTTPS_PROXY: t.url, NO_PROXY: 'example.com, 127.0.0.1' });
+    await untilReady(p, 10_000);
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
     expect(t.count('CONNECT 127.0.0.1')).toBe(0);
     expect(g.apiRequests).toHaveLength(1);
   });
 
-  it('authenticates to a proxy that demands Basic credentials, sent to the proxy only', async () => {
-    const g = await gateway();
+  it('authenticates to a proxy that demands Basic credentials, sent to the proxy only', async ({ mock, stack, tinyproxy }) => {
+    const g = await gateway(mock);
     const t = await tinyproxy({ basicAuth: { user: PROXY_USER, password: PROXY_PASSWORD } });
-    const p = await proxyFor({ BASE_URL: g.url, HTTPS_PROXY: withCredentials(t), LOG_LEVEL: 'trace', ACCESS_LOG: 'true' });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxyFor(stack, g, { BASE_URL: g.url, HTTPS_PROXY: withCredentials(t), LOG_LEVEL: 'trace', ACCESS_LOG: 'true' });
+    await untilReady(p, 10_000);
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
     expect(t.count(`CONNECT 127.0.0.1:${g.port}`)).toBe(2);
     for (const r of [...g.apiRequests, ...g.tokenRequests]) expect(JSON.stringify(r.headers).toLowerCase()).not.toContain('proxy-authorization');
@@ -106,14 +102,14 @@ describe('egress proxy (PRODUCT §12.4), through a real tinyproxy', () => {
     expectNoProxyCredentials(out.stdout + out.stderr);
   });
 
-  it('answers 502 naming the status when the proxy refuses the tunnel, and the token fetch is a network_error', async () => {
-    const tokenEndpoint = await gateway();
-    const g = await gateway();
+  it('answers 502 naming the status when the proxy refuses the tunnel, and the token fetch is a network_error', async ({ mock, stack, tinyproxy }) => {
+    const tokenEndpoint = await gateway(mock);
+    const g = await gateway(mock);
     const t = await tinyproxy({ basicAuth: { user: PROXY_USER, password: PROXY_PASSWORD } });
     const wrong = withCredentials(t, 'wrong-password');
     // The token endpoint goes direct (NO_PROXY with its port): the gateway meets the refusal.
-    const p = await proxyFor({ BASE_URL: g.url, TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`, HTTPS_PROXY: wrong, NO_PROXY: `127.0.0.1:${tokenEndpoint.port}` });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxyFor(stack, tokenEndpoint, { BASE_URL: g.url, TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`, HTTPS_PROXY: wrong, NO_PROXY: `127.0.0.1:${tokenEndpoint.port}` });
+    await untilReady(p, 10_000);
     const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
     expect(res.status).toBe(502);
     const body = (await res.json()) as { code: string; detail: string };
@@ -129,8 +125,8 @@ describe('egress proxy (PRODUCT §12.4), through a real tinyproxy', () => {
     expect(out.stderr).not.toContain('wrong-password');
   });
 
-  it('names 403 when the proxy refuses the port', async () => {
-    const g = await gateway();
+  it('names 403 when the proxy refuses the port', async ({ mock, tinyproxy }) => {
+    const g = await gateway(mock);
     const t = await tinyproxy({ extra: ['ConnectPort 443'] });
     const out = await runCli(['check'], { CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CA_FILE: caFile, BASE_URL: g.url, HTTPS_PROXY: t.url });
     expect(out.code).toBe(1);

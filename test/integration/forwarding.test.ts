@@ -2,40 +2,29 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { Agent, request } from 'undici';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, rawBody, rawRequest, startProxy, type ProxyHandle } from '../helpers/index.js';
+import type { MockTicketService } from '../../src/mock/ticket-service.js';
+import { pollUntil, rawBody, rawRequest, type ProxyHandle } from '../helpers/index.js';
+import { sharedStack } from '../helpers/stack.js';
 
-const SECRET = 'fwd-secret-3b9f1c';
+// The stack's teardown checks that neither the secret nor any token appears in anything the proxy printed.
+const it = sharedStack({
+  clientId: 'fwd-client',
+  secret: 'fwd-secret-3b9f1c',
+  mock: { pathPrefix: '/gw' },
+  env: (gateway) => ({ BASE_URL: `${gateway.url}/`, UPSTREAM_TIMEOUT_MS: '1500', LOG_LEVEL: 'debug', ACCESS_LOG: 'true' }),
+});
 let gateway: MockTicketService;
 let proxy: ProxyHandle;
 let agent: Agent;
 
-beforeAll(async () => {
-  gateway = await createMockTicketService({ clients: { 'fwd-client': SECRET }, tokenTtlS: 600, pathPrefix: '/gw' });
-  proxy = await startProxy({
-    BASE_URL: `${gateway.url}/`,
-    CLIENT_ID: 'fwd-client',
-    CLIENT_SECRET: SECRET,
-    UPSTREAM_TIMEOUT_MS: '1500',
-    LOG_LEVEL: 'debug',
-    ACCESS_LOG: 'true',
-  });
+it.beforeAll(({ shared }) => {
+  ({ gateway, proxy } = shared);
   agent = new Agent({ keepAliveTimeout: 1000 });
-  await pollUntil(async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200, { timeoutMs: 10_000 });
 });
-
-afterAll(async () => {
+it.afterAll(async () => {
   await agent?.close();
-  await proxy?.stop();
-  await gateway?.close();
-  // PRODUCT §5.8: neither the secret nor any token appears in anything the proxy printed.
-  if (proxy && gateway) {
-    const out = proxy.output();
-    expect(out).not.toContain(SECRET);
-    for (const token of gateway.issuedTokens()) expect(out).not.toContain(token);
-  }
 });
 
 async function get(path: string, headers: Record<string, string> = {}) {
@@ -44,7 +33,7 @@ async function get(path: string, headers: Record<string, string> = {}) {
   return { status: res.statusCode, headers: res.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
 }
 
-describe('forwarding (PRODUCT §4)', () => {
+describe('forwarding', () => {
   it('returns the ticket list with a token the caller never sent', async () => {
     const res = await get('/api/v1/tickets');
     expect(res.status).toBe(200);
@@ -265,24 +254,16 @@ describe('forwarding (PRODUCT §4)', () => {
 });
 
 describe('an unreachable gateway', () => {
-  it('answers 502 upstream_unreachable and keeps serving', async () => {
-    const token = await createMockTicketService({ clients: { c: 's' } });
-    const dead = await startProxy({
-      BASE_URL: 'http://127.0.0.1:9',
-      TOKEN_URL: `${token.url}/api/v1/oauth2/token`,
-      CLIENT_ID: 'c',
-      CLIENT_SECRET: 's',
+  it('answers 502 upstream_unreachable and keeps serving', async ({ stack }) => {
+    const { proxy: dead } = await stack({
+      clientId: 'c',
+      mock: { tokenTtlS: 60 },
+      env: (token) => ({ BASE_URL: 'http://127.0.0.1:9', TOKEN_URL: `${token.url}/api/v1/oauth2/token` }),
     });
-    try {
-      await pollUntil(async () => (await fetch(`${dead.adminUrl}/readyz`)).status === 200, { timeoutMs: 10_000 });
-      for (let i = 0; i < 2; i++) {
-        const res = await fetch(`${dead.proxyUrl}/api/v1/tickets`, { method: i ? 'POST' : 'GET', body: i ? 'x=1' : undefined });
-        expect(res.status).toBe(502);
-        expect(await res.json()).toMatchObject({ code: 'upstream_unreachable', status: 502 });
-      }
-    } finally {
-      await dead.stop();
-      await token.close();
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${dead.proxyUrl}/api/v1/tickets`, { method: i ? 'POST' : 'GET', body: i ? 'x=1' : undefined });
+      expect(res.status).toBe(502);
+      expect(await res.json()).toMatchObject({ code: 'upstream_unreachable', status: 502 });
     }
   });
 });

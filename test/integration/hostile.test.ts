@@ -1,20 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, rawRequest, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { describe, expect } from 'vitest';
+import { rawRequest } from '../helpers/index.js';
+import { sharedStack } from '../helpers/stack.js';
 
 const SECRET = 'hostile-secret-5e5e';
-let gateway: MockTicketService;
-let proxy: ProxyHandle;
-
-beforeAll(async () => {
-  gateway = await createMockTicketService({ clients: { client: SECRET } });
-  proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, LOG_LEVEL: 'trace', ACCESS_LOG: 'true' });
-  await pollUntil(async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200, { timeoutMs: 10_000 });
-});
-afterAll(async () => {
-  await proxy?.stop();
-  await gateway?.close();
-});
+const it = sharedStack({ secret: SECRET, mock: { tokenTtlS: 60 }, env: { LOG_LEVEL: 'trace', ACCESS_LOG: 'true' } });
 
 const SHAPES: [string, string][] = [
   ['Content-Length with Transfer-Encoding', 'POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /api/v1/oauth2/token HTTP/1.1\r\nHost: x\r\n\r\n'],
@@ -29,7 +18,7 @@ const SHAPES: [string, string][] = [
 ];
 
 describe('hostile raw requests', () => {
-  it.each(SHAPES)('refuses %s with a 4xx and forwards nothing unintended', async (_name, raw) => {
+  it.for(SHAPES)('refuses %s with a 4xx and forwards nothing unintended', async ([_name, raw], { shared: { gateway, proxy } }) => {
     const before = gateway.apiRequests.length;
     const tokensBefore = gateway.tokenRequests.length;
     const res = await rawRequest(proxy.proxyPort, raw, { timeoutMs: 5000 });
@@ -38,18 +27,18 @@ describe('hostile raw requests', () => {
     expect(gateway.tokenRequests.length).toBe(tokensBefore);
   });
 
-  it('refuses absurdly large headers with 431 and keeps serving', async () => {
+  it('refuses absurdly large headers with 431 and keeps serving', async ({ shared: { proxy } }) => {
     const res = await rawRequest(proxy.proxyPort, `GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, { timeoutMs: 5000 });
     expect(res).toMatch(/^HTTP\/1\.1 431 /);
   });
 
-  it('answers a malformed request with problem+json', async () => {
+  it('answers a malformed request with problem+json', async ({ shared: { proxy } }) => {
     const res = await rawRequest(proxy.proxyPort, 'POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', { timeoutMs: 5000 });
     expect(res).toMatch(/^HTTP\/1\.1 400/);
     expect(res).toContain('application/problem+json');
   });
 
-  it('still serves normal requests after every hostile one', async () => {
+  it('still serves normal requests after every hostile one', async ({ shared: { gateway, proxy } }) => {
     const res = await fetch(`${proxy.proxyUrl}/api/v1/tickets`);
     expect(res.status).toBe(200);
     expect(proxy.child.exitCode).toBeNull();

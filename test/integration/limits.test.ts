@@ -4,35 +4,19 @@
  * and a flood of requests while no token can be had is answered 503 without reaching the gateway.
  */
 import { connect, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, rawRequest, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { afterEach, describe, expect } from 'vitest';
+import { pollUntil, rawRequest, type ProxyHandle } from '../helpers/index.js';
+import { metric, test as it } from '../helpers/stack.js';
 
 const SECRET = 'limits-secret-0b7e';
-let gateway: MockTicketService | undefined;
-let proxy: ProxyHandle | undefined;
 const sockets: Socket[] = [];
 
-afterEach(async () => {
+afterEach(() => {
   for (const s of sockets.splice(0)) s.destroy();
-  await proxy?.stop();
-  await gateway?.close();
-  proxy = undefined;
-  gateway = undefined;
 });
 
-async function start(env: Record<string, string> = {}, ready = true): Promise<{ gateway: MockTicketService; proxy: ProxyHandle }> {
-  gateway ??= await createMockTicketService({ clients: { client: SECRET } });
-  proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ...env });
-  if (ready) await pollUntil(async () => (await fetch(`${proxy!.adminUrl}/readyz`)).status === 200, { timeoutMs: 10_000 });
-  return { gateway, proxy };
-}
-
 /** The proxy's resident memory, as its own metrics report it. */
-async function rss(p: ProxyHandle): Promise<number> {
-  const text = await (await fetch(`${p.adminUrl}/metrics`)).text();
-  return Number(/^process_resident_memory_bytes (\d+)/m.exec(text)![1]);
-}
+const rss = (p: ProxyHandle): Promise<number> => metric(p, /process_resident_memory_bytes (\d+)/);
 
 function open(port: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -43,8 +27,8 @@ function open(port: number): Promise<Socket> {
 }
 
 describe('limits under abuse', () => {
-  it('a caller that sends its request head a byte at a time is disconnected, and others are served meanwhile', async () => {
-    const { proxy } = await start();
+  it('a caller that sends its request head a byte at a time is disconnected, and others are served meanwhile', async ({ stack }) => {
+    const { proxy } = await stack({ secret: SECRET, mock: { tokenTtlS: 60 } });
     const slow = await open(proxy.proxyPort);
     let closed = false;
     slow.on('close', () => (closed = true));
@@ -70,8 +54,8 @@ describe('limits under abuse', () => {
     }
   });
 
-  it('a thousand idle keep-alive connections do not stop a new caller being served', async () => {
-    const { proxy } = await start();
+  it('a thousand idle keep-alive connections do not stop a new caller being served', async ({ stack }) => {
+    const { proxy } = await stack({ secret: SECRET, mock: { tokenTtlS: 60 } });
     const idle = await Promise.all(Array.from({ length: 1000 }, () => open(proxy.proxyPort)));
     // Each makes one request and then holds its connection open.
     await Promise.all(
@@ -88,8 +72,8 @@ describe('limits under abuse', () => {
     expect(idle.every((s) => !s.destroyed)).toBe(true);
   });
 
-  it('a caller that stops reading a large download costs bounded memory, and then gets every byte', async () => {
-    const { proxy } = await start();
+  it('a caller that stops reading a large download costs bounded memory, and then gets every byte', async ({ stack }) => {
+    const { proxy } = await stack({ secret: SECRET, mock: { tokenTtlS: 60 } });
     const total = 256 * 1024 * 1024;
     const before = await rss(proxy);
     const s = await open(proxy.proxyPort);
@@ -119,10 +103,8 @@ describe('limits under abuse', () => {
     expect(head).toMatch(/^HTTP\/1\.1 200 /);
   });
 
-  it('a flood of requests while no token can be had is answered 503 token_unavailable and never reaches the gateway', async () => {
-    gateway = await createMockTicketService({ clients: { client: SECRET } });
-    gateway.setTokenFault({ kind: 'hang', times: Infinity });
-    const { proxy } = await start({ TOKEN_WAIT_TIMEOUT_MS: '1000' }, false);
+  it('a flood of requests while no token can be had is answered 503 token_unavailable and never reaches the gateway', async ({ stack }) => {
+    const { gateway, proxy } = await stack({ secret: SECRET, mock: { tokenTtlS: 60 }, tokenFault: { kind: 'hang', times: Infinity }, env: { TOKEN_WAIT_TIMEOUT_MS: '1000' }, ready: false });
     const answers = await Promise.all(
       Array.from({ length: 1000 }, () =>
         rawRequest(proxy.proxyPort, 'GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { timeoutMs: 20_000 }),

@@ -1,55 +1,45 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { beforeEach, describe, expect } from 'vitest';
+import type { TokenFault } from '../../src/mock/ticket-service.js';
+import { metric, test as it, type StartStack } from '../helpers/stack.js';
 
-const running: { proxies: ProxyHandle[]; gateways: MockTicketService[]; secrets: string[] } = { proxies: [], gateways: [], secrets: [] };
-
-afterEach(async () => {
-  for (const p of running.proxies.splice(0)) {
-    await p.stop();
-    // PRODUCT §6: the caller's Basic credentials reach no log line, at any level.
-    const out = p.output();
-    for (const secret of running.secrets) expect(out).not.toContain(secret);
-  }
-  for (const g of running.gateways.splice(0)) await g.close();
-  running.secrets = [];
+/** The callers' secrets and Basic values of the current test: the stack checks at teardown that none reached a log line, at any level. */
+let secrets: string[] = [];
+beforeEach(() => {
+  secrets = [];
 });
 
 const secret = (): string => {
   const s = `s-${randomBytes(8).toString('hex')}`;
-  running.secrets.push(s, Buffer.from(s).toString('base64'));
+  secrets.push(s, Buffer.from(s).toString('base64'));
   return s;
 };
 
 const basic = (id: string, s: string): string => {
   const encoded = Buffer.from(`${id}:${s}`).toString('base64');
-  running.secrets.push(encoded);
+  secrets.push(encoded);
   return `Basic ${encoded}`;
 };
 
 /** Three workspaces known to the mock, one proxy with pass-through on and no configured credential. */
-async function setup(env: Record<string, string> = {}, gatewayOptions: { fault?: Parameters<MockTicketService['setTokenFault']>[0] } = {}) {
+async function setup(stack: StartStack, env: Record<string, string> = {}, gatewayOptions: { fault?: TokenFault } = {}) {
   const clients = { alpha: secret(), beta: secret(), gamma: secret() };
-  const gateway = await createMockTicketService({ clients, tokenTtlS: 600 });
-  running.gateways.push(gateway);
-  if (gatewayOptions.fault) gateway.setTokenFault(gatewayOptions.fault);
-  const proxy = await startProxy({ BASE_URL: gateway.url, PASSTHROUGH_BASIC: 'true', LOG_LEVEL: 'trace', ...env });
-  running.proxies.push(proxy);
+  const { gateway, proxy } = await stack({
+    mock: { clients },
+    credentials: false,
+    tokenFault: gatewayOptions.fault,
+    env: { PASSTHROUGH_BASIC: 'true', LOG_LEVEL: 'trace', ...env },
+    ready: false,
+    mustNotLeak: secrets,
+  });
   const get = (authorization?: string) =>
     fetch(`${proxy.proxyUrl}/api/v1/tickets`, { headers: authorization === undefined ? {} : { authorization } });
   return { clients, gateway, proxy, get };
 }
 
-async function metric(proxy: ProxyHandle, pattern: RegExp): Promise<number> {
-  const text = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
-  const m = new RegExp(`^${pattern.source}`, 'm').exec(text);
-  return m ? Number(m[1]) : NaN;
-}
-
-describe('pass-through credentials (PRODUCT §6)', () => {
-  it('serves three workspaces behind one proxy, each with its own tickets, and never forwards the Basic credentials', async () => {
-    const { clients, gateway, proxy, get } = await setup();
+describe('pass-through credentials', () => {
+  it('serves three workspaces behind one proxy, each with its own tickets, and never forwards the Basic credentials', async ({ stack }) => {
+    const { clients, gateway, proxy, get } = await setup(stack);
     expect((await fetch(`${proxy.adminUrl}/readyz`)).status).toBe(200);
     for (const [id, s] of Object.entries(clients)) {
       const res = await get(basic(id, s));
@@ -68,15 +58,15 @@ describe('pass-through credentials (PRODUCT §6)', () => {
     for (const id of Object.keys(clients)) expect(text).not.toContain(id);
   });
 
-  it('fetches pass-through tokens with TOKEN_AUTH_METHOD=client_secret_basic, TOKEN_SCOPE and TOKEN_PARAMS', async () => {
-    const { clients, gateway, get } = await setup({ TOKEN_AUTH_METHOD: 'client_secret_basic', TOKEN_SCOPE: 'tickets.read', TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi' });
+  it('fetches pass-through tokens with TOKEN_AUTH_METHOD=client_secret_basic, TOKEN_SCOPE and TOKEN_PARAMS', async ({ stack }) => {
+    const { clients, gateway, get } = await setup(stack, { TOKEN_AUTH_METHOD: 'client_secret_basic', TOKEN_SCOPE: 'tickets.read', TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi' });
     expect((await get(basic('beta', clients.beta))).status).toBe(200);
     expect(gateway.tokenRequests[0]).toMatchObject({ clientId: 'beta', authMethod: 'basic', scope: 'tickets.read' });
     expect(gateway.tokenRequests[0]!.form).toContainEqual(['audience', 'https://api']);
   });
 
-  it('answers a wrong secret 401 invalid_client and remembers the rejection instead of asking again', async () => {
-    const { clients, gateway, get } = await setup();
+  it('answers a wrong secret 401 invalid_client and remembers the rejection instead of asking again', async ({ stack }) => {
+    const { clients, gateway, get } = await setup(stack);
     const wrong = basic('alpha', secret());
     const first = await get(wrong);
     expect(first.status).toBe(401);
@@ -91,15 +81,15 @@ describe('pass-through credentials (PRODUCT §6)', () => {
     expect((await get(basic('alpha', clients.alpha))).status).toBe(200);
   });
 
-  it('answers an unknown client id 401 invalid_client', async () => {
-    const { get } = await setup();
+  it('answers an unknown client id 401 invalid_client', async ({ stack }) => {
+    const { get } = await setup(stack);
     const res = await get(basic('nobody', secret()));
     expect(res.status).toBe(401);
     expect(((await res.json()) as { code: string }).code).toBe('invalid_client');
   });
 
-  it('answers malformed Basic credentials 401 invalid_client without asking the token endpoint', async () => {
-    const { gateway, get } = await setup();
+  it('answers malformed Basic credentials 401 invalid_client without asking the token endpoint', async ({ stack }) => {
+    const { gateway, get } = await setup(stack);
     const malformed = ['Basic !!!not-base64', `Basic ${Buffer.from('no-colon').toString('base64')}`, `Basic ${Buffer.from(':secret').toString('base64')}`, 'Basic'];
     for (const header of malformed) {
       const res = await get(header);
@@ -109,8 +99,8 @@ describe('pass-through credentials (PRODUCT §6)', () => {
     expect(gateway.tokenRequests).toHaveLength(0);
   });
 
-  it('makes exactly one fetch per credential for 200 concurrent cold requests across three credentials', async () => {
-    const { clients, gateway, get } = await setup({}, { fault: { kind: 'delay', ms: 500 } });
+  it('makes exactly one fetch per credential for 200 concurrent cold requests across three credentials', async ({ stack }) => {
+    const { clients, gateway, get } = await setup(stack, {}, { fault: { kind: 'delay', ms: 500 } });
     const ids = Object.keys(clients) as (keyof typeof clients)[];
     const answers = await Promise.all(
       Array.from({ length: 200 }, (_, i) => {
@@ -122,8 +112,8 @@ describe('pass-through credentials (PRODUCT §6)', () => {
     expect(gateway.tokenRequests).toHaveLength(3);
   });
 
-  it('serves three credentials in turn through a cache of two, holding at most two entries', async () => {
-    const { clients, gateway, proxy, get } = await setup({ TOKEN_CACHE_MAX: '2' });
+  it('serves three credentials in turn through a cache of two, holding at most two entries', async ({ stack }) => {
+    const { clients, gateway, proxy, get } = await setup(stack, { TOKEN_CACHE_MAX: '2' });
     for (let round = 0; round < 2; round++) {
       for (const [id, s] of Object.entries(clients)) {
         const res = await get(basic(id, s));
@@ -136,22 +126,24 @@ describe('pass-through credentials (PRODUCT §6)', () => {
     expect(gateway.tokenRequests).toHaveLength(6);
   });
 
-  it('answers a request without Basic credentials 401 credentials_required when none are configured', async () => {
-    const { gateway, get } = await setup();
+  it('answers a request without Basic credentials 401 credentials_required when none are configured', async ({ stack }) => {
+    const { gateway, get } = await setup(stack);
     const res = await get();
     expect(res.status).toBe(401);
     expect(((await res.json()) as { code: string }).code).toBe('credentials_required');
     expect(gateway.tokenRequests).toHaveLength(0);
   });
 
-  it('uses the configured credential for requests without Basic credentials', async () => {
+  it('uses the configured credential for requests without Basic credentials', async ({ stack }) => {
     const s = secret();
-    const gateway = await createMockTicketService({ clients: { configured: s, other: s + 'x' } });
-    running.gateways.push(gateway);
-    running.secrets.push(s + 'x');
-    const proxy = await startProxy({ BASE_URL: gateway.url, PASSTHROUGH_BASIC: 'true', CLIENT_ID: 'configured', CLIENT_SECRET: s, LOG_LEVEL: 'trace' });
-    running.proxies.push(proxy);
-    await pollUntil(async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200, { timeoutMs: 10_000 });
+    secrets.push(s + 'x');
+    const { proxy } = await stack({
+      clientId: 'configured',
+      secret: s,
+      mock: { clients: { configured: s, other: s + 'x' }, tokenTtlS: 60 },
+      env: { PASSTHROUGH_BASIC: 'true', LOG_LEVEL: 'trace' },
+      mustNotLeak: secrets,
+    });
     const plain = await fetch(`${proxy.proxyUrl}/api/v1/tickets`);
     expect(((await plain.json()) as { workspace: string }).workspace).toBe('configured');
     const other = await fetch(`${proxy.proxyUrl}/api/v1/tickets`, { headers: { authorization: basic('other', s + 'x') } });

@@ -9,10 +9,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { pollUntil, type ProxyHandle } from '../helpers/index.js';
+import { sharedStack, untilReady } from '../helpers/stack.js';
+import { lacks, skipNote } from '../helpers/tools.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const rulesFile = join(root, 'ops/prometheus/ticket-auth-proxy-rules.yaml');
@@ -36,8 +37,15 @@ function freePort(): Promise<number> {
   });
 }
 
+// The first fetch is rejected, the retry succeeds: both outcomes exist as series.
+const it = sharedStack({
+  secret: 'prom-secret',
+  tokenFault: { status: 401, body: { error: 'invalid_client' } },
+  env: { TOKEN_WAIT_TIMEOUT_MS: '200' },
+});
+
 describe('alerting rules', () => {
-  it('pass their promtool unit tests: each alert fires when it should and stays quiet when it should not', () => {
+  it.skipIf(lacks('promtool'))(`pass their promtool unit tests: each alert fires when it should and stays quiet when it should not${skipNote('promtool')}`, () => {
     const result = spawnSync('promtool', ['test', 'rules', 'rules.test.yaml'], { cwd: join(root, 'ops/prometheus'), encoding: 'utf8' });
     expect(result.stdout + result.stderr).toContain('SUCCESS');
     expect(result.status).toBe(0);
@@ -54,8 +62,7 @@ describe('alerting rules', () => {
   });
 });
 
-describe('a real Prometheus scraping a real proxy', () => {
-  let gateway: MockTicketService;
+describe.skipIf(lacks('prometheus') || lacks('promtool'))(`a real Prometheus scraping a real proxy${skipNote('prometheus') || skipNote('promtool')}`, () => {
   let proxy: ProxyHandle;
   let prometheus: ChildProcess;
   let promUrl: string;
@@ -66,19 +73,16 @@ describe('a real Prometheus scraping a real proxy', () => {
     return (await response.json()) as { status: string; error?: string; data?: { result: unknown[] } };
   }
 
-  beforeAll(async () => {
-    gateway = await createMockTicketService({ clients: { client: 'prom-secret' }, tokenTtlS: 600 });
-    // The first fetch is rejected, the retry succeeds: both outcomes exist as series.
-    gateway.setTokenFault({ status: 401, body: { error: 'invalid_client' } });
-    proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: 'prom-secret', TOKEN_WAIT_TIMEOUT_MS: '200' });
-    await pollUntil(async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200, { timeoutMs: 10_000 });
+  it.beforeAll(async ({ shared }) => {
+    const { gateway } = shared;
+    proxy = shared.proxy;
     // Every token revoked and the token endpoint down: a gateway 401, a failed forced refresh and
     // 503 token_unavailable answers; then the endpoint recovers and requests are served.
     gateway.revokeAll();
     gateway.setTokenFault({ status: 503, times: Infinity });
     for (let i = 0; i < 2; i++) await (await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).arrayBuffer();
     gateway.clearTokenFaults();
-    await pollUntil(async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200, { timeoutMs: 10_000 });
+    await untilReady(proxy);
     for (const method of ['GET', 'GET', 'POST']) {
       const response = await fetch(`${proxy.proxyUrl}/api/v1/tickets`, { method, body: method === 'POST' ? '{}' : undefined });
       await response.arrayBuffer();
@@ -109,11 +113,9 @@ describe('a real Prometheus scraping a real proxy', () => {
     );
   }, 60_000);
 
-  afterAll(async () => {
+  it.afterAll(async () => {
     prometheus?.kill('SIGTERM');
     if (prometheus && prometheus.exitCode === null) await new Promise((r) => prometheus.once('exit', r));
-    await proxy?.stop();
-    await gateway?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { renameSync, writeFileSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createMockTicketService, type MockTicketService, type MockTls } from '../../src/mock/ticket-service.js';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import type { MockTicketService, MockTls } from '../../src/mock/ticket-service.js';
 import { clientCert, createCa, expiredCert, localhostCert, tempDir, wrongHostCert, type Ca, type Pem } from '../helpers/certs.js';
-import { pollUntil, runCli, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { pollUntil, runCli, type ProxyHandle } from '../helpers/index.js';
+import { test as it, untilReady, type StartMock, type StartStack } from '../helpers/stack.js';
 
 const SECRET = `s-${randomBytes(6).toString('hex')}`;
-const running: { proxies: ProxyHandle[]; gateways: MockTicketService[] } = { proxies: [], gateways: [] };
 const files = tempDir();
 let ca: Ca;
 let server: Pem;
@@ -17,35 +17,23 @@ beforeAll(async () => {
 });
 afterAll(() => files.remove());
 
-afterEach(async () => {
-  for (const p of running.proxies.splice(0)) {
-    await p.stop();
-    expect(p.output()).not.toContain(SECRET);
-    for (const g of running.gateways) for (const token of g.issuedTokens()) expect(p.output()).not.toContain(token);
-  }
-  for (const g of running.gateways.splice(0)) await g.close();
-});
-
-async function gateway(tls: MockTls): Promise<MockTicketService> {
-  const g = await createMockTicketService({ clients: { client: SECRET }, tokenTtlS: 600, tls });
-  running.gateways.push(g);
-  return g;
+/** A mock serving HTTPS with `tls`, closed when the test ends. */
+function gateway(mock: StartMock, tls: MockTls): Promise<MockTicketService> {
+  return mock({ clients: { client: SECRET }, tokenTtlS: 600, tls });
 }
 
-async function proxyFor(env: Record<string, string>): Promise<ProxyHandle> {
-  const p = await startProxy({ CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ...env });
-  running.proxies.push(p);
-  return p;
+/** A proxy whose token endpoint is `g` (the stack's leak check covers its tokens); returns once its listeners are up. */
+async function proxyFor(stack: StartStack, g: MockTicketService, env: Record<string, string>): Promise<ProxyHandle> {
+  return (await stack({ gateway: g, secret: SECRET, env, ready: false })).proxy;
 }
 
-const ready = (proxy: ProxyHandle) => async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200;
 const check = (env: Record<string, string>) => runCli(['check'], { CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ...env });
 
-describe('HTTPS to the gateway and the token endpoint (PRODUCT §12.1)', () => {
-  it('fetches tokens and forwards over TLS when CA_FILE names the private CA', async () => {
-    const g = await gateway(server);
-    const p = await proxyFor({ BASE_URL: g.url, CA_FILE: files.write('ca.pem', ca.cert) });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+describe('HTTPS to the gateway and the token endpoint', () => {
+  it('fetches tokens and forwards over TLS when CA_FILE names the private CA', async ({ mock, stack }) => {
+    const g = await gateway(mock, server);
+    const p = await proxyFor(stack, g, { BASE_URL: g.url, CA_FILE: files.write('ca.pem', ca.cert) });
+    await untilReady(p, 10_000);
     const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
     expect(res.status).toBe(200);
     expect(((await res.json()) as { tickets: unknown[] }).tickets.length).toBeGreaterThan(0);
@@ -56,9 +44,9 @@ describe('HTTPS to the gateway and the token endpoint (PRODUCT §12.1)', () => {
     expect(g.handshakes()).toBe(2);
   });
 
-  it('refuses a private CA it was not given: 503 token_unavailable, the reason in the log and in check', async () => {
-    const g = await gateway(server);
-    const p = await proxyFor({ BASE_URL: g.url, TOKEN_WAIT_TIMEOUT_MS: '300' });
+  it('refuses a private CA it was not given: 503 token_unavailable, the reason in the log and in check', async ({ mock, stack }) => {
+    const g = await gateway(mock, server);
+    const p = await proxyFor(stack, g, { BASE_URL: g.url, TOKEN_WAIT_TIMEOUT_MS: '300' });
     const failed = await p.waitForLog((l) => l.msg === 'token fetch failed', 10_000);
     expect(failed).toMatchObject({ outcome: 'network_error' });
     expect(String(failed.reason)).toContain('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
@@ -75,15 +63,15 @@ describe('HTTPS to the gateway and the token endpoint (PRODUCT §12.1)', () => {
     expect(out.stderr).toMatch(/network_error: .*UNABLE_TO_VERIFY_LEAF_SIGNATURE/);
   });
 
-  it.each([
+  it.for([
     ['a certificate for another host', wrongHostCert, 'ERR_TLS_CERT_ALTNAME_INVALID'],
     ['an expired certificate', expiredCert, 'CERT_HAS_EXPIRED'],
-  ])('answers 502 naming the reason when the gateway presents %s', async (_what, make, reason) => {
-    const tokenEndpoint = await gateway(server);
-    const bad = await gateway(await make(ca));
+  ] as const)('answers 502 naming the reason when the gateway presents %s', async ([_what, make, reason], { mock, stack }) => {
+    const tokenEndpoint = await gateway(mock, server);
+    const bad = await gateway(mock, await make(ca));
     const caFile = files.write('ca.pem', ca.cert);
-    const p = await proxyFor({ BASE_URL: bad.url, TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`, CA_FILE: caFile });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxyFor(stack, tokenEndpoint, { BASE_URL: bad.url, TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`, CA_FILE: caFile });
+    await untilReady(p, 10_000);
     const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
     expect(res.status).toBe(502);
     const body = (await res.json()) as { code: string; detail: string };
@@ -99,7 +87,7 @@ describe('HTTPS to the gateway and the token endpoint (PRODUCT §12.1)', () => {
   });
 });
 
-describe('TLS files at start (PRODUCT §12.6)', () => {
+describe('TLS files at start', () => {
   it('refuses to start with an unreadable CA_FILE or a certificate without its key, naming the settings', async () => {
     const out = await runCli([], {
       BASE_URL: 'https://127.0.0.1:1',
@@ -115,11 +103,11 @@ describe('TLS files at start (PRODUCT §12.6)', () => {
   });
 });
 
-describe('client certificates (PRODUCT §12.2)', () => {
-  it('presents the client certificate to a server that requires one, and fails naming the reason without it', async () => {
+describe('client certificates', () => {
+  it('presents the client certificate to a server that requires one, and fails naming the reason without it', async ({ mock, stack }) => {
     const clientCa = await createCa('Client CA');
     const mine = await clientCert(clientCa);
-    const g = await gateway({ ...server, ca: clientCa.cert, requestCert: true });
+    const g = await gateway(mock, { ...server, ca: clientCa.cert, requestCert: true });
     const caFile = files.write('ca.pem', ca.cert);
 
     const without = await check({ BASE_URL: g.url, CA_FILE: caFile });
@@ -130,25 +118,25 @@ describe('client certificates (PRODUCT §12.2)', () => {
     const withCert = await check(env);
     expect(withCert.stderr).toBe('');
     expect(withCert.code).toBe(0);
-    const p = await proxyFor(env);
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxyFor(stack, g, env);
+    await untilReady(p, 10_000);
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
     expect(p.output()).not.toContain(mine.key.split('\n')[1]!);
   });
 });
 
-describe('rotation without a restart (PRODUCT §12.6)', () => {
+describe('rotation without a restart', () => {
   /** Replaces a file as Kubernetes and editors do: write aside, rename over. */
   const replace = (path: string, text: string): void => {
     writeFileSync(`${path}.new`, text);
     renameSync(`${path}.new`, path);
   };
 
-  it('uses a rotated CA_FILE for new connections while a request in flight finishes on its own', async () => {
-    const g = await gateway(server);
+  it('uses a rotated CA_FILE for new connections while a request in flight finishes on its own', async ({ mock, stack }) => {
+    const g = await gateway(mock, server);
     const caFile = files.write('rotating-ca.pem', ca.cert);
-    const p = await proxyFor({ BASE_URL: g.url, CA_FILE: caFile });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxyFor(stack, g, { BASE_URL: g.url, CA_FILE: caFile });
+    await untilReady(p, 10_000);
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
 
     // A request in flight while the CA file changes finishes on its connection.
@@ -172,14 +160,14 @@ describe('rotation without a restart (PRODUCT §12.6)', () => {
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
   });
 
-  it('uses a rotated client certificate for new connections and fetches a token with it at once', async () => {
+  it('uses a rotated client certificate for new connections and fetches a token with it at once', async ({ mock, stack }) => {
     const clientCa = await createCa('Client CA');
     const first = await clientCert(clientCa);
-    const g = await gateway({ ...server, ca: clientCa.cert, requestCert: true });
+    const g = await gateway(mock, { ...server, ca: clientCa.cert, requestCert: true });
     const certFile = files.write('tls.crt', first.cert);
     const keyFile = files.write('tls.key', first.key);
-    const p = await proxyFor({ BASE_URL: g.url, CA_FILE: files.write('ca.pem', ca.cert), TLS_CLIENT_CERT_FILE: certFile, TLS_CLIENT_KEY_FILE: keyFile });
-    await pollUntil(ready(p), { timeoutMs: 10_000 });
+    const p = await proxyFor(stack, g, { BASE_URL: g.url, CA_FILE: files.write('ca.pem', ca.cert), TLS_CLIENT_CERT_FILE: certFile, TLS_CLIENT_KEY_FILE: keyFile });
+    await untilReady(p, 10_000);
     expect(g.tokenRequests).toHaveLength(1);
 
     const nextCa = await createCa('Next client CA');

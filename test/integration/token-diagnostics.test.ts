@@ -1,21 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createMockTicketService, type MockTicketService, type TokenFault } from '../../src/mock/ticket-service.js';
-import { runCli, startProxy, type LogLine, type ProxyHandle } from '../helpers/index.js';
+import { describe, expect } from 'vitest';
+import type { MockTicketService, TokenFault } from '../../src/mock/ticket-service.js';
+import { runCli, type LogLine } from '../helpers/index.js';
+import { test as it, type StartMock, type StartStack } from '../helpers/stack.js';
 
-const running: { proxies: ProxyHandle[]; gateways: MockTicketService[] } = { proxies: [], gateways: [] };
-
-afterEach(async () => {
-  for (const p of running.proxies.splice(0)) {
-    await p.stop();
-    expect(p.output()).not.toContain('s3cret');
-  }
-  for (const g of running.gateways.splice(0)) await g.close();
+/** The current test's fixtures and its mock, for the helpers below. */
+let current: { mock: StartMock; stack: StartStack; gateway?: MockTicketService };
+it.beforeEach(({ mock, stack }) => {
+  current = { mock, stack };
 });
 
 async function gateway(): Promise<MockTicketService> {
-  const g = await createMockTicketService({ clients: { app: 's3cret' }, tokenTtlS: 600 });
-  running.gateways.push(g);
-  return g;
+  current.gateway = await current.mock({ clients: { app: 's3cret' }, tokenTtlS: 600 });
+  return current.gateway;
 }
 
 const isFailure = (l: LogLine) => l.msg === 'token fetch failed' || l.msg === 'token endpoint rejected the client credentials';
@@ -25,8 +21,8 @@ async function observe(env: Record<string, string>): Promise<{ check: string; li
   const full = { CLIENT_ID: 'app', CLIENT_SECRET: 's3cret', ...env };
   const check = await runCli(['check'], full);
   expect(check.code).toBe(1);
-  const p = await startProxy(full);
-  running.proxies.push(p);
+  // The stack's teardown checks the secret, its base64 form and the mock's tokens against the output.
+  const { proxy: p } = await current.stack({ gateway: current.gateway, clientId: 'app', secret: 's3cret', env: full, ready: false });
   const line = await p.waitForLog(isFailure, 10_000);
   const up = await p.waitForLog((l) => l.msg === 'listeners up', 10_000);
   const res = await fetch(`${p.adminUrl}/readyz`);
@@ -36,7 +32,7 @@ async function observe(env: Record<string, string>): Promise<{ check: string; li
   return { check: check.stderr, line, readyz: reason, up };
 }
 
-describe('token endpoint failures name the endpoint and the likely mistake (issue 12 §1, issue 14 §7)', () => {
+describe('token endpoint failures name the endpoint and the likely mistake', () => {
   it('refuses a BASE_URL ending in /api/v1 at start, naming the base URL to use', async () => {
     const g = await gateway();
     const result = await runCli(['check'], { BASE_URL: `${g.url}/api/v1`, CLIENT_ID: 'app', CLIENT_SECRET: 's3cret' });

@@ -2,68 +2,42 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { describe, expect } from 'vitest';
+import type { TokenFault } from '../../src/mock/ticket-service.js';
+import { pollUntil } from '../helpers/index.js';
+import { metric, test as it, untilReady, type StartStack } from '../helpers/stack.js';
 
-const running: { proxies: ProxyHandle[]; gateways: MockTicketService[]; secrets: string[] } = { proxies: [], gateways: [], secrets: [] };
-
-afterEach(async () => {
-  for (const p of running.proxies.splice(0)) {
-    await p.stop();
-    const out = p.output();
-    for (const secret of running.secrets) expect(out).not.toContain(secret);
-    for (const g of running.gateways) for (const token of g.issuedTokens()) expect(out).not.toContain(token);
-  }
-  for (const g of running.gateways.splice(0)) await g.close();
-  running.secrets = [];
-});
-
-async function setup(env: Record<string, string> = {}, options: { tokenTtlS?: number; secret?: string; fault?: Parameters<MockTicketService['setTokenFault']>[0] } = {}) {
-  const secret = options.secret ?? `s-${randomBytes(6).toString('hex')}`;
-  running.secrets.push(secret);
-  const gateway = await createMockTicketService({ clients: { client: secret }, tokenTtlS: options.tokenTtlS ?? 600 });
-  running.gateways.push(gateway);
-  if (options.fault) gateway.setTokenFault(options.fault);
-  const proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: secret, ...env });
-  running.proxies.push(proxy);
-  return { gateway, proxy, secret };
+/** One mock and one proxy with a configured client; returns once the listeners are up, before the first token. */
+function setup(stack: StartStack, env: Record<string, string> = {}, options: { tokenTtlS?: number; fault?: TokenFault } = {}) {
+  return stack({ env, mock: { tokenTtlS: options.tokenTtlS ?? 600 }, tokenFault: options.fault, ready: false });
 }
 
-async function metric(proxy: ProxyHandle, pattern: RegExp): Promise<number> {
-  const text = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
-  const m = new RegExp(`^${pattern.source}`, 'm').exec(text);
-  return m ? Number(m[1]) : NaN;
-}
-
-const ready = (proxy: ProxyHandle) => async () => (await fetch(`${proxy.adminUrl}/readyz`)).status === 200;
-
-describe('token lifecycle (PRODUCT §5)', () => {
-  it('fetches a token at start, before any request, and turns ready when it is held', async () => {
-    const { gateway, proxy } = await setup();
-    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+describe('the token lifecycle', () => {
+  it('fetches a token at start, before any request, and turns ready when it is held', async ({ stack }) => {
+    const { gateway, proxy } = await setup(stack);
+    await untilReady(proxy, 10_000);
     expect(gateway.tokenRequests).toHaveLength(1);
     expect(gateway.tokenRequests[0]).toMatchObject({ clientId: 'client', authMethod: 'post' });
     expect(gateway.apiRequests).toHaveLength(0);
     expect(await metric(proxy, /ticket_auth_proxy_token_expiry_timestamp_seconds (\S+)/)).toBeGreaterThan(Date.now() / 1000 + 500);
   });
 
-  it('makes exactly one fetch for many concurrent requests at a cold start', async () => {
-    const { gateway, proxy } = await setup({}, { fault: { kind: 'delay', ms: 800 } });
+  it('makes exactly one fetch for many concurrent requests at a cold start', async ({ stack }) => {
+    const { gateway, proxy } = await setup(stack, {}, { fault: { kind: 'delay', ms: 800 } });
     const answers = await Promise.all(Array.from({ length: 50 }, () => fetch(`${proxy.proxyUrl}/api/v1/tickets`).then((r) => r.status)));
     expect(answers).toEqual(Array(50).fill(200));
     expect(gateway.tokenRequests).toHaveLength(1);
   });
 
-  it('sends client_secret_basic credentials and the scope when configured', async () => {
-    const { gateway, proxy } = await setup({ TOKEN_AUTH_METHOD: 'client_secret_basic', TOKEN_SCOPE: 'tickets.read' });
-    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+  it('sends client_secret_basic credentials and the scope when configured', async ({ stack }) => {
+    const { gateway, proxy } = await setup(stack, { TOKEN_AUTH_METHOD: 'client_secret_basic', TOKEN_SCOPE: 'tickets.read' });
+    await untilReady(proxy, 10_000);
     expect(gateway.tokenRequests[0]).toMatchObject({ clientId: 'client', authMethod: 'basic', scope: 'tickets.read' });
   });
 
-  it('refreshes ahead of expiry so that callers never meet an expired token', async () => {
-    const { gateway, proxy } = await setup({}, { tokenTtlS: 3 });
-    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+  it('refreshes ahead of expiry so that callers never meet an expired token', async ({ stack }) => {
+    const { gateway, proxy } = await setup(stack, {}, { tokenTtlS: 3 });
+    await untilReady(proxy, 10_000);
     // Requests across three token lifetimes all succeed; the mock answers 401 to any expired token.
     const statuses: number[] = [];
     await pollUntil(
@@ -77,8 +51,8 @@ describe('token lifecycle (PRODUCT §5)', () => {
     expect(gateway.apiRequests.every((r) => r.tokenValid)).toBe(true);
   });
 
-  it('answers 503 token_unavailable with Retry-After when no token can be had, and counts the failures', async () => {
-    const { proxy } = await setup({ TOKEN_WAIT_TIMEOUT_MS: '300' }, { fault: { status: 503, body: { error: 'temporarily_unavailable' }, headers: { 'retry-after': '2' }, times: Infinity } });
+  it('answers 503 token_unavailable with Retry-After when no token can be had, and counts the failures', async ({ stack }) => {
+    const { proxy } = await setup(stack, { TOKEN_WAIT_TIMEOUT_MS: '300' }, { fault: { status: 503, body: { error: 'temporarily_unavailable' }, headers: { 'retry-after': '2' }, times: Infinity } });
     const res = await fetch(`${proxy.proxyUrl}/api/v1/tickets`);
     expect(res.status).toBe(503);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
@@ -95,24 +69,24 @@ describe('token lifecycle (PRODUCT §5)', () => {
     expect(line.retryInMs).toBeGreaterThanOrEqual(2000);
   });
 
-  it('recovers once the token endpoint answers again', async () => {
-    const { gateway, proxy } = await setup({}, { fault: { status: 500, times: 2 } });
-    await pollUntil(ready(proxy), { timeoutMs: 15_000 });
+  it('recovers once the token endpoint answers again', async ({ stack }) => {
+    const { gateway, proxy } = await setup(stack, {}, { fault: { status: 500, times: 2 } });
+    await untilReady(proxy, 15_000);
     expect(gateway.tokenRequests).toHaveLength(3);
     expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
     expect(await metric(proxy, /ticket_auth_proxy_token_consecutive_failures (\d+)/)).toBe(0);
   });
 
-  it('logs a rejected client at error level with the OAuth error code', async () => {
-    const { proxy } = await setup({}, { fault: { status: 401, body: { error: 'invalid_client', error_description: 'unknown client' }, times: Infinity } });
+  it('logs a rejected client at error level with the OAuth error code', async ({ stack }) => {
+    const { proxy } = await setup(stack, {}, { fault: { status: 401, body: { error: 'invalid_client', error_description: 'unknown client' }, times: Infinity } });
     const line = await proxy.waitForLog((l) => l.outcome === 'rejected', 5000);
     expect(line).toMatchObject({ level: 50, error: 'invalid_client', status: 401 });
     await pollUntil(async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="rejected"\} (\d+)/)) >= 1, { timeoutMs: 5000 });
   });
 
-  it('replays a small POST once, byte for byte, after a 401 with a fresh token', async () => {
-    const { gateway, proxy } = await setup();
-    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+  it('replays a small POST once, byte for byte, after a 401 with a fresh token', async ({ stack }) => {
+    const { gateway, proxy } = await setup(stack);
+    await untilReady(proxy, 10_000);
     gateway.revokeAll();
     const body = randomBytes(20_000);
     const res = await fetch(`${proxy.proxyUrl}/api/v1/upload`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
@@ -127,9 +101,9 @@ describe('token lifecycle (PRODUCT §5)', () => {
     expect(await metric(proxy, /ticket_auth_proxy_upstream_unauthorized_total\{replayed="true"\} (\d+)/)).toBe(1);
   });
 
-  it('returns the 401 when the body was too large to replay', async () => {
-    const { gateway, proxy } = await setup({ REPLAY_BODY_LIMIT_BYTES: '1024' });
-    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+  it('returns the 401 when the body was too large to replay', async ({ stack }) => {
+    const { gateway, proxy } = await setup(stack, { REPLAY_BODY_LIMIT_BYTES: '1024' });
+    await untilReady(proxy, 10_000);
     gateway.revokeAll();
     const res = await fetch(`${proxy.proxyUrl}/api/v1/upload`, { method: 'POST', body: randomBytes(5000) });
     expect(res.status).toBe(401);
@@ -139,9 +113,9 @@ describe('token lifecycle (PRODUCT §5)', () => {
     expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
   });
 
-  it('forces at most one refresh per 5 s when the gateway rejects every token', async () => {
-    const { gateway, proxy } = await setup();
-    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+  it('forces at most one refresh per 5 s when the gateway rejects every token', async ({ stack }) => {
+    const { gateway, proxy } = await setup(stack);
+    await untilReady(proxy, 10_000);
     gateway.rejectAllTokens(true);
     const statuses = [];
     for (let i = 0; i < 20; i++) statuses.push((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status);
@@ -150,21 +124,21 @@ describe('token lifecycle (PRODUCT §5)', () => {
     expect(gateway.tokenRequests.length).toBeLessThanOrEqual(2);
   });
 
-  it('picks up a rotated secret file, Kubernetes ..data swap included, and fetches with it at once', async () => {
+  it('picks up a rotated secret file, Kubernetes ..data swap included, and fetches with it at once', async ({ stack }) => {
     const dir = mkdtempSync(join(tmpdir(), 'tap-secret-'));
     const { symlinkSync, mkdirSync } = await import('node:fs');
     const oldSecret = `old-${randomBytes(6).toString('hex')}`;
     const newSecret = `new-${randomBytes(6).toString('hex')}`;
-    running.secrets.push(oldSecret, newSecret);
     mkdirSync(join(dir, '..2026_a'));
     writeFileSync(join(dir, '..2026_a', 'client-secret'), `${oldSecret}\n`);
     symlinkSync('..2026_a', join(dir, '..data'));
     symlinkSync('..data/client-secret', join(dir, 'client-secret'));
-    const gateway = await createMockTicketService({ clients: { client: oldSecret }, tokenTtlS: 600 });
-    running.gateways.push(gateway);
-    const proxy = await startProxy({ BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET_FILE: join(dir, 'client-secret') });
-    running.proxies.push(proxy);
-    await pollUntil(ready(proxy), { timeoutMs: 10_000 });
+    const { gateway, proxy } = await stack({
+      mock: { clients: { client: oldSecret } },
+      credentials: false,
+      env: { CLIENT_ID: 'client', CLIENT_SECRET_FILE: join(dir, 'client-secret') },
+      mustNotLeak: [oldSecret, newSecret],
+    });
     expect(gateway.tokenRequests).toHaveLength(1);
 
     gateway.setClientSecret('client', newSecret);

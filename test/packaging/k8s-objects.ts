@@ -7,7 +7,7 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { Secret, Service } from 'kubernetes-models/v1';
+import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { expect } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { SETTINGS } from '../../src/config/config.js';
@@ -23,6 +23,8 @@ const MODELS: Record<string, { new (data: any): { validate(): void } }> = {
   'apps/v1/Deployment': Deployment,
   'v1/Service': Service,
   'v1/Secret': Secret,
+  'v1/ServiceAccount': ServiceAccount,
+  'v1/ConfigMap': ConfigMap,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
@@ -34,8 +36,14 @@ export function parseObjects(text: string): Obj[] {
     .filter((o): o is Obj => o !== null && typeof o === 'object');
 }
 
-/** Validates against the API schema; a ServiceMonitor (a CRD) is checked by hand. */
+/** Validates against the API schema; a ServiceMonitor and a PrometheusRule (CRDs) are checked by hand. */
 export function validateObject(o: Obj): void {
+  if (o.apiVersion === 'monitoring.coreos.com/v1' && o.kind === 'PrometheusRule') {
+    expect(o.metadata.name).toBeTypeOf('string');
+    expect(o.spec.groups.length).toBeGreaterThan(0);
+    for (const group of o.spec.groups) for (const rule of group.rules) expect(rule.alert ?? rule.record).toBeTypeOf('string');
+    return;
+  }
   if (o.apiVersion === 'monitoring.coreos.com/v1' && o.kind === 'ServiceMonitor') {
     expect(o.spec.selector.matchLabels).toBeTypeOf('object');
     expect(o.spec.endpoints[0]).toMatchObject({ port: 'admin', path: '/metrics' });

@@ -3,8 +3,8 @@
  * parse, or a command run here as far as this machine can (no Docker engine, no cluster).
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
@@ -148,5 +148,69 @@ describe('the Compose example', () => {
         await proxyProcess.stop();
       }
     });
+  });
+});
+
+/** The placeholder of the examples: `.invalid` never resolves (RFC 2606), so a pull fails at once. */
+const PLACEHOLDER = 'registry.example.invalid/ticket-auth-proxy';
+
+/** The comment lines a file starts with. */
+const headComments = (text: string): string => text.slice(0, text.search(/^[^#]/m));
+
+describe('the images the examples run (none is published)', () => {
+  it('the Compose file builds the proxy from the repository root and tags it', () => {
+    const compose = parseYaml(readFileSync(join(root, 'examples/docker/compose.yaml'), 'utf8')) as Obj;
+    const proxy: Obj = compose.services['ticket-auth-proxy'];
+    const context = resolve(root, 'examples/docker', proxy.build.context as string);
+    expect(context).toBe(root);
+    expect(existsSync(join(context, proxy.build.dockerfile ?? 'Dockerfile'))).toBe(true);
+    expect(proxy.image).toBe('ticket-auth-proxy:local');
+  });
+
+  it.each(['examples/kubernetes/native-sidecar.yaml', 'examples/parent-chart/values.yaml'])('%s says first which image to build and push, and names a placeholder that never resolves', (file) => {
+    const text = readFileSync(join(root, file), 'utf8');
+    const head = headComments(text);
+    expect(head).toContain('No image');
+    expect(head).toContain(`docker build -t <your-registry>/ticket-auth-proxy:${version} .`);
+    expect(head).toContain(`docker push <your-registry>/ticket-auth-proxy:${version}`);
+    expect(head).toContain('registry.example.invalid');
+  });
+
+  it('the plain manifest runs the placeholder image', () => {
+    const [deployment] = parseObjects(readFileSync(join(root, 'examples/kubernetes/native-sidecar.yaml'), 'utf8'));
+    const images = [...deployment!.spec.template.spec.initContainers, ...deployment!.spec.template.spec.containers].map((c: Obj) => c.image as string);
+    expect(images).toContain(`${PLACEHOLDER}:${version}`);
+    for (const image of images) expect(image).not.toMatch(/^ghcr\.io\//);
+  });
+
+  it('the parent chart and the chart itself render the placeholder image by default', async () => {
+    const values = parseYaml(readFileSync(join(root, 'examples/parent-chart/values.yaml'), 'utf8')) as Obj;
+    expect(values['ticket-auth-proxy'].image.repository).toBe(PLACEHOLDER);
+    const result = await helm(['template', 'rel', join(root, 'helm/ticket-auth-proxy'), '--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=creds']);
+    expect(result.stderr).toBe('');
+    const container: Obj = findKind(parseObjects(result.stdout), 'Deployment')!.spec.template.spec.containers[0];
+    expect(container.image).toBe(`${PLACEHOLDER}:${version}`);
+    expect(readme).toContain(`is \`${PLACEHOLDER}\``);
+  });
+});
+
+describe('README Quick start', () => {
+  const quickStart = /^## Quick start\n([\s\S]*?)^## /m.exec(readme)![1]!;
+
+  it('says how to get Node.js 22: a version manager, or the npm registry\'s node package as .ci/run does', () => {
+    expect(quickStart).toMatch(/Node\.js 22 or newer/);
+    expect(quickStart).toMatch(/`nvm install 22`/);
+    const recipe = /`(npm install --prefix (\S+) node@22) && export PATH=(\S+):\$PATH`/.exec(quickStart);
+    expect(recipe, 'the npm registry recipe').not.toBeNull();
+    // The package puts node where .ci/run puts it on PATH.
+    expect(recipe![3]).toBe(`${recipe![2]}/node_modules/node/bin`);
+    expect(readFileSync(join(root, '.ci', 'run'), 'utf8')).toContain('/node_modules/node/bin:$PATH');
+  });
+
+  it('takes a newcomer from clone to a ticket list with two commands', () => {
+    const first = /```sh\n([\s\S]*?)```/.exec(quickStart)![1]!;
+    const commands = first.split('\n').map((l) => l.replace(/#.*$/, '').trim()).filter(Boolean);
+    expect(commands).toEqual(['npm ci && npm run demo', 'npm test']);
+    expect(quickStart).toContain('curl -s http://127.0.0.1:8180/api/v1/tickets');
   });
 });

@@ -1,14 +1,15 @@
 /**
- * Token responses (PRODUCT §5.3) and configuration (§3) as properties: any input yields a token
+ * Token responses and configuration as properties: any input yields a token
  * or the typed error (`TokenFetchError`, `ConfigError`), never a throw of another kind, and the
  * secret or token never appears in the error's text.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, SETTINGS } from '../../src/config/config.js';
+import { SETTINGS } from '../../src/config/config.js';
 import { ConfigError, TokenFetchError } from '../../src/core/errors.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
 import { FC } from './budget.js';
+import { loadSettings } from '../unit/load-settings.js';
 
 const TOKEN = 'tok-Zq81-secret-token-value';
 const SECRET = 'sek-Pw55-client-secret-value';
@@ -88,14 +89,14 @@ describe('configuration, any input', () => {
       fc.property(envArb, fileArb, secretFile, (env, file, content) => {
         let config;
         try {
-          config = loadConfig({
+          ({ config } = loadSettings({
             env: env as Record<string, string>,
             file: file === undefined ? undefined : { path: '/etc/tap.yaml', values: file },
-            readSecretFile: () => {
+            readFile: () => {
               if (content === undefined) throw Object.assign(new Error(`EACCES: permission denied, open '/run/secret'`), { code: 'EACCES' });
               return content;
             },
-          });
+          }));
         } catch (err) {
           expect(err).toBeInstanceOf(ConfigError);
           expect((err as ConfigError).message).not.toContain(SECRET);
@@ -112,9 +113,9 @@ describe('configuration, any input', () => {
 
   it('a gateway URL with a password and the wrong scheme is refused without showing the password', () => {
     for (const url of [`ftp://user:${SECRET}@gw.example.com`, `gw:${SECRET}@x`, `https://u:${SECRET}@gw.example.com/?q`]) {
-      expect(() => loadConfig({ env: { BASE_URL: url, CLIENT_ID: 'a', CLIENT_SECRET: 'b' }, readSecretFile: () => '' })).toThrow(ConfigError);
+      expect(() => loadSettings({ env: { BASE_URL: url, CLIENT_ID: 'a', CLIENT_SECRET: 'b' }, readFile: () => '' })).toThrow(ConfigError);
       try {
-        loadConfig({ env: { BASE_URL: url, CLIENT_ID: 'a', CLIENT_SECRET: 'b' }, readSecretFile: () => '' });
+        loadSettings({ env: { BASE_URL: url, CLIENT_ID: 'a', CLIENT_SECRET: 'b' }, readFile: () => '' });
       } catch (err) {
         expect((err as ConfigError).message).toContain('BASE_URL');
         expect((err as ConfigError).message).not.toContain(SECRET);

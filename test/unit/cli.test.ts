@@ -47,4 +47,21 @@ describe('helpText', () => {
   it('lists no file key for CONFIG_FILE, which a file cannot set', () => {
     expect(helpText('1.2.3')).not.toMatch(/CONFIG_FILE\s+configFile/);
   });
+
+  it('lines up every row of the settings table: each file key and each default starts in one column', () => {
+    const text = helpText('1.2.3');
+    const rows = SETTINGS.map((s) => text.split('\n').find((line) => line.startsWith(`  ${s.env} `))!);
+    expect(rows.every((row) => row !== undefined)).toBe(true);
+    const header = text.split('\n').find((line) => /^ {2}ENV +FILE KEY$/.test(line))!;
+    const keyColumn = header.indexOf('FILE KEY');
+    for (const [i, s] of SETTINGS.entries()) {
+      const row = rows[i]!;
+      const key = s.envOnly ? '(environment only)' : s.key;
+      expect(row.indexOf(key, s.env.length + 2), row).toBe(keyColumn);
+      expect(row.slice(2 + s.env.length, keyColumn).trim(), row).toBe('');
+    }
+    const defaults = rows.filter((row) => row.includes(' default ')).map((row) => row.indexOf(' default ') + 1);
+    expect(new Set(defaults).size).toBe(1);
+    expect(defaults[0]! - keyColumn).toBeGreaterThan(Math.max(...SETTINGS.map((s) => s.key.length)));
+  });
 });

@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { loadConfig, SETTINGS, trimSecret, type Config } from '../../src/config/config.js';
+import { SETTINGS, type Config } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { isLoopbackHost } from '../../src/core/hosts.js';
 import { ConfigError } from '../../src/core/errors.js';
+import type { TokenStartup } from '../../src/token/settings.js';
+import { filesOf, loadSettings } from './load-settings.js';
 
 const FILE = '/etc/ticket-auth-proxy.yaml';
 const SECRET_PATH = '/var/run/secrets/ticket/client-secret';
@@ -11,16 +14,17 @@ const MINIMAL = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_S
 
 type Env = Record<string, string | undefined>;
 
-function load(env: Env, file?: unknown, secretFiles: Record<string, string> = {}): Config {
-  return loadConfig({
+function loadBoth(env: Env, file?: unknown, secretFiles: Record<string, string> = {}): { config: Config; token: TokenStartup } {
+  const { config, checked } = loadSettings({
     env,
     file: file === undefined ? undefined : { path: FILE, values: typeof file === 'string' ? parseYaml(file) : file },
-    readSecretFile: (p) => {
-      const content = secretFiles[p];
-      if (content === undefined) throw Object.assign(new Error(`ENOENT: no such file or directory, open '${p}'`), { code: 'ENOENT' });
-      return content;
-    },
+    readFile: filesOf(secretFiles),
   });
+  return { config, token: checked.token };
+}
+
+function load(env: Env, file?: unknown, secretFiles: Record<string, string> = {}): Config {
+  return loadBoth(env, file, secretFiles).config;
 }
 
 /** The ConfigError `load` throws; fails the test when it throws nothing. */
@@ -35,7 +39,7 @@ function configError(env: Env, file?: unknown, secretFiles?: Record<string, stri
 }
 
 describe('loadConfig defaults and sources', () => {
-  it('fills every default of PRODUCT §3', () => {
+  it('fills every default', () => {
     expect(load(MINIMAL)).toEqual({
       baseUrl: 'https://gw.example.com',
       clientId: 'app',
@@ -56,6 +60,9 @@ describe('loadConfig defaults and sources', () => {
       clientAssertionAlg: undefined,
       clientAssertionFile: undefined,
       clientAssertionType: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+      dpop: 'off',
+      dpopKeyFile: undefined,
+      dpopAlg: undefined,
       tokenRefreshRatio: 0.8,
       tokenDefaultTtlS: 300,
       tokenWaitTimeoutMs: 5000,
@@ -98,6 +105,8 @@ describe('loadConfig defaults and sources', () => {
     TOKEN_AUTH_METHOD: 'client_secret_basic',
     TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi&resource=a&resource=b',
     CLIENT_ASSERTION_TYPE: 'urn:x',
+    DPOP: 'required',
+    DPOP_ALG: 'ES384',
     TOKEN_REFRESH_RATIO: '0.5',
     TOKEN_DEFAULT_TTL_S: '60',
     TOKEN_WAIT_TIMEOUT_MS: '0',
@@ -118,7 +127,7 @@ describe('loadConfig defaults and sources', () => {
   const everyParsed: Config = {
     baseUrl: 'https://gw.example.com/gw',
     clientId: 'app',
-    clientSecret: 'from-file',
+    clientSecret: undefined,
     clientSecretFile: SECRET_PATH,
     allowInsecureHttp: true,
     listenHost: '0.0.0.0',
@@ -139,6 +148,9 @@ describe('loadConfig defaults and sources', () => {
     clientAssertionAlg: undefined,
     clientAssertionFile: undefined,
     clientAssertionType: 'urn:x',
+    dpop: 'required',
+    dpopKeyFile: undefined,
+    dpopAlg: 'ES384',
     tokenRefreshRatio: 0.5,
     tokenDefaultTtlS: 60,
     tokenWaitTimeoutMs: 0,
@@ -161,7 +173,9 @@ describe('loadConfig defaults and sources', () => {
   };
 
   it('parses every setting from the environment', () => {
-    expect(load(everyEnv, undefined, { [SECRET_PATH]: 'from-file\n' })).toEqual(everyParsed);
+    const { config, token } = loadBoth(everyEnv, undefined, { [SECRET_PATH]: 'from-file\n' });
+    expect(config).toEqual(everyParsed);
+    expect(token.clientSecret).toBe('from-file');
   });
 
   it('parses every setting from the YAML file under its camelCase key', () => {
@@ -181,6 +195,8 @@ describe('loadConfig defaults and sources', () => {
       '  audience: https://api',
       '  resource: [a, b]',
       'clientAssertionType: urn:x',
+      'dpop: required',
+      'dpopAlg: ES384',
       'tokenRefreshRatio: 0.5',
       'tokenDefaultTtlS: 60',
       'tokenWaitTimeoutMs: 0',
@@ -198,7 +214,9 @@ describe('loadConfig defaults and sources', () => {
       'logLevel: debug',
       'accessLog: true',
     ].join('\n');
-    expect(load({}, yaml, { [SECRET_PATH]: 'from-file\n' })).toEqual({ ...everyParsed, configFile: undefined });
+    const { config, token } = loadBoth({}, yaml, { [SECRET_PATH]: 'from-file\n' });
+    expect(config).toEqual({ ...everyParsed, configFile: undefined });
+    expect(token.clientSecret).toBe('from-file');
   });
 
   it('lets the environment win over the file', () => {
@@ -221,8 +239,9 @@ describe('loadConfig defaults and sources', () => {
 
   it('accepts the commented example configuration', () => {
     const example = readFileSync(new URL('../../config/ticket-auth-proxy.example.yaml', import.meta.url), 'utf8');
-    const config = load({}, example, { '/var/run/secrets/ticket-auth-proxy/client-secret': 'example-secret\n' });
-    expect(config).toMatchObject({ baseUrl: 'https://tickets.example.com', clientSecret: 'example-secret', listenPort: 8180 });
+    const { config, token } = loadBoth({}, example, { '/var/run/secrets/ticket-auth-proxy/client-secret': 'example-secret\n' });
+    expect(config).toMatchObject({ baseUrl: 'https://tickets.example.com', listenPort: 8180 });
+    expect(token.clientSecret).toBe('example-secret');
   });
 });
 
@@ -353,56 +372,20 @@ describe('loadConfig URL rules', () => {
   });
 });
 
-describe('loadConfig credentials', () => {
-  it('reads the secret from CLIENT_SECRET_FILE, trimmed', () => {
-    const config = load({ BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH }, undefined, {
-      [SECRET_PATH]: '  s3cr3t value \r\n\n',
-    });
-    expect(config.clientSecret).toBe('s3cr3t value');
-    expect(config.clientSecretFile).toBe(SECRET_PATH);
-  });
-
-  it('trims CLIENT_SECRET too', () => {
-    expect(load({ ...MINIMAL, CLIENT_SECRET: ' secret-value\n' }).clientSecret).toBe('secret-value');
-    expect(trimSecret('\tx y\n')).toBe('x y');
-  });
-
-  it('refuses CLIENT_SECRET and CLIENT_SECRET_FILE together', () => {
-    const err = configError({ ...MINIMAL, CLIENT_SECRET_FILE: SECRET_PATH }, undefined, { [SECRET_PATH]: 'x' });
-    expect(err.problems).toEqual(['CLIENT_SECRET and CLIENT_SECRET_FILE are both set: set only one (the file is preferred)']);
-  });
-
-  it('refuses an unreadable secret file, naming the file and the reason', () => {
-    const err = configError({ BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH });
-    expect(err.problems).toEqual([`CLIENT_SECRET_FILE names a file that cannot be read (ENOENT): ${SECRET_PATH}`]);
-  });
-
-  it('refuses an empty secret file', () => {
-    const err = configError({ BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH }, undefined, { [SECRET_PATH]: ' \n' });
-    expect(err.problems).toEqual([`CLIENT_SECRET_FILE names a file that is empty: ${SECRET_PATH}`]);
-  });
-
-  it('requires CLIENT_ID and a secret without pass-through credentials', () => {
-    expect(configError({ BASE_URL: 'https://gw' }).problems).toEqual([
-      'CLIENT_ID is required: the client identifier from the workspace settings',
-      'CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings',
-    ]);
-  });
-
-  it('makes the configured credentials optional with PASSTHROUGH_BASIC, but not half of them', () => {
-    const config = load({ BASE_URL: 'https://gw', PASSTHROUGH_BASIC: 'true' });
-    expect(config).toMatchObject({ passthroughBasic: true, clientId: undefined, clientSecret: undefined });
-    expect(configError({ BASE_URL: 'https://gw', PASSTHROUGH_BASIC: 'true', CLIENT_ID: 'app' }).problems).toEqual([
-      'CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings',
-    ]);
-  });
-});
-
 describe('loadConfig errors', () => {
-  it('refuses an unknown file key', () => {
-    expect(configError(MINIMAL, { baseURL: 'https://gw', listen_port: 1 }).problems).toEqual([
-      `baseURL in ${FILE} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
-      `listen_port in ${FILE} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
+  it('refuses an unknown file key, naming the nearest key when there is one', () => {
+    expect(configError(MINIMAL, { baseURL: 'https://gw', listen_port: 1, LISTEN_HOST: 'x', tokenRefreshRaito: 0.5, colour: 'blue' }).problems).toEqual([
+      `baseURL in ${FILE} is not a setting; did you mean baseUrl? (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
+      `listen_port in ${FILE} is not a setting; did you mean listenPort? (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
+      `LISTEN_HOST in ${FILE} is not a setting; did you mean listenHost? (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
+      `tokenRefreshRaito in ${FILE} is not a setting; did you mean tokenRefreshRatio? (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
+      `colour in ${FILE} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
+    ]);
+  });
+
+  it('suggests no file key for the environment-only CONFIG_FILE', () => {
+    expect(configError(MINIMAL, { config_file: '/x.yaml' }).problems).toEqual([
+      `config_file in ${FILE} is not a setting (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
     ]);
   });
 
@@ -422,10 +405,10 @@ describe('loadConfig errors', () => {
   });
 
   it('accepts a BASE_URL ending in /api/v1 when TOKEN_URL is named explicitly', () => {
-    const config = loadConfig({
-      env: { ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1', TOKEN_URL: 'https://gw.example.com/api/v1/api/v1/oauth2/token' },
-      readSecretFile: () => '',
-    });
+    const { config } = loadConfig(
+      { env: { ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1', TOKEN_URL: 'https://gw.example.com/api/v1/api/v1/oauth2/token' }, readFile: () => '' },
+      {},
+    );
     expect(config.baseUrl).toBe('https://gw.example.com/api/v1');
   });
 
@@ -434,7 +417,7 @@ describe('loadConfig errors', () => {
     const env = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET_FILE: '/run/secret' };
     let message = '';
     try {
-      loadConfig({ env, readSecretFile: () => { throw denied; } });
+      loadSettings({ env, readFile: () => { throw denied; } });
     } catch (err) {
       message = (err as Error).message;
     }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { TokenFetchError } from '../../src/core/errors.js';
-import { describeTokenFailure, diagnoseTokenFailure, displayTokenUrl } from '../../src/token/diagnose.js';
+import { TokenFetchError } from '../../src/core/errors.js';
+import { clientAssertionFile } from '../../src/token/client-auth.js';
+import { describeFetchFailure, describeTokenFailure, diagnoseTokenFailure, displayTokenUrl } from '../../src/token/diagnose.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
 
 const URL_ = 'https://idp.example/oauth2/token';
@@ -16,9 +17,9 @@ function fromAnswer(status: number, body: unknown): TokenFetchError {
 
 describe('diagnoseTokenFailure', () => {
   it('names the token URL without its userinfo', () => {
-    expect(displayTokenUrl('https://user:pw@idp.example/t')).toBe('https://idp.example/t');
+    expect(displayTokenUrl('https://user:pw@idp.example/t')).toBe('https://***@idp.example/t');
     const d = diagnoseTokenFailure(fromAnswer(500, ''), 'https://user:s3cret@idp.example/t');
-    expect(d.message).toContain('https://idp.example/t');
+    expect(d.message).toContain('https://***@idp.example/t');
     expect(d.message).not.toContain('s3cret');
   });
 
@@ -60,5 +61,70 @@ describe('diagnoseTokenFailure', () => {
   it('puts the hint after the message in one line', () => {
     const line = describeTokenFailure(fromAnswer(404, ''), URL_);
     expect(line).toBe(`token endpoint answered 404 (token URL ${URL_}); is TOKEN_URL/BASE_URL right?`);
+  });
+});
+
+/** What the client_assertion_file strategy throws for a file holding `content` at `nowS`. */
+async function assertionFailure(content: string | Error, nowS = 2_000_000_000): Promise<unknown> {
+  const strategy = clientAssertionFile({
+    path: '/var/run/secrets/token',
+    read: () => {
+      if (content instanceof Error) throw content;
+      return content;
+    },
+    assertionType: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+    now: () => nowS * 1000,
+  });
+  try {
+    await strategy({ clientId: 'app', clientSecret: '' }, URL_);
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected the strategy to refuse');
+}
+
+const jwt = (claims: object): string => `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
+
+describe('describeFetchFailure', () => {
+  it('tells an expired client assertion as what it is: the file, its expiry, and that a rotated file is tried at once', async () => {
+    const err = await assertionFailure(jwt({ iss: 'https://cluster', exp: 1_999_999_000 }));
+    const account = describeFetchFailure(err, URL_);
+    expect(account.outcome).toBe('network_error');
+    expect(account.text).toContain('client assertion in /var/run/secrets/token expired at 2033-05-18T03:16:40.000Z');
+    expect(account.text).toContain('a rotated file is tried at once');
+    expect(account.text).not.toContain('host name');
+    expect(account.text).not.toContain('HTTPS_PROXY');
+    // Never sent, so the token URL is not what to check.
+    expect(account.text).not.toContain(URL_);
+    expect(diagnoseTokenFailure(err, URL_).hint).toContain('a rotated file is tried at once');
+  });
+
+  it('tells an unreadable assertion file by its path and the reason, not as an unreachable host', async () => {
+    const missing = Object.assign(new Error('no such file'), { code: 'ENOENT' });
+    const account = describeFetchFailure(await assertionFailure(missing), URL_);
+    expect(account).toMatchObject({ outcome: 'network_error' });
+    expect(account.text).toContain('client assertion file /var/run/secrets/token cannot be used (ENOENT)');
+    expect(account.text).not.toContain('host name');
+  });
+
+  it('keeps pointing an unreachable token endpoint at the host, port and egress proxy settings', () => {
+    const account = describeFetchFailure(new TokenFetchError('network_error', 'token endpoint idp.example unreachable (ECONNREFUSED)'), URL_);
+    expect(account.outcome).toBe('network_error');
+    expect(account.text).toBe(
+      `token endpoint idp.example unreachable (ECONNREFUSED) (token URL ${URL_}); check the host name and port of TOKEN_URL/BASE_URL, and HTTPS_PROXY/NO_PROXY`,
+    );
+  });
+
+  it('takes any other error as a network_error quoting its message, without blaming the host', () => {
+    const account = describeFetchFailure(new TypeError('key.sign is not a function'), URL_);
+    expect(account.outcome).toBe('network_error');
+    expect(account.text).toBe(`token request failed (key.sign is not a function) (token URL ${URL_})`);
+    expect(describeFetchFailure('a string', URL_).text).toContain('token request failed (a string)');
+  });
+
+  it('gives the metric outcome and the same line as the log hint for an answer of the endpoint', () => {
+    const account = describeFetchFailure(fromAnswer(400, { error: 'invalid_scope', error_description: 'no' }), URL_);
+    expect(account.outcome).toBe('rejected');
+    expect(account.text).toContain('check TOKEN_SCOPE');
   });
 });

@@ -5,7 +5,7 @@ import { Agent } from 'undici';
 import { TokenFetchError } from '../../src/core/errors.js';
 import type { TokenAuthMethod } from '../../src/config/config.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
-import { clientAssertionFile, parseTokenParams, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
+import { clientAssertionFile, parseTokenParams, secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
 
 interface Seen {
   method: string;
@@ -59,9 +59,10 @@ function fetcher(
     extraParams?: [string, string][];
   } = {},
 ) {
+  const method = options.authMethod ?? 'client_secret_post';
   return createTokenFetcher({
     tokenUrl: options.url ?? `${origin}/gw/api/v1/oauth2/token`,
-    clientAuth: options.authMethod ?? 'client_secret_post',
+    clientAuth: typeof method === 'function' ? method : secretClientAuth(method),
     scope: options.scope,
     extraParams: options.extraParams ?? [],
     timeoutMs: options.timeoutMs ?? 5_000,

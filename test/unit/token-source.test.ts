@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../../src/core/errors.js';
+import { ClientAssertionError } from '../../src/token/client-auth.js';
 import { TokenSource, type TokenSourceOptions, type TokenState } from '../../src/token/token-source.js';
 import { FakeClock, settle } from './fake-clock.js';
 import { FakeFetcher, FakeLog, track } from './fakes.js';
@@ -125,6 +126,35 @@ describe('TokenSource refresh schedule', () => {
     expect(t.source.current()).toBe('tok-A');
     await t.clock.advance(1);
     expect(t.source.current()).toBeUndefined();
+  });
+});
+
+describe('TokenSource injected schedule', () => {
+  it('takes the refresh offset and the backoff cap from the schedule it is given, telling it which refresh is the first', async () => {
+    const firsts: boolean[] = [];
+    const t = setup({
+      schedule: {
+        refreshOffsetMs: (_lifetime, _ratio, _random, first) => {
+          firsts.push(first);
+          return 12_345;
+        },
+        backoffCapMs: () => 2_000,
+      },
+    });
+    t.jitter.value = 0.999;
+    await t.holding();
+    await t.clock.advance(12_344);
+    expect(t.fetcher.calls).toHaveLength(1);
+    await t.clock.advance(1);
+    expect(t.fetcher.calls).toHaveLength(2);
+    t.fetcher.last.succeed('tok-B', LIFETIME);
+    await settle();
+    expect(firsts).toEqual([true, false]);
+    // Failures back off by at most the schedule's cap, whatever the held token's life.
+    t.fetcher.answer = serverError;
+    await t.clock.advance(30_000);
+    const gaps = t.fetcher.calls.slice(3, 8).map((c, i) => c.at - t.fetcher.calls[i + 2]!.at);
+    expect(gaps).toEqual([499, 999, 1_998, 1_998, 1_998]);
   });
 });
 
@@ -521,6 +551,46 @@ describe('TokenSource secret reload', () => {
   });
 });
 
+describe('TokenSource refreshNow', () => {
+  it('fetches at once with the same credential when a key or assertion file changed, even while backing off, keeping the held token', async () => {
+    const t = setup();
+    t.jitter.value = 0.999;
+    await t.holding('tok-A');
+    await t.clock.advance(80_000);
+    t.fetcher.last.fail(serverError());
+    await settle();
+    expect(t.fetcher.calls).toHaveLength(2);
+    t.source.refreshNow('client assertion file changed');
+    await settle();
+    expect(t.fetcher.calls).toHaveLength(3);
+    expect(t.fetcher.last.credential).toEqual({ clientId: ID, clientSecret: SECRET });
+    expect(t.source.current()).toBe('tok-A');
+    expect(t.log.at('info').at(-1)?.obj).toMatchObject({ reason: 'client assertion file changed' });
+  });
+});
+
+describe('TokenSource onFailure', () => {
+  it('is told each failure once its retry is scheduled, so stopping the source there leaves no timer behind', async () => {
+    const seen: string[] = [];
+    const holder: { source?: TokenSource } = {};
+    const t = setup({
+      onFailure: (error) => {
+        seen.push(error.outcome);
+        holder.source?.stop();
+      },
+    });
+    holder.source = t.source;
+    t.jitter.value = 0.5;
+    t.source.start();
+    await settle();
+    t.fetcher.last.fail(rejected());
+    await settle();
+    expect(seen).toEqual(['rejected']);
+    await t.clock.advance(60_000);
+    expect(t.fetcher.calls).toHaveLength(1);
+  });
+});
+
 describe('TokenSource observer and log', () => {
   it('reports each fetch outcome and its duration', async () => {
     const t = setup();
@@ -584,5 +654,20 @@ describe('TokenSource observer and log', () => {
     await settle();
     expect(t.log.at('error')).toHaveLength(0);
     expect(t.log.at('warn')[0]?.obj).toMatchObject({ outcome: 'server_error', attempt: 1, retryInMs: 499 });
+  });
+
+  it('logs a client assertion that was not sent naming the file and its expiry, with a hint that is not about the host', async () => {
+    const t = setup({ tokenUrl: 'https://user:pw@idp.example/token' });
+    t.source.start();
+    await settle();
+    const file = '/var/run/secrets/token';
+    t.fetcher.last.fail(new ClientAssertionError('network_error', `client assertion in ${file} expired at 2026-01-01T00:00:00.000Z: the projected token is not being rotated`));
+    await settle();
+    const line = t.log.at('warn')[0]?.obj as Record<string, unknown>;
+    expect(line).toMatchObject({ outcome: 'network_error', tokenUrl: 'https://***@idp.example/token' });
+    expect(String(line.reason)).toContain(`client assertion in ${file} expired at 2026-01-01T00:00:00.000Z`);
+    expect(String(line.hint)).toContain('a rotated file is tried at once');
+    expect(String(line.hint)).not.toContain('host name');
+    expect(t.fetches.map((f) => f.outcome)).toEqual(['network_error']);
   });
 });

@@ -36,7 +36,7 @@ function setup(initialText: string | undefined) {
 const stops: (() => void)[] = [];
 afterEach(() => stops.splice(0).forEach((s) => s()));
 
-describe('watchFile (PRODUCT §12.6)', () => {
+describe('watchFile', () => {
   it('hands a parsed change to onChange within 2 s, once', async () => {
     const t = setup('one');
     stops.push(t.stop);

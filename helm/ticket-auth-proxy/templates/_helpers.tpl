@@ -53,6 +53,16 @@ true
 {{- end -}}
 {{- end -}}
 
+{{/* The standalone pods' service account: the created one, or an existing one by name. */}}
+{{- define "ticket-auth-proxy.serviceAccountName" -}}
+{{- $sa := .Values.serviceAccount | default dict -}}
+{{- if $sa.create -}}
+{{- $sa.name | default (include "ticket-auth-proxy.fullname" .) -}}
+{{- else -}}
+{{- $sa.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "ticket-auth-proxy.assertionDir" -}}/var/run/secrets/ticket-auth-proxy/assertion{{- end -}}
 
 {{/* The Secret holding client-id and client-secret; refuses to render without credentials. */}}
@@ -108,6 +118,7 @@ The proxy container. Arguments: (dict "ctx" $ "role" "standalone"|"native"|"clas
 {{- define "ticket-auth-proxy.container" -}}
 {{- $ctx := .ctx -}}
 {{- $role := .role -}}
+{{- if not .validating }}{{ include "ticket-auth-proxy.validate" $ctx }}{{ end -}}
 {{- $v := include "ticket-auth-proxy.values" $ctx | fromYaml -}}
 {{- $keepServing := int $v.shutdown.keepServingSeconds -}}
 {{- if eq $role "native" }}{{ $keepServing = 0 }}{{ end -}}
@@ -130,7 +141,7 @@ ports:
     protocol: TCP
 env:
   - name: BASE_URL
-    value: {{ required "ticket-auth-proxy: baseUrl is required (the gateway's https base URL)" $v.baseUrl | quote }}
+    value: {{ $v.baseUrl | quote }}
   {{- with $v.tokenUrl }}
   - name: TOKEN_URL
     value: {{ . | quote }}
@@ -309,6 +320,11 @@ For parent charts: the proxy as one entry of a pod's containers list: under init
 - name: TLS_CLIENT_KEY_FILE
   value: {{ printf "%s/tls.key" (include "ticket-auth-proxy.clientCertDir" .) | quote }}
 {{- end }}
+{{- range $key := list "httpsProxy" "httpProxy" -}}
+{{- if contains "@" (index $egress $key | default "") -}}
+{{- fail (printf "ticket-auth-proxy: egressProxy.%s carries credentials in plain values: put the URL with them in a Secret and name it in egressProxy.existingSecret" $key) -}}
+{{- end -}}
+{{- end -}}
 {{- if $egress.existingSecret }}
 {{- if or $egress.httpsProxy $egress.httpProxy -}}
 {{- fail "ticket-auth-proxy: set egressProxy.existingSecret or egressProxy.httpsProxy/httpProxy, not both" -}}

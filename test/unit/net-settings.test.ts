@@ -1,12 +1,14 @@
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type Config } from '../../src/config/config.js';
+import type { Config } from '../../src/config/config.js';
+import { proxyUrl } from '../../src/config/values.js';
 import { ConfigError } from '../../src/core/errors.js';
 import { networkFailureReason } from '../../src/net/failure-reason.js';
-import { proxyUrl } from '../../src/net/network-settings.js';
-import { redactUserinfo } from '../../src/core/redact.js';
+import type { TlsFiles } from '../../src/net/tls-files.js';
+import { redactUserinfo, withoutUserinfo } from '../../src/core/redact.js';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
 import { clientCert, createCa, expiredCert, type Ca, type Pem } from '../helpers/certs.js';
+import { filesOf, loadSettings } from './load-settings.js';
 
 const BASE = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET: 'secret-value' };
 let ca: Ca;
@@ -19,14 +21,13 @@ beforeAll(async () => {
   other = await clientCert(ca, 'other');
 });
 
+function loadBoth(env: Record<string, string>, files: Record<string, string> = {}): { config: Config; tls: TlsFiles } {
+  const { config, checked } = loadSettings({ env: { ...BASE, ...env }, readFile: filesOf(files) });
+  return { config, tls: checked.tls };
+}
+
 function load(env: Record<string, string>, files: Record<string, string> = {}): Config {
-  return loadConfig({
-    env: { ...BASE, ...env },
-    readSecretFile: (p) => {
-      if (files[p] === undefined) throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
-      return files[p];
-    },
-  });
+  return loadBoth(env, files).config;
 }
 
 function problems(env: Record<string, string>, files: Record<string, string> = {}): string {
@@ -39,13 +40,26 @@ function problems(env: Record<string, string>, files: Record<string, string> = {
   throw new Error('expected a ConfigError');
 }
 
-describe('TLS and egress proxy settings (PRODUCT §3, §12)', () => {
-  it('accepts a PEM CA file and a matching client certificate and key', () => {
-    const config = load(
-      { CA_FILE: '/ca.pem', TLS_CLIENT_CERT_FILE: '/tls.crt', TLS_CLIENT_KEY_FILE: '/tls.key' },
-      { '/ca.pem': ca.cert, '/tls.crt': client.cert, '/tls.key': client.key },
-    );
+describe('TLS and egress proxy settings', () => {
+  it('accepts a PEM CA file and a matching client certificate and key, reading each once and handing them on', () => {
+    const reads: string[] = [];
+    const files: Record<string, string> = { '/ca.pem': ca.cert, '/tls.crt': client.cert, '/tls.key': client.key };
+    const { config, checked } = loadSettings({
+      env: { ...BASE, CA_FILE: '/ca.pem', TLS_CLIENT_CERT_FILE: '/tls.crt', TLS_CLIENT_KEY_FILE: '/tls.key' },
+      readFile: (p) => {
+        reads.push(p);
+        return filesOf(files)(p);
+      },
+    });
     expect(config).toMatchObject({ caFile: '/ca.pem', tlsClientCertFile: '/tls.crt', tlsClientKeyFile: '/tls.key' });
+    expect(reads.sort()).toEqual(['/ca.pem', '/tls.crt', '/tls.key']);
+    expect(checked.tls).toMatchObject({ caText: ca.cert, certText: client.cert, keyText: client.key });
+    expect(checked.tls.material.ca).toContain(ca.cert.trim());
+    expect(checked.tls.material).toMatchObject({ cert: client.cert, key: client.key });
+  });
+
+  it('hands on no material when no TLS file is named', () => {
+    expect(loadBoth({}).tls).toEqual({ material: {} });
   });
 
   it('names CA_FILE when it cannot be read or holds no certificate', () => {
@@ -70,6 +84,13 @@ describe('TLS and egress proxy settings (PRODUCT §3, §12)', () => {
     expect(load({ no_proxy: '.corp,localhost', NO_PROXY: 'x' }).noProxy).toBe('.corp,localhost');
   });
 
+  it('names a bad proxy URL without a scheme without showing its credentials', () => {
+    const msg = problems({ HTTPS_PROXY: 'user:hunter2@proxy.example:3128/x' });
+    expect(msg).toContain('HTTPS_PROXY must be a proxy URL');
+    expect(msg).toContain('***@proxy.example:3128/x');
+    expect(msg).not.toContain('hunter2');
+  });
+
   it('names a bad proxy URL without showing its credentials', () => {
     const msg = problems({ https_proxy: 'ftp://user:hunter2@proxy:21' });
     expect(msg).toContain('https_proxy (HTTPS_PROXY) must be a proxy URL');
@@ -80,6 +101,8 @@ describe('TLS and egress proxy settings (PRODUCT §3, §12)', () => {
 
   it('redacts the user information of every URL in a text', () => {
     expect(redactUserinfo('via http://user:secret@proxy:3128 and https://a@b/c')).toBe('via http://***@proxy:3128 and https://***@b/c');
+    expect(withoutUserinfo('user:secret@proxy.example:3128/x')).toBe('***@proxy.example:3128/x');
+    expect(withoutUserinfo('http://user:p@ss@proxy:3128')).toBe('http://***@proxy:3128');
   });
 });
 

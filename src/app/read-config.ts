@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs';
+import { loadConfig, type Loaded, type SettingsCheck } from '../config/load.js';
+import { nearMissVariables, nearMissWarning, type NearMiss } from '../config/near-miss.js';
+import { ConfigError } from '../core/errors.js';
+import { unreadableFileProblem } from '../core/unreadable.js';
+
+/**
+ * Reads the configuration: the YAML file named by `--config` or `CONFIG_FILE`, the environment,
+ * then each feature's check of its own settings (handed in by the caller, so that the loader
+ * knows no feature). `yaml` is loaded only when a file is named: it costs memory otherwise unused.
+ * Throws {@link ConfigError} naming every problem.
+ */
+export async function readConfig<C extends Record<string, SettingsCheck>>(
+  configFile: string | undefined,
+  checks: C,
+  env: NodeJS.ProcessEnv,
+): Promise<Loaded<C>> {
+  const path = configFile ?? env.CONFIG_FILE;
+  let file: { path: string; values: unknown } | undefined;
+  if (path !== undefined && path !== '') {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new ConfigError([unreadableFileProblem(configFile !== undefined ? '--config' : 'CONFIG_FILE', path, err)]);
+    }
+    const { parse: parseYaml } = await import('yaml');
+    try {
+      file = { path, values: parseYaml(text) };
+    } catch (err) {
+      throw new ConfigError([`${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`]);
+    }
+  }
+  return loadConfig({ env, file, readFile: (p) => readFileSync(p, 'utf8') }, checks);
+}
+
+/** The environment variables that look like a misspelt setting, each with the warning to give. */
+export function settingWarnings(env: NodeJS.ProcessEnv): (NearMiss & { message: string })[] {
+  return nearMissVariables(env).map((miss) => ({ ...miss, message: nearMissWarning(miss) }));
+}

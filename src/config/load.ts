@@ -1,0 +1,181 @@
+import { ConfigError } from '../core/errors.js';
+import { unreadableFileProblem } from '../core/unreadable.js';
+import { SETTINGS, type Config, type Setting } from './config.js';
+import { nearestSetting } from './near-miss.js';
+import { checkUrl, parseValue } from './values.js';
+
+export interface ConfigSources {
+  /** The environment (only variables named in {@link SETTINGS} are read). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** The parsed YAML file, when there is one, and its path for messages. */
+  file?: { path: string; values: unknown } | undefined;
+  /** Reads a file a setting names (secret, key, certificate); injected so tests need no files. Throws when unreadable. */
+  readFile: (path: string) => string;
+}
+
+/**
+ * What a feature's check of its own settings sees: the parsed settings, where each came from,
+ * and a place to record problems. Every problem of every check is reported together.
+ */
+export interface SettingsCheckContext {
+  /** The settings as parsed; a refused value reads as its default, or undefined. */
+  readonly config: Config;
+  /** Whether the setting was given at all (in the environment or the file), even if refused. */
+  given(key: keyof Config): boolean;
+  /** The setting as a message names it: `CA_FILE`, or `caFile in /etc/proxy.yaml (CA_FILE)`. */
+  name(key: keyof Config): string;
+  /**
+   * The start of a message about two settings that may not be set together, saying where each
+   * came from: `A and B are both set (A from the environment, B from b in /etc/proxy.yaml)`, or,
+   * while B is not given, `A is set (A from the environment)`.
+   */
+  bothSet(a: keyof Config, b: keyof Config): string;
+  /** Records a problem; it names its setting and never shows a secret or a file's content. */
+  problem(message: string): void;
+  /** Reads the file the setting names (once, however often asked); when it cannot be read, records the problem and returns undefined. */
+  readFile(key: keyof Config): string | undefined;
+}
+
+/** A feature's check of its settings; what it returns (the files it read, parsed) is handed on. */
+export type SettingsCheck<T = unknown> = (context: SettingsCheckContext) => T;
+
+/** The configuration and what each check returned, under the check's name. */
+export interface Loaded<C extends Record<string, SettingsCheck>> {
+  readonly config: Config;
+  readonly checked: { readonly [K in keyof C]: ReturnType<C[K]> };
+}
+
+const BY_KEY = new Map(SETTINGS.map((s) => [s.key as string, s]));
+
+interface Given {
+  value: unknown;
+  /** The env name it was read from, or `key in /path` for the file. */
+  from: string;
+  inFile: boolean;
+}
+
+function fileValues(file: NonNullable<ConfigSources['file']>, raw: Map<string, Given>, problems: string[]): void {
+  const { path, values } = file;
+  if (values !== null && values !== undefined && (typeof values !== 'object' || Array.isArray(values))) {
+    problems.push(`${path} must hold a YAML mapping of settings (got ${Array.isArray(values) ? 'a list' : typeof values})`);
+    return;
+  }
+  for (const [key, value] of Object.entries((values ?? {}) as Record<string, unknown>)) {
+    const setting = BY_KEY.get(key);
+    if (!setting) {
+      const near = nearestSetting(key);
+      const hint = near === undefined || near.envOnly ? '' : `; did you mean ${near.key}?`;
+      problems.push(`${key} in ${path} is not a setting${hint} (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`);
+    } else if (setting.envOnly) {
+      problems.push(`${key} in ${path}: ${setting.env} is read from the environment only (a configuration file cannot name another)`);
+    } else if (value !== null && value !== undefined) {
+      raw.set(key, { value, from: `${key} in ${path}`, inFile: true });
+    }
+  }
+}
+
+function envValues(env: ConfigSources['env'], raw: Map<string, Given>): void {
+  for (const s of SETTINGS) {
+    const lower = s.lowerCaseEnv ? env[s.env.toLowerCase()] : undefined;
+    const value = lower !== undefined && lower !== '' ? lower : env[s.env];
+    const from = value === lower ? s.env.toLowerCase() : s.env;
+    if (value !== undefined && value !== '') raw.set(s.key, { value, from, inFile: false });
+  }
+}
+
+function displayName(s: Setting, given: Given | undefined): string {
+  return given === undefined || given.from === s.env ? s.env : `${given.from} (${s.env})`;
+}
+
+/**
+ * `BASE_URL` set to the gateway's API root (`.../api/v1`) or its token endpoint is the easy
+ * mistake of a first set-up: the proxy adds `/api/v1` itself. A gateway whose API really sits at
+ * `.../api/v1/api/v1` says so by naming its `TOKEN_URL` explicitly.
+ */
+function apiRootProblem(baseUrl: string, tokenUrlGiven: boolean, name: string): string | undefined {
+  const tail = /\/api\/v1(\/oauth2\/token)?$/i.exec(baseUrl);
+  if (tail === null || (tail[1] === undefined && tokenUrlGiven)) return undefined;
+  const base = baseUrl.slice(0, tail.index);
+  return (
+    `${name} ends in ${tail[0]} (got "${baseUrl}"): the proxy adds /api/v1 itself, so set it to the gateway's base URL, ${base}` +
+    (tail[1] === undefined
+      ? `; a gateway whose API really is at ${baseUrl}/api/v1 keeps this value and sets TOKEN_URL=${baseUrl}/api/v1/oauth2/token as well`
+      : '')
+  );
+}
+
+/** BASE_URL and TOKEN_URL: absolute, http(s), http only for loopback unless allowed. */
+function endpoints(out: Record<string, unknown>, given: (key: string) => boolean, name: (key: keyof Config) => string, problems: string[]): void {
+  const insecure = out.allowInsecureHttp as boolean;
+  if (out.baseUrl === undefined) {
+    if (!given('baseUrl')) problems.push('BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com');
+  } else {
+    out.baseUrl = checkUrl(out.baseUrl as string, name('baseUrl'), insecure, problems);
+    const apiRoot = typeof out.baseUrl === 'string' ? apiRootProblem(out.baseUrl, out.tokenUrl !== undefined, name('baseUrl')) : undefined;
+    if (apiRoot !== undefined) {
+      problems.push(apiRoot);
+      out.baseUrl = undefined;
+    }
+  }
+  if (out.tokenUrl !== undefined) {
+    // Used as given: unlike BASE_URL, a token endpoint's trailing slash can matter to its server.
+    out.tokenUrl = checkUrl(out.tokenUrl as string, name('tokenUrl'), insecure, problems, false);
+  } else if (typeof out.baseUrl === 'string') {
+    out.tokenUrl = `${out.baseUrl}/api/v1/oauth2/token`;
+  }
+}
+
+/**
+ * Builds the configuration from the environment and an optional file (environment wins), then
+ * runs each feature's check of its own settings, collecting every problem before failing.
+ * Throws {@link ConfigError}; its message names each setting and never contains a secret.
+ */
+export function loadConfig<C extends Record<string, SettingsCheck>>(sources: ConfigSources, checks: C): Loaded<C> {
+  const problems: string[] = [];
+  const raw = new Map<string, Given>();
+  if (sources.file) fileValues(sources.file, raw, problems);
+  envValues(sources.env, raw);
+
+  const name = (key: keyof Config): string => displayName(BY_KEY.get(key)!, raw.get(key));
+  const out: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    const given = raw.get(s.key);
+    const parsed = given === undefined ? undefined : parseValue(s.kind, given.value, name(s.key), problems);
+    out[s.key] = parsed ?? (s.kind.type === 'params' ? Object.freeze([]) : s.default);
+  }
+  endpoints(out, (key) => raw.has(key), name, problems);
+  const config = Object.freeze(out) as unknown as Config;
+
+  const origin = (key: keyof Config): string => {
+    const given = raw.get(key);
+    if (given === undefined) return `${BY_KEY.get(key)!.env} unset`;
+    const env = BY_KEY.get(key)!.env;
+    return given.inFile ? `${env} from ${given.from}` : `${env} from the environment${given.from === env ? '' : ` (${given.from})`}`;
+  };
+  const read = new Map<keyof Config, string | undefined>();
+  const context: SettingsCheckContext = {
+    config,
+    given: (key) => raw.has(key),
+    name,
+    bothSet: (a, b) =>
+      raw.has(b) ? `${BY_KEY.get(a)!.env} and ${BY_KEY.get(b)!.env} are both set (${origin(a)}, ${origin(b)})` : `${BY_KEY.get(a)!.env} is set (${origin(a)})`,
+    problem: (message) => problems.push(message),
+    readFile: (key) => {
+      if (!read.has(key)) {
+        const path = config[key] as string;
+        try {
+          read.set(key, sources.readFile(path));
+        } catch (err) {
+          problems.push(unreadableFileProblem(name(key), path, err));
+          read.set(key, undefined);
+        }
+      }
+      return read.get(key);
+    },
+  };
+  const checked: Record<string, unknown> = {};
+  for (const [what, check] of Object.entries(checks)) checked[what] = check(context);
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { config, checked: checked as Loaded<C>['checked'] };
+}

@@ -1,0 +1,132 @@
+/**
+ * The mock's ticket API under `/api/v1`: answers callers that present a valid token the mock
+ * issued, and 401 `invalid_token` to the others. Besides the tickets, routes that tests and the
+ * benchmark use to see what arrived (echo, upload), to stream (download), to wait (slow, hang),
+ * and to fail (redirect, fail-midway, headers as given).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { json } from './respond.js';
+import type { IssuedToken } from './token-endpoint.js';
+
+export interface ApiRequestRecord {
+  method: string;
+  /** Path and query exactly as received. */
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** Header names and values as received, in order (`[name, value, ...]`). */
+  rawHeaders: string[];
+  bodyLength: number;
+  bodySha256: string;
+  aborted: boolean;
+  tokenValid: boolean;
+  /** The token was one the mock issued, past its expiry when the request arrived. */
+  tokenExpired: boolean;
+}
+
+/** What the API answers while set, in place of the normal answer (soak faults). */
+export type ApiFault = { kind: 'reset' } | { kind: 'delay'; ms: number };
+
+export interface ApiOptions {
+  /** The issued token a request presents, expired or not. */
+  presented(req: IncomingMessage): IssuedToken | undefined;
+  /** While true, every call is answered 401 whatever its token. */
+  rejectAll(): boolean;
+  fault(): ApiFault | undefined;
+}
+
+/** One API call that presented a valid token. */
+interface Call {
+  req: IncomingMessage;
+  res: ServerResponse;
+  record: ApiRequestRecord;
+  query: URLSearchParams;
+  workspace: string;
+}
+
+const TICKETS = [
+  { id: 'TCK-1001', title: 'Printer on floor 3 jams on duplex', status: 'open', priority: 'normal' },
+  { id: 'TCK-1002', title: 'VPN drops every 30 minutes', status: 'in_progress', priority: 'high' },
+  { id: 'TCK-1003', title: 'New starter needs a laptop', status: 'open', priority: 'low' },
+  { id: 'TCK-1004', title: 'Invoice export misses the VAT column', status: 'resolved', priority: 'normal' },
+];
+
+const ROUTES: Record<string, (call: Call) => void> = {
+  '/tickets': ({ req, res, workspace }) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return json(res, 404, { error: 'not_found' });
+    // Mixed-case names, as many gateways write them: callers may look them up case-sensitively.
+    json(res, 200, { workspace, tickets: TICKETS }, { ETag: '"tickets-v1"', 'X-Ticket-Count': String(TICKETS.length) });
+  },
+  '/echo': ({ req, res, record }) =>
+    json(res, 200, { method: req.method, url: req.url, headers: req.headers, bodyLength: record.bodyLength, bodySha256: record.bodySha256 }),
+  '/upload': ({ res, record }) => json(res, 200, { length: record.bodyLength, sha256: record.bodySha256 }),
+  '/download': ({ res, query }) => download(res, Number(query.get('bytes') ?? 1024)),
+  '/slow': ({ res, query }) => {
+    const timer = setTimeout(() => json(res, 200, { slept: Number(query.get('ms')) }), Number(query.get('ms') ?? 1000));
+    res.on('close', () => clearTimeout(timer));
+  },
+  // Never answers; the record shows whether the caller went away.
+  '/hang': () => {},
+  '/redirect': ({ res, query }) => {
+    res.writeHead(302, { location: query.get('to') ?? '/', 'content-length': '0' });
+    res.end();
+  },
+  '/fail-midway': ({ res }) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': '1000' });
+    res.write(Buffer.alloc(100, 'y'), () => res.socket?.destroy());
+  },
+  '/headers': ({ res, query }) => {
+    const raw: string[] = [];
+    for (const pair of query.getAll('set')) {
+      const colon = pair.indexOf(':');
+      raw.push(pair.slice(0, colon), pair.slice(colon + 1));
+    }
+    raw.push('content-type', 'application/json', 'content-length', '2');
+    res.writeHead(200, raw);
+    res.end('{}');
+  },
+};
+
+/** Streams `total` bytes, minding back-pressure. */
+function download(res: ServerResponse, total: number): void {
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(total) });
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  let sent = 0;
+  const pump = (): void => {
+    while (sent < total) {
+      const n = Math.min(chunk.length, total - sent);
+      sent += n;
+      if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    res.end();
+  };
+  pump();
+}
+
+/** Answers one API call whose body was read; `rest` is the path below `/api/v1`. */
+export type ApiHandler = (req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, rest: string, query: URLSearchParams) => void;
+
+/** Creates the API's handler. */
+export function createApi(options: ApiOptions): ApiHandler {
+  const serve = (req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, rest: string, query: URLSearchParams, delayed = false): void => {
+    const presented = options.presented(req);
+    const holder = presented && presented.expiresAt > Date.now() && !options.rejectAll() ? presented : undefined;
+    record.tokenValid = holder !== undefined;
+    record.tokenExpired = presented !== undefined && presented.expiresAt <= Date.now();
+    const fault = options.fault();
+    if (fault?.kind === 'reset') return void req.socket.destroy();
+    if (fault?.kind === 'delay' && !delayed) {
+      const timer = setTimeout(() => serve(req, res, record, rest, query, true), fault.ms);
+      res.on('close', () => clearTimeout(timer));
+      return;
+    }
+    if (!holder) return json(res, 401, { error: 'invalid_token' }, { 'www-authenticate': 'Bearer error="invalid_token"' });
+    const name = rest.startsWith('/echo/') ? '/echo' : rest;
+    const route = Object.hasOwn(ROUTES, name) ? ROUTES[name] : undefined;
+    if (route) route({ req, res, record, query, workspace: holder.clientId });
+    else json(res, 404, { error: 'not_found' });
+  };
+  return serve;
+}

@@ -1,0 +1,35 @@
+import { describe, expect } from 'vitest';
+import { rawRequest } from '../helpers/index.js';
+import { sharedStack } from '../helpers/stack.js';
+
+const it = sharedStack({ mock: { tokenTtlS: 60 } });
+
+describe('a raw # in the target', () => {
+  it.for([['/api/v1/oauth2#/token'], ['/api/v1/..#x'], ['/api/v1/tickets#frag'], ['/api/v1/tickets?q=a#b']])('refuses %s with 400 bad_path and forwards nothing', async ([target], { shared: { gateway, proxy } }) => {
+    const before = gateway.apiRequests.length;
+    const res = await rawRequest(proxy.proxyPort, `GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    expect(res).toMatch(/^HTTP\/1\.1 400 /);
+    expect(res).toContain('"code":"bad_path"');
+    expect(gateway.apiRequests.length).toBe(before);
+  });
+});
+
+describe('refusals of the HTTP parser', () => {
+  it('answers a request head over MAX_HEADER_BYTES with 431 headers_too_large problem+json', async ({ shared: { gateway, proxy } }) => {
+    const before = gateway.apiRequests.length;
+    const res = await rawRequest(proxy.proxyPort, `GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`);
+    expect(res).toMatch(/^HTTP\/1\.1 431 /);
+    expect(res).toContain('application/problem+json');
+    expect(res).toContain('"code":"headers_too_large"');
+    expect(gateway.apiRequests.length).toBe(before);
+  });
+
+  it('answers raw non-ASCII bytes in a query with 400 bad_request and forwards the percent-encoded form', async ({ shared: { proxy } }) => {
+    const refused = await rawRequest(proxy.proxyPort, Buffer.from('GET /api/v1/echo?q=\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1'));
+    expect(refused).toMatch(/^HTTP\/1\.1 400 /);
+    expect(refused).toContain('"code":"bad_request"');
+    const res = await fetch(`${proxy.proxyUrl}/api/v1/echo?q=%C3%A9`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { url: string }).url).toBe('/api/v1/echo?q=%C3%A9');
+  });
+});

@@ -1,0 +1,220 @@
+/**
+ * The chart refuses, at render, every value the proxy would refuse at start (exit 2, the pod in
+ * CrashLoopBackOff), with the proxy's own message: each case runs the real proxy's configuration
+ * check on the environment the chart would give it, and a real helm must print every problem the
+ * proxy reports.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { SETTINGS } from '../../src/config/config.js';
+import { ConfigError } from '../../src/core/errors.js';
+import { loadSettings } from '../unit/load-settings.js';
+import { helm } from './helm-binary.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const chart = join(root, 'helm', 'ticket-auth-proxy');
+const work = mkdtempSync(join(tmpdir(), 'tap-helm-refusals-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** The environment the chart gives the proxy with an existingSecret (CLIENT_ID from the Secret). */
+const CHART_ENV: Record<string, string> = {
+  BASE_URL: 'https://tickets.example.com',
+  TOKEN_AUTH_METHOD: 'client_secret_post',
+  CLIENT_ID: 'client-from-the-secret',
+  CLIENT_SECRET_FILE: '/var/run/secrets/ticket-auth-proxy/client-secret',
+  LISTEN_HOST: '0.0.0.0',
+  LISTEN_PORT: '8180',
+  ADMIN_HOST: '0.0.0.0',
+  ADMIN_PORT: '8181',
+  LOG_LEVEL: 'info',
+  ACCESS_LOG: 'false',
+  SHUTDOWN_DELAY_S: '0',
+  SHUTDOWN_TIMEOUT_S: '15',
+};
+
+/** What the proxy says at start about this environment: its problems, none when it starts. */
+function proxyProblems(env: Record<string, string>): string[] {
+  try {
+    // A secret file holds a secret; the projected token file a JWT.
+    const jwt = ['{"alg":"RS256","typ":"JWT"}', '{"sub":"system:serviceaccount:tickets:proxy","exp":4102444800}']
+      .map((part) => Buffer.from(part).toString('base64url'))
+      .join('.');
+    loadSettings({ env, readFile: (path: string) => (path.endsWith('/token') ? `${jwt}.c2ln` : 'a-secret') });
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigError) return [...err.problems];
+    throw err;
+  }
+}
+
+let files = 0;
+/** helm template with these values (written as a file, so every value stays a string). */
+async function renderWith(values: Record<string, unknown>): Promise<{ code: number; stderr: string }> {
+  const file = join(work, `values-${files++}.yaml`);
+  writeFileSync(file, JSON.stringify({ existingSecret: 'creds', baseUrl: 'https://tickets.example.com', ...values }));
+  return helm(['template', 'rel', chart, '-f', file]);
+}
+
+async function expectRefusedLikeTheProxy(values: Record<string, unknown>, env: Record<string, string>): Promise<string> {
+  const problems = proxyProblems({ ...CHART_ENV, ...env });
+  expect(problems.length, 'the proxy itself refuses this environment').toBeGreaterThan(0);
+  const result = await renderWith(values);
+  expect(result.code, 'helm template should have failed').not.toBe(0);
+  for (const problem of problems) expect(result.stderr).toContain(problem);
+  return result.stderr;
+}
+
+describe('chart values the proxy refuses at start', () => {
+  it.each([
+    ['a baseUrl ending in /api/v1', { baseUrl: 'https://tickets.example.com/api/v1' }, { BASE_URL: 'https://tickets.example.com/api/v1' }, 'baseUrl: BASE_URL ends in /api/v1'],
+    ['a baseUrl ending in /api/v1/ (as normalised)', { baseUrl: 'https://Tickets.Example.com:443/gw/api/v1/' }, { BASE_URL: 'https://Tickets.Example.com:443/gw/api/v1/' }, 'TOKEN_URL='],
+    ['a baseUrl naming the token endpoint, even with a tokenUrl', { baseUrl: 'https://tickets.example.com/api/v1/oauth2/token', tokenUrl: 'https://idp.example/token' }, { BASE_URL: 'https://tickets.example.com/api/v1/oauth2/token', TOKEN_URL: 'https://idp.example/token' }, 'baseUrl:'],
+    ['an http: baseUrl off loopback', { baseUrl: 'http://tickets.example.com' }, { BASE_URL: 'http://tickets.example.com' }, 'allowInsecureHttp: true'],
+    ['an http: tokenUrl off loopback', { tokenUrl: 'http://idp.example/token' }, { TOKEN_URL: 'http://idp.example/token' }, 'tokenUrl: TOKEN_URL uses http:'],
+    ['a baseUrl that is no URL', { baseUrl: 'tickets.example.com' }, { BASE_URL: 'tickets.example.com' }, 'baseUrl: BASE_URL must be an absolute https URL'],
+    ['a baseUrl of another scheme', { baseUrl: 'ftp://tickets.example.com' }, { BASE_URL: 'ftp://tickets.example.com' }, 'baseUrl:'],
+    ['a missing baseUrl', { baseUrl: '' }, { BASE_URL: '' }, 'BASE_URL is required'],
+    ['a baseUrl of spaces', { baseUrl: '   ' }, { BASE_URL: '   ' }, 'baseUrl:'],
+    ['credentials in the baseUrl', { baseUrl: 'https://user:pw@tickets.example.com' }, { BASE_URL: 'https://user:pw@tickets.example.com' }, 'existingSecret'],
+    ['a query in the tokenUrl', { tokenUrl: 'https://idp.example/token?tenant=a' }, { TOKEN_URL: 'https://idp.example/token?tenant=a' }, 'tokenUrl:'],
+    ['a tokenScope of spaces', { tokenScope: '  ' }, { TOKEN_SCOPE: '  ' }, 'tokenScope:'],
+    ['an egress proxy URL with a path', { egressProxy: { httpsProxy: 'http://proxy.example:3128/x' } }, { HTTPS_PROXY: 'http://proxy.example:3128/x' }, 'egressProxy.httpsProxy:'],
+    ['an egress proxy of another scheme', { egressProxy: { httpProxy: 'socks5://proxy.example:1080' } }, { HTTP_PROXY: 'socks5://proxy.example:1080' }, 'egressProxy.httpProxy:'],
+  ])('refuses %s', async (_name, values, env, named) => {
+    expect(await expectRefusedLikeTheProxy(values, env)).toContain(named);
+  });
+
+  it('refuses the same port for both listeners, which the proxy cannot open at start', async () => {
+    const result = await renderWith({ proxyPort: 9000, adminPort: 9000 });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('proxyPort and adminPort are both 9000: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 0.0.0.0:9000 (EADDRINUSE)');
+  });
+
+  it('accepts what the proxy accepts: an http: baseUrl on loopback, off loopback with allowInsecureHttp, an egress proxy without a scheme', async () => {
+    for (const [values, env] of [
+      [{ baseUrl: 'http://127.0.0.1:8080/' }, { BASE_URL: 'http://127.0.0.1:8080/' }],
+      [{ baseUrl: 'http://tickets.internal', allowInsecureHttp: true }, { BASE_URL: 'http://tickets.internal', ALLOW_INSECURE_HTTP: 'true' }],
+      [{ baseUrl: 'https://tickets.example.com/api/v1', tokenUrl: 'https://tickets.example.com/api/v1/api/v1/oauth2/token' }, { BASE_URL: 'https://tickets.example.com/api/v1', TOKEN_URL: 'https://tickets.example.com/api/v1/api/v1/oauth2/token' }],
+      [{ egressProxy: { httpsProxy: 'proxy.example:3128', noProxy: '.svc' } }, { HTTPS_PROXY: 'proxy.example:3128', NO_PROXY: '.svc' }],
+    ] as const) {
+      expect(proxyProblems({ ...CHART_ENV, ...env })).toEqual([]);
+      const result = await renderWith(values);
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+    }
+  });
+});
+
+/** A value of each kind that the proxy refuses. */
+function badValue(kind: (typeof SETTINGS)[number]['kind']): string | undefined {
+  switch (kind.type) {
+    case 'int':
+      return kind.min > 0 ? String(kind.min - 1) : 'many';
+    case 'number':
+      return kind.exclusive ? String(kind.max) : '-0.5';
+    case 'port':
+      return '70000';
+    case 'host':
+      return 'not a host!';
+    case 'bool':
+      return 'maybe';
+    case 'enum':
+      return 'loud';
+    case 'params':
+      return 'scope=a&=b&client_id=c';
+    case 'string':
+    case 'path':
+      return '   ';
+    case 'url':
+      return undefined; // baseUrl and tokenUrl, above
+  }
+}
+
+describe('extraEnv values the proxy refuses at start', () => {
+  it('refuses a bad value of every setting, each with the proxy message', async () => {
+    const extra = SETTINGS.map((s) => ({ name: s.env, value: badValue(s.kind) })).filter((e): e is { name: string; value: string } => e.value !== undefined);
+    expect(extra.length).toBeGreaterThan(30);
+    const stderr = await expectRefusedLikeTheProxy({ extraEnv: extra }, Object.fromEntries(extra.map((e) => [e.name, e.value])));
+    expect(stderr).toContain('extraEnv: UPSTREAM_TIMEOUT_MS must be an integer of at least 1 (got "0")');
+  });
+
+  it.each([
+    ['a number out of its range', [{ name: 'TOKEN_REFRESH_RATIO', value: '0' }]],
+    ['a number that is no number', [{ name: 'SHUTDOWN_TIMEOUT_S', value: 'soon' }]],
+    ['an integer with a fraction', [{ name: 'TOKEN_CACHE_MAX', value: '1.5' }]],
+    ['a field TOKEN_PARAMS may not set', [{ name: 'TOKEN_PARAMS', value: 'audience=x&grant_type=y' }]],
+    ['a client secret beside the mounted file', [{ name: 'CLIENT_SECRET', value: 's' }]],
+    ['a signing key without private_key_jwt', [{ name: 'CLIENT_ASSERTION_KEY_FILE', value: '/k.pem' }, { name: 'CLIENT_ASSERTION_ALG', value: 'ES256' }]],
+    ['tls_client_auth without the client certificate', [{ name: 'TOKEN_AUTH_METHOD', value: 'tls_client_auth' }]],
+    ['private_key_jwt beside the chart\'s secret and without a key', [{ name: 'TOKEN_AUTH_METHOD', value: 'private_key_jwt' }]],
+    ['a client certificate without its key', [{ name: 'TLS_CLIENT_CERT_FILE', value: '/c.pem' }]],
+    ['a percent-encoded field TOKEN_PARAMS may not set', [{ name: 'TOKEN_PARAMS', value: 'client%5Fid=x&%73cope=y' }]],
+    ['an egress proxy port out of range', [{ name: 'HTTP_PROXY', value: 'proxy.example:99999' }]],
+  ])('refuses %s', async (_name, extra) => {
+    await expectRefusedLikeTheProxy({ extraEnv: extra }, Object.fromEntries(extra.map((e) => [e.name, e.value])));
+  });
+
+  it('refuses a TOKEN_PARAMS field with an empty name, and only for that, as the proxy does', async () => {
+    const extra = [{ name: 'TOKEN_PARAMS', value: 'scope=a&=b' }];
+    const stderr = await expectRefusedLikeTheProxy({ extraEnv: extra }, { TOKEN_PARAMS: 'scope=a&=b' });
+    expect(stderr).not.toContain('may not set scope');
+  });
+
+  it('never shows an egress proxy\'s credentials, with a scheme or without', async () => {
+    const extra = [{ name: 'HTTPS_PROXY', value: 'http://user:pw@proxy.example:3128/x' }, { name: 'HTTP_PROXY', value: 'user:pw@proxy.example:3128/x' }];
+    const stderr = await expectRefusedLikeTheProxy({ extraEnv: extra }, { HTTPS_PROXY: 'http://user:pw@proxy.example:3128/x', HTTP_PROXY: 'user:pw@proxy.example:3128/x' });
+    expect(stderr).toContain('extraEnv: HTTP_PROXY must be a proxy URL such as http://proxy.example.com:3128 (got "***@proxy.example:3128/x")');
+    expect(stderr).not.toContain('pw');
+  });
+
+  it('accepts the egress proxies the proxy accepts: an IPv6 address, credentials, no scheme', async () => {
+    const extra = [{ name: 'HTTPS_PROXY', value: 'http://[::1]:3128' }, { name: 'HTTP_PROXY', value: 'user:pw@proxy.example:3128/' }];
+    expect(proxyProblems({ ...CHART_ENV, ...Object.fromEntries(extra.map((e) => [e.name, e.value])) })).toEqual([]);
+    const result = await renderWith({ extraEnv: extra });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  it('refuses a secret beside the projected token in secretless mode', async () => {
+    const extra = [{ name: 'CLIENT_SECRET', value: 's' }, { name: 'CLIENT_ASSERTION_KID', value: 'k' }];
+    await expectRefusedLikeTheProxy(
+      { existingSecret: '', clientId: 'ticket-proxy', auth: { serviceAccountToken: { enabled: true, audience: 'a' } }, extraEnv: extra },
+      { TOKEN_AUTH_METHOD: 'client_assertion_file', CLIENT_SECRET_FILE: '', CLIENT_ASSERTION_FILE: '/token', CLIENT_SECRET: 's', CLIENT_ASSERTION_KID: 'k' },
+    );
+  });
+
+  it('accepts good values of the same settings', async () => {
+    const extra = [
+      { name: 'TOKEN_REFRESH_RATIO', value: '.5' },
+      { name: 'TOKEN_CACHE_MAX', value: ' 10 ' },
+      { name: 'PASSTHROUGH_BASIC', value: 'Yes' },
+      { name: 'TOKEN_PARAMS', value: 'audience=https%3A%2F%2Fapi&resource=x' },
+      { name: 'SHUTDOWN_DELAY_S', value: '2.5' },
+      { name: 'LISTEN_HOST', value: '[::]' },
+      { name: 'UNRELATED_VARIABLE', value: 'anything' },
+    ];
+    expect(proxyProblems({ ...CHART_ENV, ...Object.fromEntries(extra.map((e) => [e.name, e.value])) })).toEqual([]);
+    const result = await renderWith({ extraEnv: extra });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+});
+
+describe('the chart\'s table of settings', () => {
+  it('is the proxy\'s: the same names, kinds, ranges and choices', () => {
+    const text = readFileSync(join(chart, 'templates', '_validate.tpl'), 'utf8');
+    const body = /define "ticket-auth-proxy\.settingKinds" -}}\n([\s\S]*?)\{\{- end -}}/.exec(text)![1]!;
+    const table = parseYaml(body) as Record<string, Record<string, unknown>>;
+    const fromSource = Object.fromEntries(
+      SETTINGS.map((s) => {
+        const kind: Record<string, unknown> = { ...s.kind };
+        if (Array.isArray(kind.values)) kind.values = [...(kind.values as string[])];
+        return [s.env, kind];
+      }),
+    );
+    expect(table).toEqual(fromSource);
+  });
+});
