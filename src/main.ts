@@ -2,61 +2,20 @@
 import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { startApp } from './app/app.js';
+import { check } from './app/check.js';
 import { helpText, parseArgs } from './app/cli.js';
 import { readConfig, settingWarnings } from './app/read-config.js';
 import { systemClock } from './core/clock.js';
-import type { Config } from './config/config.js';
-import { ConfigError, TokenFetchError } from './core/errors.js';
+import { ConfigError } from './core/errors.js';
 import { createLogger } from './core/log.js';
-import { createDispatchers } from './net/dispatchers.js';
 import { checkNetSettings } from './net/settings.js';
-import type { TlsFiles } from './net/tls-files.js';
-import { configuredCredential } from './token/configured-credential.js';
-import { describeTokenFailure } from './token/diagnose.js';
-import { tokenFetcherFromConfig } from './token/fetch-token.js';
-import { checkTokenSettings, type TokenStartup } from './token/settings.js';
+import { checkTokenSettings } from './token/settings.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 function fail(message: string, status = 2): never {
   process.stderr.write(`ticket-auth-proxy: ${message}\n`);
   process.exit(status);
-}
-
-/** `check`: one token fetch, its lifetime printed (never the token), exit 0 or 1 (PRODUCT §2). */
-async function check(config: Config, startup: { tls: TlsFiles; token: TokenStartup }): Promise<never> {
-  const auth = configuredCredential(config, { clock: systemClock, log: createLogger('silent'), startup: startup.token });
-  const credential = auth.credential;
-  if (credential === undefined) {
-    fail('check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)');
-  }
-  const dispatchers = createDispatchers({
-    gatewayOrigin: new URL(config.baseUrl).origin,
-    tokenUrl: config.tokenUrl,
-    gatewayConnectTimeoutMs: config.tokenFetchTimeoutMs,
-    tokenConnectTimeoutMs: config.tokenFetchTimeoutMs,
-    proxy: { httpsProxy: config.httpsProxy, httpProxy: config.httpProxy, noProxy: config.noProxy },
-    tls: startup.tls.material,
-  });
-  // What the credential is, without the assertion or key (issue 15 §3).
-  for (const line of auth.describe(Date.now())) process.stdout.write(`${line}\n`);
-  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, Date.now, auth.clientAuth);
-  const started = Date.now();
-  try {
-    const grant = await fetchToken(credential);
-    const lifetimeS = Math.round(grant.lifetimeMs / 1000);
-    process.stdout.write(
-      `ok: token obtained from ${config.tokenUrl} in ${Date.now() - started} ms; ` +
-        `lifetime ${lifetimeS} s (expires ${new Date(started + grant.lifetimeMs).toISOString()})\n`,
-    );
-    await dispatchers.close();
-    process.exit(0);
-  } catch (err) {
-    const e = err as { outcome?: string; message: string };
-    const message = err instanceof TokenFetchError ? describeTokenFailure(err, config.tokenUrl) : e.message;
-    process.stderr.write(`ticket-auth-proxy: check failed: ${e.outcome ?? 'error'}: ${message}\n`);
-    process.exit(1);
-  }
 }
 
 async function main(): Promise<void> {
@@ -90,7 +49,7 @@ async function main(): Promise<void> {
   const { config, checked } = loaded;
   if (args.command === 'check') {
     writeWarnings();
-    await check(config, checked);
+    process.exit(await check(config, checked));
   }
 
   const log = createLogger(config.logLevel);

@@ -5,7 +5,7 @@ import { NotProxiedError, MethodNotAllowedError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
 import { sendProblem } from '../core/problem.js';
 
-/** Why the proxy is not ready, or undefined when it is (PRODUCT §8). */
+/** Why the proxy is not ready, or undefined when it is. */
 export type ReadinessCheck = () => string | undefined;
 
 export interface AdminOptions {

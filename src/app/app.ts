@@ -1,27 +1,24 @@
 import type { AddressInfo } from 'node:net';
-import type { IncomingMessage, Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { Registry } from 'prom-client';
 import { createAdminServer } from '../admin/server.js';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
 import { isLoopbackHost } from '../core/hosts.js';
-import { CredentialsRequiredError, ProxyError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
-import { startMemoryRelease } from '../telemetry/memory-release.js';
-import { createMetrics } from '../telemetry/metrics.js';
-import { createDispatchers } from '../net/dispatchers.js';
+import { dispatchersFromSettings } from '../net/dispatchers.js';
 import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
 import { createForwarder } from '../proxy/forward.js';
+import { Recorder } from '../proxy/observer.js';
+import { createSourceSelector } from '../proxy/select-source.js';
 import { createProxyServer } from '../proxy/server.js';
-import { shutdown } from './shutdown.js';
-import { ClientAssertionError, secretClientAuth } from '../token/client-auth.js';
-import { configuredCredential } from '../token/configured-credential.js';
-import { describeTokenFailure, displayTokenUrl } from '../token/diagnose.js';
-import { tokenFetcherFromConfig } from '../token/fetch-token.js';
-import { parseBasicCredentials } from '../token/basic-credentials.js';
-import { createSourceCache, type SourceCache } from '../token/source-cache.js';
+import { startMemoryRelease } from '../telemetry/memory-release.js';
+import { createMetrics } from '../telemetry/metrics.js';
+import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
 import type { TokenStartup } from '../token/settings.js';
-import { TokenSource } from '../token/token-source.js';
+import type { TokenSource } from '../token/token-source.js';
+import { shutdown, type Stop, StopList } from './shutdown.js';
+import { createTokenSources } from './token-sources.js';
 
 export interface AppDeps {
   config: Config;
@@ -38,8 +35,85 @@ export interface AppDeps {
 export interface App {
   readonly proxyAddress: AddressInfo;
   readonly adminAddress: AddressInfo;
-  /** Graceful shutdown (PRODUCT §10); resolves with the exit status. */
+  /** Graceful shutdown (README "Shutdown"); resolves with the exit status. */
   shutdown(): Promise<number>;
+}
+
+/** Where the process is in its life, as `/readyz` tells it. */
+interface Phase {
+  listening: boolean;
+  stopping: boolean;
+}
+
+/** Builds the parts from the configuration, wires them, and opens both listeners. */
+export async function startApp(deps: AppDeps): Promise<App> {
+  const { config, log, clock, registry } = deps;
+  const metrics = createMetrics(registry);
+  const stops = new StopList();
+  const dispatchers = dispatchersFromSettings(config, deps.tls.material);
+  stops.add(() => dispatchers.destroy());
+  const { configured, passthrough } = createTokenSources({ ...deps, metrics, dispatcher: dispatchers.token, stops });
+  // Rotated TLS files are used by new connections; a new client certificate fetches a token at
+  // once, as a secret change does.
+  stops.add(
+    watchTlsFiles({
+      config,
+      initial: deps.tls,
+      clock,
+      log,
+      onChange: (material, what) => {
+        dispatchers.setTls(material);
+        if (what === 'client_certificate' && configured !== undefined) configured.refreshNow('client certificate changed');
+      },
+    }),
+  );
+
+  const recorder = new Recorder(metrics, log, config.accessLog);
+  const forward = createForwarder({
+    pool: dispatchers.gateway,
+    baseUrl: config.baseUrl,
+    selectSource: createSourceSelector(configured, passthrough),
+    upstreamTimeoutMs: config.upstreamTimeoutMs,
+    replayBodyLimitBytes: config.replayBodyLimitBytes,
+    recorder,
+    log,
+    listenOrigin: `http://${config.listenHost.includes(':') ? `[${config.listenHost}]` : config.listenHost}:${config.listenPort}`,
+  });
+  const phase: Phase = { listening: false, stopping: false };
+  const proxyServer = createProxyServer({ forward, recorder, log, maxHeaderBytes: config.maxHeaderBytes });
+  const adminServer = createAdminServer({ registry, log, readiness: () => notReadyReason(phase, configured, config.tokenUrl) });
+
+  configured?.start();
+  let proxyAddress: AddressInfo;
+  let adminAddress: AddressInfo;
+  try {
+    proxyAddress = await listen(proxyServer, config.listenPort, config.listenHost, 'the proxy listener (LISTEN_HOST, LISTEN_PORT)');
+    adminAddress = await listen(adminServer, config.adminPort, config.adminHost, 'the admin listener (ADMIN_HOST, ADMIN_PORT)');
+  } catch (err) {
+    proxyServer.close();
+    await stops.stopAll();
+    throw err;
+  }
+  phase.listening = true;
+  stops.add(releaseMemoryAfterBursts(proxyServer, clock, log));
+  announce(config, log, proxyAddress, adminAddress);
+
+  return {
+    proxyAddress,
+    adminAddress,
+    shutdown: () =>
+      shutdown({
+        servers: [proxyServer, adminServer],
+        delayS: config.shutdownDelayS,
+        timeoutS: config.shutdownTimeoutS,
+        clock,
+        log,
+        onBegin: () => {
+          phase.stopping = true;
+        },
+        onClosed: () => stops.stopAll(),
+      }),
+  };
 }
 
 function listen(server: Server, port: number, host: string, what: string): Promise<AddressInfo> {
@@ -55,137 +129,32 @@ function listen(server: Server, port: number, host: string, what: string): Promi
   });
 }
 
-/** Builds the parts from the configuration, wires them, and opens both listeners. */
-export async function startApp(deps: AppDeps): Promise<App> {
-  const { config, log, clock, random, registry } = deps;
-  const metrics = createMetrics(registry);
-
-  const tls = deps.tls.material;
-  const dispatchers = createDispatchers({
-    gatewayOrigin: new URL(config.baseUrl).origin,
-    tokenUrl: config.tokenUrl,
-    gatewayConnectTimeoutMs: Math.min(config.upstreamTimeoutMs, 10_000),
-    tokenConnectTimeoutMs: config.tokenFetchTimeoutMs,
-    proxy: { httpsProxy: config.httpsProxy, httpProxy: config.httpProxy, noProxy: config.noProxy },
-    tls,
-  });
-  // How the configured client proves who it is (TOKEN_AUTH_METHOD, issues 9 and 15).
-  const auth = configuredCredential(config, { clock, log, startup: deps.token });
-  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, () => clock.now(), auth.clientAuth);
-
-  let configured: TokenSource | undefined;
-  let stopAuthWatch: (() => void) | undefined;
-  if (auth.credential !== undefined) {
-    configured = new TokenSource({
-      label: 'configured',
-      credential: auth.credential,
-      fetchToken,
-      clock,
-      random,
-      refreshRatio: config.tokenRefreshRatio,
-      waitTimeoutMs: config.tokenWaitTimeoutMs,
-      log,
-      observer: metrics.configuredToken,
-      tokenUrl: config.tokenUrl,
-    });
-    stopAuthWatch = auth.watch(configured);
+/** Why the proxy is not ready, or undefined when it is: listening, not stopping, a token held. */
+function notReadyReason(phase: Phase, configured: TokenSource | undefined, tokenUrl: string): string | undefined {
+  if (phase.stopping) return 'shutting down';
+  if (!phase.listening) return 'starting';
+  if (configured !== undefined && configured.current() === undefined) {
+    const last = configured.lastError;
+    if (last === undefined) return 'no valid token yet';
+    const failure = describeFetchFailure(last, tokenUrl);
+    return `no valid token (last fetch: ${failure.outcome}: ${failure.text})`;
   }
+  return undefined;
+}
 
-  // PRODUCT §12.6: rotated TLS files are used by new connections; a new client certificate
-  // fetches a token at once, as a secret change does.
-  const stopTlsWatch = watchTlsFiles({
-    config,
-    initial: deps.tls,
-    clock,
-    log,
-    onChange: (material, what) => {
-      dispatchers.setTls(material);
-      if (what === 'client_certificate' && configured !== undefined) configured.refreshNow('client certificate changed');
-    },
-  });
-
-  const noCredentials = new CredentialsRequiredError('no credentials are configured; send Basic credentials');
-  // PRODUCT §6: callers' own Basic credentials, each with a token source of its own.
-  let passthrough: SourceCache | undefined;
-  if (config.passthroughBasic) {
-    passthrough = createSourceCache({
-      max: config.tokenCacheMax,
-      fetchToken: tokenFetcherFromConfig(config, dispatchers.token, () => clock.now(), secretClientAuth(config.tokenAuthMethod)),
-      clock,
-      random,
-      refreshRatio: config.tokenRefreshRatio,
-      waitTimeoutMs: config.tokenWaitTimeoutMs,
-      defaultLifetimeMs: config.tokenDefaultTtlS * 1000,
-      log,
-      observer: metrics.passthroughToken,
-      onSize: (n) => metrics.setTokenCacheEntries(n),
-    });
-  }
-  const cache = passthrough;
-  const selectSource = (req: IncomingMessage): TokenSource | ProxyError => {
-    if (cache !== undefined) {
-      const basic = parseBasicCredentials(req.headers.authorization);
-      if (basic instanceof ProxyError) return basic;
-      if (basic !== undefined) return cache.sourceFor(basic);
-    }
-    return configured ?? noCredentials;
-  };
-  const forward = createForwarder({
-    pool: dispatchers.gateway,
-    baseUrl: config.baseUrl,
-    selectSource,
-    upstreamTimeoutMs: config.upstreamTimeoutMs,
-    replayBodyLimitBytes: config.replayBodyLimitBytes,
-    metrics,
-    log,
-    accessLog: config.accessLog,
-    listenOrigin: `http://${config.listenHost.includes(':') ? `[${config.listenHost}]` : config.listenHost}:${config.listenPort}`,
-  });
-
-  let listening = false;
-  let stopping = false;
-  const proxyServer = createProxyServer({ forward, metrics, log, maxHeaderBytes: config.maxHeaderBytes });
-  const adminServer = createAdminServer({
-    registry,
-    log,
-    readiness: () => {
-      if (stopping) return 'shutting down';
-      if (!listening) return 'starting';
-      if (configured !== undefined && configured.current() === undefined) {
-        const last = configured.lastError;
-        if (last instanceof ClientAssertionError) return `no valid token (${last.message})`;
-        return last ? `no valid token (last fetch: ${last.outcome}: ${describeTokenFailure(last, config.tokenUrl)})` : 'no valid token yet';
-      }
-      return undefined;
-    },
-  });
-
-  configured?.start();
-  let proxyAddress: AddressInfo;
-  let adminAddress: AddressInfo;
-  try {
-    proxyAddress = await listen(proxyServer, config.listenPort, config.listenHost, 'the proxy listener (LISTEN_HOST, LISTEN_PORT)');
-    adminAddress = await listen(adminServer, config.adminPort, config.adminHost, 'the admin listener (ADMIN_HOST, ADMIN_PORT)');
-  } catch (err) {
-    configured?.stop();
-    passthrough?.stop();
-    stopTlsWatch();
-    stopAuthWatch?.();
-    proxyServer.close();
-    await dispatchers.destroy();
-    throw err;
-  }
-  listening = true;
+/** Gives memory back once a burst of requests is over (memory-release.ts). */
+function releaseMemoryAfterBursts(proxyServer: Server, clock: Clock, log: Log): Stop {
   let served = 0;
   proxyServer.on('request', () => {
     served += 1;
   });
   const memoryRelease = startMemoryRelease({ clock, log, served: () => served });
+  return () => memoryRelease.stop();
+}
+
+function announce(config: Config, log: Log, proxyAddress: AddressInfo, adminAddress: AddressInfo): void {
   if (!isLoopbackHost(config.listenHost)) {
-    log.warn(
-      { host: config.listenHost },
-      'the proxy listener is not on loopback: anyone who can reach it uses the configured credentials',
-    );
+    log.warn({ host: config.listenHost }, 'the proxy listener is not on loopback: anyone who can reach it uses the configured credentials');
   }
   log.info(
     {
@@ -196,28 +165,4 @@ export async function startApp(deps: AppDeps): Promise<App> {
     },
     'listeners up',
   );
-
-  return {
-    proxyAddress,
-    adminAddress,
-    shutdown: () =>
-      shutdown({
-        servers: [proxyServer, adminServer],
-        delayS: config.shutdownDelayS,
-        timeoutS: config.shutdownTimeoutS,
-        clock,
-        log,
-        onBegin: () => {
-          stopping = true;
-        },
-        onClosed: async () => {
-          memoryRelease.stop();
-          configured?.stop();
-          passthrough?.stop();
-          stopTlsWatch();
-          stopAuthWatch?.();
-          await dispatchers.destroy();
-        },
-      }),
-  };
 }

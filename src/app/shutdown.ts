@@ -2,6 +2,28 @@ import type { Server } from 'node:http';
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
 
+/** How one part is stopped: its timers cleared, its watchers closed, its connections released. */
+export type Stop = () => void | Promise<void>;
+
+/**
+ * The one list of things to stop, filled as the parts are built and run both when start-up fails
+ * and at shutdown. Parts stop in the reverse order of their registration, so that nothing is
+ * stopped before the parts that use it (the connections last).
+ */
+export class StopList {
+  private readonly stops: Stop[] = [];
+
+  /** Registers a part's stop; `undefined` (a part with nothing to stop) is ignored. */
+  add(stop: Stop | undefined): void {
+    if (stop !== undefined) this.stops.push(stop);
+  }
+
+  /** Stops every part registered, once, the last registered first. */
+  async stopAll(): Promise<void> {
+    for (let stop = this.stops.pop(); stop !== undefined; stop = this.stops.pop()) await stop();
+  }
+}
+
 export interface ShutdownOptions {
   /** Listeners to close, the proxy's first. */
   servers: readonly Server[];
@@ -16,7 +38,7 @@ export interface ShutdownOptions {
 }
 
 /**
- * Graceful shutdown (PRODUCT §10): not ready at once, keep serving for `delayS`, then stop
+ * Graceful shutdown (README "Shutdown"): not ready at once, keep serving for `delayS`, then stop
  * accepting, let in-flight requests finish for at most `timeoutS`, close idle keep-alive sockets.
  * Resolves with the exit status: 0 after a full drain, 1 when the drain timed out.
  */

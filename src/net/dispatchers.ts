@@ -2,7 +2,7 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import { Agent, Dispatcher, EnvHttpProxyAgent, Pool } from 'undici';
 import type { TlsMaterial } from './tls-material.js';
 
-/** The egress proxy settings, as curl reads them (PRODUCT §12.4). */
+/** The egress proxy settings, as curl reads them (README "An egress proxy"). */
 export interface EgressProxy {
   httpsProxy: string | undefined;
   httpProxy: string | undefined;
@@ -127,11 +127,11 @@ function build(
   return single ? new Pool(target.origin, { ...poolOptions, connect }) : new Agent({ ...poolOptions, connect });
 }
 
-/** Builds the gateway's and the token endpoint's dispatchers (PRODUCT §4.9, §12). */
+/** Builds the gateway's and the token endpoint's dispatchers. */
 export function createDispatchers(options: DispatchersOptions): Dispatchers {
   const gatewayTarget = new URL(options.gatewayOrigin);
   const tokenTarget = new URL(options.tokenUrl);
-  // The gateway's pool: kept alive for every method (§4.9); connections unbounded as before.
+  // The gateway's pool: kept alive for every method; connections unbounded.
   const gatewayPool: Pool.Options = { keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000 };
   const tokenPool: Pool.Options = { connections: 4, keepAliveTimeout: 30_000 };
   const buildGateway = (tls: TlsMaterial): Dispatcher =>
@@ -155,4 +155,38 @@ export function createDispatchers(options: DispatchersOptions): Dispatchers {
       await Promise.all([gateway.destroy(), token.destroy()]);
     },
   };
+}
+
+/** The settings the dispatchers are made from (a configuration has them all). */
+export interface DispatcherSettings {
+  baseUrl: string;
+  tokenUrl: string;
+  upstreamTimeoutMs: number;
+  tokenFetchTimeoutMs: number;
+  httpsProxy: string | undefined;
+  httpProxy: string | undefined;
+  noProxy: string | undefined;
+}
+
+/** The longest a connection to the gateway may take to open, in ms. */
+const GATEWAY_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * The dispatchers as the settings ask, for the proxy and for `check` alike.
+ *
+ * Connect timeouts: `UPSTREAM_TIMEOUT_MS` bounds the wait for the gateway's answer head, 30 s by
+ * default for slow endpoints; a gateway that cannot even open a connection within 10 s is down
+ * or unreachable, and the caller hears so (502) without waiting the whole upstream timeout, which
+ * caps it when shorter. `TOKEN_FETCH_TIMEOUT_MS` bounds a whole token request, so its connect may
+ * use all of it.
+ */
+export function dispatchersFromSettings(settings: DispatcherSettings, tls: TlsMaterial): Dispatchers {
+  return createDispatchers({
+    gatewayOrigin: new URL(settings.baseUrl).origin,
+    tokenUrl: settings.tokenUrl,
+    gatewayConnectTimeoutMs: Math.min(settings.upstreamTimeoutMs, GATEWAY_CONNECT_TIMEOUT_MS),
+    tokenConnectTimeoutMs: settings.tokenFetchTimeoutMs,
+    proxy: { httpsProxy: settings.httpsProxy, httpProxy: settings.httpProxy, noProxy: settings.noProxy },
+    tls,
+  });
 }

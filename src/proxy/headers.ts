@@ -1,5 +1,5 @@
 /**
- * Header rules in both directions (PRODUCT §4.5-4.6). Headers travel as flat raw lists
+ * Header rules in both directions (README "What is forwarded"). Headers travel as flat raw lists
  * (`[name, value, name, value, ...]`) both ways, so names keep their case and repeated fields
  * their order.
  */
@@ -7,7 +7,7 @@
 /** Hop-by-hop headers (RFC 9110 §7.6.1): never forwarded in either direction. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
 
-/** Plus the caller's credentials and what the proxy sets or handles itself (`Expect`: §4.7). */
+/** Plus the caller's credentials and what the proxy sets or handles itself (`Expect`: the proxy sends `100 Continue` itself). */
 const DROP_REQUEST = new Set([...HOP_BY_HOP, 'proxy-authorization', 'authorization', 'host', 'expect', 'http2-settings']);
 
 const DROP_RESPONSE = new Set([...HOP_BY_HOP, 'proxy-authenticate']);
@@ -24,7 +24,7 @@ export interface RequestHeaders {
   host: string | undefined;
   /**
    * The protocols of an upgrade request (`Upgrade` with `Connection: upgrade`) other than an
-   * `h2c` offer, which is ignored as RFC 9110 §7.8 allows (§4.4); undefined when there are none.
+   * `h2c` offer, which is ignored as RFC 9110 §7.8 allows; undefined when there are none.
    */
   upgrade: string | undefined;
 }
@@ -95,9 +95,9 @@ const latin1 = (b: Buffer | string): string => (typeof b === 'string' ? b : b.to
 
 /**
  * The headers to send back: the gateway's, less hop-by-hop ones, with a `Location` that points
- * into the gateway rewritten to the origin the caller used (PRODUCT §4.6). Built from the raw
+ * into the gateway rewritten to the origin the caller used. Built from the raw
  * list undici's parser keeps, so names keep the letter case the gateway sent (legacy code looks
- * them up case-sensitively, issue 14) and repeated fields their order.
+ * them up case-sensitively) and repeated fields their order.
  */
 export function callerResponseHeaders(raw: RawHeaders, baseUrl: string, callerOrigin: string): string[] {
   const out: string[] = [];

@@ -3,7 +3,7 @@ import { BadPathError, NotProxiedError, type ProxyError } from '../core/errors.j
 const PREFIX = '/api/v1';
 
 /**
- * Checks a request target against the forwarding rules (PRODUCT §4.1-4.3). Returns the error to
+ * Checks a request target against the forwarding rules. Returns the error to
  * answer with, or undefined when the target is forwarded as it is. The proxy never rewrites a path:
  * anything a server on the way could read as another path is refused instead.
  */

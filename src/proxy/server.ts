@@ -3,14 +3,16 @@ import { createServer } from '../core/node-http.js';
 import type { Duplex } from 'node:stream';
 import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, type ProxyError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
-import type { Metrics } from '../telemetry/metrics.js';
 import { rawProblemResponse } from '../core/problem.js';
+import type { Forward } from './forward.js';
+import type { Recorder } from './observer.js';
 
 export interface ProxyServerOptions {
-  forward: (req: IncomingMessage, res: ServerResponse, expectContinue?: boolean) => void;
-  metrics: Metrics;
+  forward: Forward;
+  /** Where the refusals made here are recorded (the forwarder records the rest). */
+  recorder: Recorder;
   log: Log;
-  /** `MAX_HEADER_BYTES`: the largest request head accepted (§4.10). */
+  /** `MAX_HEADER_BYTES`: the largest request head accepted. */
   maxHeaderBytes: number;
 }
 
@@ -25,21 +27,22 @@ type TrackedSocket = Duplex & {
   [kRefusal]?: string;
   [kLast]?: ServerResponse;
 };
-type TrackedResponse = ServerResponse & { socketAtStart?: TrackedSocket };
+/** A response, with the connection it was accepted on (counted there until it closes). */
+type ResponseOnSocket = ServerResponse & { socketAtStart?: TrackedSocket };
 
 /**
  * The proxy listener: plain HTTP/1.1 on loopback by default. Requests go to the forwarder; the
  * shapes Node hands elsewhere get their problem answer here: `CONNECT` (405) and requests the
  * HTTP parser refuses (431 for an over-long head, else 400). Protocol upgrades are answered by
- * the forwarder (§4.4): with no `upgrade` listener Node hands them over as ordinary requests, on
+ * the forwarder: with no `upgrade` listener Node hands them over as ordinary requests, on
  * Node 22 and 24 alike, so an `h2c` offer is simply answered over HTTP/1.1.
  *
- * Once the proxy has decided to close a connection it forwards nothing more from it (issue 14):
+ * Once the proxy has decided to close a connection it forwards nothing more from it:
  * a request parsed after an answer that closes the connection is dropped unanswered, and a parse
  * error lets the answers in flight finish before the refusal is written and the connection closed.
  */
 export function createProxyServer(options: ProxyServerOptions): Server {
-  const { forward, metrics, log } = options;
+  const { forward, recorder, log } = options;
   const server = createServer(
     {
       // No header parsing surprises: reject obsolete line folding and similar shapes (smuggling).
@@ -57,7 +60,7 @@ export function createProxyServer(options: ProxyServerOptions): Server {
   );
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => accept(req, res, true));
 
-  function accept(req: IncomingMessage, res: TrackedResponse, expectContinue: boolean): void {
+  function accept(req: IncomingMessage, res: ResponseOnSocket, expectContinue: boolean): void {
     const socket = req.socket as TrackedSocket;
     if (socket[kClosing] === true) {
       // Pipelined behind an answer that closes the connection: its answer could never arrive.
@@ -72,8 +75,9 @@ export function createProxyServer(options: ProxyServerOptions): Server {
     if (!res.shouldKeepAlive) socket[kClosing] = true;
   }
 
+  // CONNECT is refused here, and only here: Node hands it to this event, never to the forwarder.
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
-    metrics.observeRequest(req.method ?? 'other', 405, 0);
+    recorder.refused(req.method ?? 'other', 405);
     socket.on('error', () => {});
     socket.end(rawProblemResponse(new MethodNotAllowedError('CONNECT is not forwarded')));
   });
@@ -89,7 +93,7 @@ export function createProxyServer(options: ProxyServerOptions): Server {
       err.code === 'HPE_HEADER_OVERFLOW'
         ? new HeadersTooLargeError(`the request head is larger than MAX_HEADER_BYTES (${options.maxHeaderBytes} bytes)`)
         : new BadRequestError(`the request could not be parsed (${err.code ?? 'bad request'})`);
-    metrics.observeRequest('other', refusal instanceof HeadersTooLargeError ? 431 : 400, 0);
+    recorder.refused('other', refusal instanceof HeadersTooLargeError ? 431 : 400);
     socket[kClosing] = true;
     socket[kRefusal] = rawProblemResponse(refusal);
     const last = socket[kLast];
@@ -104,7 +108,7 @@ export function createProxyServer(options: ProxyServerOptions): Server {
 }
 
 /** One answer on a connection is done; a refusal waiting for it goes out once none is left. */
-function onResponseClose(this: TrackedResponse): void {
+function onResponseClose(this: ResponseOnSocket): void {
   const socket = this.socketAtStart!;
   const left = socket[kInFlight]! - 1;
   socket[kInFlight] = left;

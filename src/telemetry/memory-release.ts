@@ -1,5 +1,5 @@
 /**
- * Gives memory back after a burst (PRODUCT §13). V8 grows its heap to carry a burst of requests
+ * Gives memory back after a burst. V8 grows its heap to carry a burst of requests
  * and keeps the pages afterwards: its own memory reducer waits for allocations that an idle
  * sidecar no longer makes, so a proxy that served tens of thousands of requests in a few seconds
  * held about 20 MB more for as long as it then sat idle. Here, when the proxy has served requests

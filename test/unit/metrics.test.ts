@@ -41,7 +41,7 @@ function value(samples: Sample[], name: string, labels: Record<string, string> =
 const OUTCOMES = ['success', 'rejected', 'rate_limited', 'server_error', 'network_error', 'timeout', 'invalid_response'];
 
 describe('createMetrics', () => {
-  it('registers the metrics of PRODUCT §8 under their exact names and types', async () => {
+  it('registers the metrics the README names, under their exact names and types', async () => {
     const registry = new Registry();
     createMetrics(registry);
     const { types } = await scrape(registry);
@@ -67,11 +67,11 @@ describe('createMetrics', () => {
     expect(types.has('nodejs_eventloop_lag_seconds')).toBe(true);
   });
 
-  it('carries exactly the labels of PRODUCT §8', async () => {
+  it('carries exactly the labels the README names', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
     metrics.configuredToken.onFetch!('success', 0.1);
-    metrics.observeRequest('GET', 200, 0.01);
+    metrics.requestEnded('GET', 200, 0.01);
     metrics.upstreamUnauthorized(true);
     const { samples } = await scrape(registry);
     expect(labelSets(samples, 'ticket_auth_proxy_token_fetches_total')).toEqual(['outcome']);
@@ -137,10 +137,10 @@ describe('createMetrics', () => {
   it('counts requests by method and status code, and their duration by method', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.observeRequest('GET', 200, 0.02);
-    metrics.observeRequest('GET', 200, 0.03);
-    metrics.observeRequest('GET', 503, 5);
-    metrics.observeRequest('POST', 201, 0.1);
+    metrics.requestEnded('GET', 200, 0.02);
+    metrics.requestEnded('GET', 200, 0.03);
+    metrics.requestEnded('GET', 503, 5);
+    metrics.requestEnded('POST', 201, 0.1);
     metrics.upstreamUnauthorized(true);
     metrics.upstreamUnauthorized(false);
     metrics.upstreamUnauthorized(false);
@@ -157,9 +157,9 @@ describe('createMetrics', () => {
   it('labels unknown methods other, however many there are', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.observeRequest('PROPFIND', 207, 0.01);
-    for (let i = 0; i < 100; i++) metrics.observeRequest(`X-METHOD-${i}`, 404, 0.01);
-    metrics.observeRequest('PROPFIND', 207, 0.01);
+    metrics.requestEnded('PROPFIND', 207, 0.01);
+    for (let i = 0; i < 100; i++) metrics.requestEnded(`X-METHOD-${i}`, 404, 0.01);
+    metrics.requestEnded('PROPFIND', 207, 0.01);
     const { samples } = await scrape(registry);
     const methods = new Set(samples.filter((s) => s.name === 'ticket_auth_proxy_requests_total').map((s) => s.labels.method));
     expect(methods).toEqual(new Set(['other']));
@@ -181,7 +181,7 @@ describe('createMetrics', () => {
     });
     const seen: [string, number][] = [['GET', 0], ['GET', 0.005], ['GET', 0.0051], ['POST', 0.1], ['GET', 29.9], ['GET', 30], ['GET', 31], ['DELETE', 1e-9]];
     for (const [method, seconds] of seen) {
-      metrics.observeRequest(method, 200, seconds);
+      metrics.requestEnded(method, 200, seconds);
       histogram.labels(method).observe(seconds);
     }
     const ours = (await registry.metrics()).split('\n').filter((l) => l.startsWith('ticket_auth_proxy_request_duration_seconds'));
@@ -193,10 +193,10 @@ describe('createMetrics', () => {
   it('adds requests counted since the last scrape at each scrape', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.observeRequest('GET', 200, 0.01);
+    metrics.requestEnded('GET', 200, 0.01);
     expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(1);
-    metrics.observeRequest('GET', 200, 0.01);
-    metrics.observeRequest('GET', 200, 0.01);
+    metrics.requestEnded('GET', 200, 0.01);
+    metrics.requestEnded('GET', 200, 0.01);
     expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(3);
     expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(3);
   });

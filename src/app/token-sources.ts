@@ -1,0 +1,76 @@
+import type { Clock } from '../core/clock.js';
+import type { Config } from '../config/config.js';
+import type { Log } from '../core/log.js';
+import type { Dispatcher } from 'undici';
+import type { Metrics } from '../telemetry/metrics.js';
+import { secretClientAuth } from '../token/client-auth.js';
+import { configuredCredential } from '../token/configured-credential.js';
+import { tokenFetcherFromConfig } from '../token/fetch-token.js';
+import { createSourceCache, type SourceCache } from '../token/source-cache.js';
+import type { TokenStartup } from '../token/settings.js';
+import { TokenSource } from '../token/token-source.js';
+import type { StopList } from './shutdown.js';
+
+export interface TokenSourceDeps {
+  config: Config;
+  /** The secret, key or assertion as read at start. */
+  token: TokenStartup;
+  clock: Clock;
+  log: Log;
+  random: () => number;
+  metrics: Metrics;
+  /** The token endpoint's connections. */
+  dispatcher: Dispatcher;
+  /** Where each part registers how it is stopped. */
+  stops: StopList;
+}
+
+/**
+ * The configured credential's token source (when one is configured), following the files it is
+ * made of, and the pass-through credentials' cache (when
+ * `PASSTHROUGH_BASIC` is on). Neither is started here.
+ */
+export function createTokenSources(deps: TokenSourceDeps): { configured: TokenSource | undefined; passthrough: SourceCache | undefined } {
+  return { configured: configuredSource(deps), passthrough: passthroughCache(deps) };
+}
+
+function configuredSource({ config, token, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps): TokenSource | undefined {
+  // How the configured client proves who it is (TOKEN_AUTH_METHOD).
+  const auth = configuredCredential(config, { clock, log, startup: token });
+  if (auth.credential === undefined) return undefined;
+  const source = new TokenSource({
+    label: 'configured',
+    credential: auth.credential,
+    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), auth.clientAuth),
+    clock,
+    random,
+    refreshRatio: config.tokenRefreshRatio,
+    waitTimeoutMs: config.tokenWaitTimeoutMs,
+    log,
+    observer: metrics.configuredToken,
+    tokenUrl: config.tokenUrl,
+  });
+  stops.add(() => source.stop());
+  // The files the credential is made of (secret, key, assertion): a change reaches the source.
+  stops.add(auth.watch(source));
+  return source;
+}
+
+/** Callers' own Basic credentials, each with a token source of its own. */
+function passthroughCache({ config, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps): SourceCache | undefined {
+  if (!config.passthroughBasic) return undefined;
+  const cache = createSourceCache({
+    max: config.tokenCacheMax,
+    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), secretClientAuth(config.tokenAuthMethod)),
+    clock,
+    random,
+    refreshRatio: config.tokenRefreshRatio,
+    waitTimeoutMs: config.tokenWaitTimeoutMs,
+    defaultLifetimeMs: config.tokenDefaultTtlS * 1000,
+    log,
+    observer: metrics.passthroughToken,
+    onSize: (n) => metrics.setTokenCacheEntries(n),
+  });
+  stops.add(() => cache.stop());
+  return cache;
+}

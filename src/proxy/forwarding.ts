@@ -1,0 +1,225 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { BadRequestError, type ProxyError, UpstreamTimeoutError, UpstreamUnreachableError } from '../core/errors.js';
+import type { Log } from '../core/log.js';
+import { sendProblem } from '../core/problem.js';
+import { networkFailureReason } from '../net/failure-reason.js';
+import type { TokenSource } from '../token/token-source.js';
+import { callerResponseHeaders, flatHeaders, type RawHeaders, type RequestHeaders } from './headers.js';
+import type { Recorder } from './observer.js';
+
+/** Shared, built once: everything a forwarded request needs besides itself. */
+export interface ForwardContext {
+  /** Connection pool to the gateway's origin. */
+  readonly pool: Dispatcher;
+  /** `BASE_URL` without its trailing slash, path prefix included. */
+  readonly baseUrl: string;
+  /** The path prefix of `BASE_URL`, without its trailing slash. */
+  readonly basePath: string;
+  readonly upstreamTimeoutMs: number;
+  readonly replayBodyLimitBytes: number;
+  readonly recorder: Recorder;
+  readonly log: Log;
+  /** Origin for a rewritten `Location` when the caller sent no `Host`. */
+  readonly listenOrigin: string;
+  /** The last token seen and its `Bearer` header value, built once per token rather than per request. */
+  lastToken: string;
+  lastAuthorization: string;
+}
+
+const kForwarding = Symbol('forwarding');
+/** A caller's response, pointing back at the forwarding that writes it. */
+type ResponseWithForwarding = ServerResponse & { [kForwarding]?: Forwarding };
+
+function authorizationFor(ctx: ForwardContext, token: string): string {
+  if (ctx.lastToken !== token) {
+    ctx.lastToken = token;
+    ctx.lastAuthorization = `Bearer ${token}`;
+  }
+  return ctx.lastAuthorization;
+}
+
+/** Answers with a problem and records the request. */
+export function answerProblem(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse, err: unknown, started: number): void {
+  // An unread request body would be taken as the next request on a kept-alive connection.
+  if (!req.complete) res.shouldKeepAlive = false;
+  const status = sendProblem(res, err);
+  ctx.recorder.answered(req, status, started);
+}
+
+function upstreamError(err: Error, timeoutMs: number): ProxyError {
+  const code = (err as { code?: string }).code;
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+    return new UpstreamTimeoutError(`the gateway sent no response headers within ${timeoutMs} ms`, { cause: err });
+  }
+  return new UpstreamUnreachableError(`the gateway could not be reached (${networkFailureReason(err)})`, { cause: err });
+}
+
+/** The caller went away: stop the upstream request. `this` is the response. */
+function onCallerClose(this: ResponseWithForwarding): void {
+  this[kForwarding]?.callerClosed();
+}
+
+/** The caller caught up: read more from the gateway. `this` is the response. */
+function onCallerDrain(this: ResponseWithForwarding): void {
+  this[kForwarding]?.controller?.resume();
+}
+
+/**
+ * One forwarded request: an undici dispatch handler that sends the request with a token and
+ * streams the gateway's answer into the caller's response, with backpressure both ways. Failures
+ * become 502/504 or, once the answer has started, a destroyed connection (never a truncated body
+ * that looks complete). It knows nothing of replays: replay.ts extends it.
+ */
+export class Forwarding implements Dispatcher.DispatchHandler {
+  controller: Dispatcher.DispatchController | undefined;
+  /** The token the request was last sent with. */
+  protected token = '';
+  /** True once the request has ended, one way or another: nothing more is written or recorded. */
+  protected finished = false;
+  protected readonly hasBody: boolean;
+  private status = 0;
+  private readonly head: boolean;
+  private waitingForDrain = false;
+
+  constructor(
+    protected readonly ctx: ForwardContext,
+    protected readonly req: IncomingMessage,
+    private readonly res: ResponseWithForwarding,
+    protected readonly headers: RequestHeaders,
+    protected readonly source: TokenSource,
+    private readonly started: number,
+    private readonly expectContinue: boolean,
+  ) {
+    this.head = req.method === 'HEAD';
+    const length = headers.contentLength;
+    this.hasBody = (length !== undefined && length !== '0') || headers.transferEncoding;
+    // The proxy's Authorization goes last; send() sets its value.
+    headers.forward.push('authorization', '');
+    res[kForwarding] = this;
+    res.on('close', onCallerClose);
+  }
+
+  /** Sends the request at once when a token is held, else once one is fetched. */
+  start(): void {
+    const token = this.source.current();
+    if (token !== undefined) this.dispatch(token);
+    else this.source.get().then(this.dispatch.bind(this), this.fail.bind(this));
+  }
+
+  /** Sends the request, streaming the caller's body, with `token`. */
+  dispatch(token: string): void {
+    if (!this.canSend()) return;
+    // `100 Continue` is sent once the request is known to be forwarded.
+    if (this.expectContinue) this.res.writeContinue();
+    this.send(token, this.hasBody ? this.req : null);
+  }
+
+  /** No token could be had (or another failure before dispatch). */
+  fail(err: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.res.destroyed) return this.recordAbort();
+    answerProblem(this.ctx, this.req, this.res, err, this.started);
+  }
+
+  callerClosed(): void {
+    if (this.res.writableFinished) return;
+    this.controller?.abort(new Error('caller closed the connection'));
+    if (!this.finished) {
+      this.finished = true;
+      this.recordAbort();
+    }
+  }
+
+  /** False when the request has ended or its caller has gone (then recorded as such). */
+  protected canSend(): boolean {
+    if (this.finished) return false;
+    if (this.res.destroyed) {
+      this.callerClosed();
+      return false;
+    }
+    return true;
+  }
+
+  protected send(token: string, body: IncomingMessage | Buffer | null): void {
+    this.token = token;
+    const headers = this.headers.forward;
+    headers[headers.length - 1] = authorizationFor(this.ctx, token);
+    try {
+      this.ctx.pool.dispatch(
+        {
+          path: this.ctx.basePath + this.req.url!,
+          method: this.req.method! as Dispatcher.HttpMethod,
+          headers,
+          body,
+          headersTimeout: this.ctx.upstreamTimeoutMs,
+          // undici closes the connection after every HEAD (against servers that send a body with a
+          // HEAD answer), which costs a new connection, over TLS a full handshake, per HEAD.
+          // Its parser still refuses stray bytes on an idle connection ("bad response") and closes
+          // it, and the gateway answers HEAD as HTTP says, so HEAD is pooled like the rest.
+          reset: this.head ? false : undefined,
+        },
+        this,
+      );
+    } catch (err) {
+      // The client refused the request itself (a header or method it will not send).
+      this.finished = true;
+      const code = (err as { code?: string }).code ?? 'invalid';
+      answerProblem(this.ctx, this.req, this.res, new BadRequestError(`the request cannot be forwarded (${code})`, { cause: err }), this.started);
+    }
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.finished) controller.abort(new Error('caller closed the connection'));
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: Record<string, string | string[] | undefined>): void {
+    if (statusCode < 200 || this.finished) return;
+    this.status = statusCode;
+    const host = this.headers.host;
+    const callerOrigin = parsed.location === undefined ? '' : host !== undefined ? `http://${host}` : this.ctx.listenOrigin;
+    // undici keeps the parser's raw list on the controller: names as the gateway wrote them.
+    const raw = (controller as Dispatcher.DispatchController & { rawHeaders?: RawHeaders }).rawHeaders ?? flatHeaders(parsed);
+    this.res.writeHead(statusCode, callerResponseHeaders(raw, this.ctx.baseUrl, callerOrigin));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.finished) return;
+    if (this.res.write(chunk)) return;
+    controller.pause();
+    if (!this.waitingForDrain) {
+      this.waitingForDrain = true;
+      this.res.on('drain', onCallerDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.res.end();
+    this.ctx.recorder.answered(this.req, this.status, this.started);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.res.destroyed) return this.recordAbort();
+    if (this.res.headersSent) {
+      // Never a truncated body that looks complete.
+      this.ctx.log.warn({ status: this.status, reason: (err as { code?: string }).code ?? err.message }, 'gateway response failed midway; closing the caller connection');
+      this.res.destroy();
+      this.ctx.recorder.answered(this.req, this.status, this.started);
+      return;
+    }
+    const problem = upstreamError(err, this.ctx.upstreamTimeoutMs);
+    this.ctx.log.warn({ code: problem.code, reason: problem.message }, 'forwarding failed');
+    answerProblem(this.ctx, this.req, this.res, problem, this.started);
+  }
+
+  private recordAbort(): void {
+    // 499 (as nginx logs it): the caller closed the connection before the answer was complete.
+    this.ctx.recorder.answered(this.req, 499, this.started);
+  }
+}

@@ -1,0 +1,52 @@
+import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Log } from '../core/log.js';
+
+/**
+ * What the proxy reports of its requests. The proxy owns this interface; the wiring hands it an
+ * implementation (the metrics), so the request path knows nothing of how it is counted.
+ */
+export interface ProxyObserver {
+  /** A request ended: answered, refused, or given up by its caller (499). */
+  requestEnded(method: string, status: number, seconds: number): void;
+  /** The gateway answered 401; `replayed` when the request was sent again with a new token. */
+  upstreamUnauthorized(replayed: boolean): void;
+}
+
+/**
+ * The one place the request path reports from: every ended request goes through here to the
+ * observer and, when `ACCESS_LOG` is on, to the access log.
+ */
+export class Recorder {
+  constructor(
+    private readonly observer: ProxyObserver,
+    private readonly log: Log,
+    private readonly accessLog: boolean,
+  ) {}
+
+  /** A request the forwarder ended (answered, refused, or abandoned), `started` from `performance.now()`. */
+  answered(req: IncomingMessage, status: number, started: number): void {
+    const seconds = (performance.now() - started) / 1000;
+    this.observer.requestEnded(req.method!, status, seconds);
+    if (this.accessLog) {
+      const url = req.url!;
+      const q = url.indexOf('?');
+      this.log.info(
+        { method: req.method, path: q === -1 ? url : url.slice(0, q), status, durationMs: Math.round(seconds * 1e4) / 10 },
+        'request',
+      );
+    }
+  }
+
+  /**
+   * A request the listener refused before it became a request the forwarder sees (`CONNECT`, a
+   * head the parser refused): counted with no duration, and not in the access log.
+   */
+  refused(method: string, status: number): void {
+    this.observer.requestEnded(method, status, 0);
+  }
+
+  upstreamUnauthorized(replayed: boolean): void {
+    this.observer.upstreamUnauthorized(replayed);
+  }
+}

@@ -1,0 +1,79 @@
+import type { Dispatcher } from 'undici';
+import { Forwarding } from './forwarding.js';
+
+/**
+ * Forwarding that survives one gateway 401 (a token revoked before its expiry): the token is
+ * dropped and a new one fetched (one fetch for all the requests that met it), and the request is
+ * sent once more with it, when its whole body is at hand: none, or one of at most
+ * `REPLAY_BODY_LIMIT_BYTES`, copied while it streamed. The 401's own body is read and dropped.
+ * Otherwise the 401 goes to the caller as it is. Every 401 is reported, replayed or not.
+ *
+ * The replay wraps the streaming of forwarding.ts by overriding its handler steps; a request
+ * that meets no 401 pays one status comparison.
+ */
+export class ReplayingForwarding extends Forwarding {
+  private replayed = false;
+  /** The 401 being read and dropped before the replay. */
+  private discarding = false;
+  /** The body as sent so far, while it may still be replayed. */
+  private copy: Buffer[] | undefined;
+  private copyBytes = 0;
+
+  /** Starts copying the body when it may fit under the replay limit. */
+  override start(): void {
+    const limit = this.ctx.replayBodyLimitBytes;
+    const length = this.headers.contentLength;
+    if (this.hasBody && limit > 0 && (length === undefined || Number(length) <= limit)) this.copy = [];
+    super.start();
+  }
+
+  onBodySent(chunk: Buffer): void {
+    if (this.copy === undefined || this.replayed) return;
+    this.copyBytes += chunk.length;
+    if (this.copyBytes > this.ctx.replayBodyLimitBytes) this.copy = undefined;
+    else this.copy.push(chunk);
+  }
+
+  override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: Record<string, string | string[] | undefined>): void {
+    if (statusCode === 401 && !this.finished) {
+      // The token is dropped and another fetched in every case; only the replay needs the body.
+      const renewed = this.source.invalidate(this.token);
+      const replay = !this.replayed && this.canReplay() && renewed;
+      this.ctx.recorder.upstreamUnauthorized(replay);
+      if (replay) {
+        this.discarding = true;
+        return;
+      }
+    }
+    super.onResponseStart(controller, statusCode, parsed);
+  }
+
+  override onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.discarding) super.onResponseData(controller, chunk);
+  }
+
+  override onResponseEnd(): void {
+    if (!this.discarding || this.finished) {
+      super.onResponseEnd();
+      return;
+    }
+    this.discarding = false;
+    this.replayed = true;
+    this.controller = undefined;
+    const token = this.source.current();
+    if (token !== undefined && token !== this.token) this.replay(token);
+    else this.source.get().then(this.replay.bind(this), this.fail.bind(this));
+  }
+
+  /** Sends the request again with the new token and the copied body. */
+  private replay(token: string): void {
+    if (!this.canSend()) return;
+    this.send(token, this.copy === undefined ? null : Buffer.concat(this.copy, this.copyBytes));
+  }
+
+  /** A replay needs the whole body: none, or all of it copied while it streamed. */
+  private canReplay(): boolean {
+    if (!this.hasBody) return true;
+    return this.copy !== undefined && this.req.complete;
+  }
+}
