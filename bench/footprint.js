@@ -1,4 +1,4 @@
-// npm run bench:footprint: the proxy's footprint beside a bare Node process (PRODUCT §13).
+// npm run bench:footprint: the proxy's footprint beside a bare Node process, against the budgets of README "What a pod pays for the sidecar".
 // Starts on loopback the mock Ticket Service (token endpoint and tickets), a bare
 // `node -e 'setInterval(() => {}, 1e3)'` and the product (node dist/main.js, with the image's
 // NODE_OPTIONS), side by side on the same Node, and reports:
@@ -124,7 +124,7 @@ try {
   const lines = [
     `footprint on Node ${process.version}, product NODE_OPTIONS=${productNodeOptions || '(none)'}, ${productAllocator.description}; idle ${idleS} s, burst ${burstS} s x ${connections} connections, after ${afterS} s`,
     '',
-    '| measure | bare node | proxy | difference | ratio | §13 budget |',
+    '| measure | bare node | proxy | difference | ratio | budget |',
     '|---|---|---|---|---|---|',
     row('RSS idle, token held', idle.bare.rssMb, idle.product.rssMb, 'MB', '<= bare + 25 MB'),
     row(`RSS ${afterS} s after the burst`, after.bare.rssMb, after.product.rssMb, 'MB', '<= bare + 35 MB'),

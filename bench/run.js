@@ -43,7 +43,7 @@ const SCENARIOS = {
   'get-1m': { method: 'GET', path: '/api/v1/blob', connections: 50, bodyBytes: 0 },
   'https-get-1k': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, tls: true },
   // get-1k with the workspace's credentials as Basic in every request (PASSTHROUGH_BASIC=true,
-  // PRODUCT §6): each request finds its token source by HMAC. Not run by default.
+  // README "Several workspaces behind one proxy"): each request finds its token source by HMAC. Not run by default.
   'get-1k-passthrough': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, basic: 'bench-client:bench-secret' },
 };
 const scenarioNames = (env.BENCH_SCENARIOS ?? Object.keys(SCENARIOS).filter((n) => !SCENARIOS[n].basic).join(',')).split(',');

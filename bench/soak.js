@@ -301,7 +301,7 @@ check(heap.growth <= Math.max(4, heap.mean * 0.1), `heap slope ${heap.perMin.toF
 check(fds.growth <= 10, `slope of fds besides connections ${fds.perMin.toFixed(2)}/min (growth ${fds.growth.toFixed(1)}; tolerance 10)`);
 const idleStart = samples[0].rssMB;
 const quietEnd = samples.at(-1).rssMB;
-check(quietEnd <= idleStart + 35, `RSS ${QUIET_S} s after the load: ${quietEnd.toFixed(0)} MB against ${idleStart.toFixed(0)} MB idle at the start (tolerance + 35 MB, PRODUCT §13's allowance after a burst)`);
+check(quietEnd <= idleStart + 35, `RSS ${QUIET_S} s after the load: ${quietEnd.toFixed(0)} MB against ${idleStart.toFixed(0)} MB idle at the start (tolerance + 35 MB, the footprint budget's allowance after a burst)`);
 const base = samples.filter((s) => s.t >= 5 && s.t <= SCHEDULE[0].start);
 const median = (a) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)] ?? NaN;
 const baseFds = median(base.map((s) => s.otherFds));

@@ -24,7 +24,7 @@ const runs = (stage: Instruction[]): string[] =>
   stage.filter((i) => i.getKeyword() === 'RUN').map((i) => i.getArgumentsContent() ?? '');
 
 /**
- * What the image must be (issue: packaging): multi-stage, a lockfile install, production
+ * What the image must be: multi-stage, a lockfile install, production
  * dependencies only at run time, a numeric non-root user, node as PID 1 in exec form, no
  * HEALTHCHECK, no secret in ENV or ARG. Returns one line per broken rule.
  */

@@ -156,7 +156,7 @@ env:
   {{- end }}
   {{- if include "ticket-auth-proxy.secretless" $ctx }}
   # Secretless: the projected service-account token is the client assertion, read afresh for
-  # every token request, so the kubelet's rotation needs no restart (PRODUCT §12.5).
+  # every token request, so the kubelet's rotation needs no restart (README "Run without a secret").
   - name: TOKEN_AUTH_METHOD
     value: "client_assertion_file"
   - name: CLIENT_ID
