@@ -196,34 +196,3 @@ export function privateKeyJwt(options: PrivateKeyJwtOptions): ClientAuth {
     };
   };
 }
-
-/**
- * Parses TOKEN_PARAMS: a form-encoded string from the environment, or a map of a
- * string or a list of strings from the file. Repeated names are kept in order. Returns the
- * problems instead of throwing, so the configuration reports them all together.
- */
-export function parseTokenParams(value: unknown, name: string): { params: [string, string][]; problems: string[] } {
-  const params: [string, string][] = [];
-  const problems: string[] = [];
-  if (typeof value === 'string') {
-    for (const [k, v] of new URLSearchParams(value)) params.push([k, v]);
-  } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    for (const [k, v] of Object.entries(value)) {
-      const list = Array.isArray(v) ? v : [v];
-      for (const item of list) {
-        if (typeof item !== 'string' && typeof item !== 'number') {
-          problems.push(`${name}.${k} must be a string or a list of strings`);
-        } else params.push([k, String(item)]);
-      }
-    }
-  } else {
-    problems.push(`${name} must be a form-encoded string (a=1&b=2) or a map of names to a string or a list of strings`);
-  }
-  for (const [k] of params) {
-    if (k === '') problems.push(`${name} has a field with an empty name`);
-    else if (RESERVED_TOKEN_PARAMS.includes(k)) {
-      problems.push(`${name} may not set ${k}: the proxy sets it (use TOKEN_SCOPE for scope)`);
-    }
-  }
-  return { params: problems.length > 0 ? [] : params, problems: [...new Set(problems)] };
-}

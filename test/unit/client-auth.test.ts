@@ -9,7 +9,6 @@ import {
   clientSecretJwt,
   clientSecretPost,
   secretClientAuth,
-  parseTokenParams,
   privateKeyJwt,
   tlsClientAuth,
 } from '../../src/token/client-auth.js';
@@ -150,35 +149,5 @@ describe('clientAssertionFile', () => {
 
   it('summarizes issuer, subject, audience and expiry for check', () => {
     expect(summarizeAssertion(live)).toEqual({ issuer: 'https://cluster', subject: 'system:serviceaccount:ns:app', audience: 'api', expiresAt: NOW / 1000 + 600 });
-  });
-});
-
-describe('parseTokenParams', () => {
-  it('reads a form-encoded string with repeated names, in order', () => {
-    expect(parseTokenParams('audience=https%3A%2F%2Fapi&resource=a&resource=b&x=a+b%2B', 'TOKEN_PARAMS')).toEqual({
-      params: [['audience', 'https://api'], ['resource', 'a'], ['resource', 'b'], ['x', 'a b+']],
-      problems: [],
-    });
-  });
-
-  it('reads a map of a string or a list of strings', () => {
-    expect(parseTokenParams({ audience: 'https://api', resource: ['a', 'b'] }, 'tokenParams').params).toEqual([
-      ['audience', 'https://api'],
-      ['resource', 'a'],
-      ['resource', 'b'],
-    ]);
-  });
-
-  it('refuses every field the proxy sets itself, naming the setting', () => {
-    for (const name of ['grant_type', 'client_id', 'client_secret', 'scope', 'client_assertion', 'client_assertion_type']) {
-      expect(parseTokenParams(`${name}=x`, 'TOKEN_PARAMS').problems).toEqual([
-        `TOKEN_PARAMS may not set ${name}: the proxy sets it (use TOKEN_SCOPE for scope)`,
-      ]);
-    }
-  });
-
-  it('refuses values that are neither strings nor lists of strings', () => {
-    expect(parseTokenParams({ a: { b: 1 } }, 'tokenParams').problems).toEqual(['tokenParams.a must be a string or a list of strings']);
-    expect(parseTokenParams([1], 'tokenParams').problems).toHaveLength(1);
   });
 });

@@ -7,7 +7,8 @@ import type { TokenAuthMethod } from '../../src/config/config.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
 import { TokenRefusedError } from '../../src/token/refusal.js';
 import { clientAssertionFile } from '../../src/token/assertion-file.js';
-import { parseTokenParams, secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
+import { parseParams } from '../../src/config/values.js';
+import { secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
 
 interface Seen {
   method: string;
@@ -94,7 +95,7 @@ const CREDENTIAL = { clientId: 'my client:1', clientSecret: 'se:cr et%/+&=' };
 
 describe('createTokenFetcher', () => {
   it('sends TOKEN_PARAMS after the grant fields, encoded so that &, =, +, spaces and non-ASCII arrive intact', async () => {
-    const { params } = parseTokenParams({ audience: 'https://api.example.com/x?a=1&b=2', resource: ['a b+c', 'Zürich ✓'] }, 'tokenParams');
+    const { params } = parseParams({ audience: 'https://api.example.com/x?a=1&b=2', resource: ['a b+c', 'Zürich ✓'] }, 'tokenParams');
     await fetcher({ extraParams: params, scope: 's1' })(CREDENTIAL);
     const form = new URLSearchParams(seen[0]!.body);
     expect([...form.keys()]).toEqual(['grant_type', 'client_id', 'client_secret', 'scope', 'audience', 'resource', 'resource']);

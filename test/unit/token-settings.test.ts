@@ -216,6 +216,12 @@ describe('TOKEN_PARAMS and the secret methods', () => {
     expect(problems({ CLIENT_SECRET: 'x', TOKEN_PARAMS: 'client_secret=y' })).toContain('TOKEN_PARAMS may not set client_secret');
   });
 
+  it('refuses every field the proxy sets itself, naming the setting', () => {
+    for (const name of ['grant_type', 'client_id', 'client_secret', 'scope', 'client_assertion', 'client_assertion_type']) {
+      expect(problems({ CLIENT_SECRET: 'x', TOKEN_PARAMS: `${name}=x` })).toContain(`TOKEN_PARAMS may not set ${name}: the proxy sets it (use TOKEN_SCOPE for scope)`);
+    }
+  });
+
   it('refuses assertion settings with a secret method, naming the method', () => {
     expect(problems({ CLIENT_SECRET: 'x', CLIENT_ASSERTION_FILE: '/t/token' })).toContain(
       'CLIENT_ASSERTION_FILE is set but TOKEN_AUTH_METHOD is client_secret_post',
