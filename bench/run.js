@@ -8,7 +8,8 @@
 // See bench/README.md for how to read it.
 //
 // Settings (environment): BENCH_DURATION_S (5), BENCH_ROUNDS (3), BENCH_WARMUP_S (2),
-// BENCH_SCENARIOS (get-1k,post-64k,get-1m,https-get-1k; also get-1k-passthrough), BENCH_LOAD (wrk|autocannon; default wrk if found),
+// BENCH_SCENARIOS (get-1k,post-64k,get-1m,https-get-1k,get-1k-dpop,get-1k-dpop-eddsa; also
+// get-1k-passthrough), BENCH_LOAD (wrk|autocannon; default wrk if found),
 // BENCH_UPSTREAM (nginx|node; default nginx if found), BENCH_NODE_OPTIONS (extra node flags for
 // every candidate, e.g. --max-semi-space-size=8), BENCH_PRODUCT_NODE_OPTIONS (NODE_OPTIONS for the
 // product; default: what the Dockerfile sets, so the product runs as the image runs it), BENCH_PROFILE=1 (the product writes a CPU
@@ -19,6 +20,11 @@
 // a CA made with openssl for the run), the product trusting it with CA_FILE and the minimal
 // undici proxy with NODE_EXTRA_CA_CERTS; it counts the upstream's TLS handshakes per candidate,
 // which keep-alive holds at the number of pooled connections, not the number of requests.
+// get-1k-dpop, get-1k-dpop-eddsa: the same GET with DPOP=on (RFC 9449: every forwarded request
+// carries a proof signed with the proxy's key), with the default generated P-256 key (ES256) and
+// with DPOP_ALG=EdDSA. The product is run beside itself with DPoP off ("bearer"), interleaved in
+// the same rounds, instead of the baselines; the upstream accepts `Authorization: DPoP` and counts
+// the requests that carry a `DPoP` header, so the report says whether the tokens were DPoP-bound.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -45,6 +51,9 @@ const SCENARIOS = {
   // get-1k with the workspace's credentials as Basic in every request (PASSTHROUGH_BASIC=true,
   // README "Several workspaces behind one proxy"): each request finds its token source by HMAC. Not run by default.
   'get-1k-passthrough': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, basic: 'bench-client:bench-secret' },
+  // get-1k with sender-constrained tokens: a proof signed per request (README, "DPoP").
+  'get-1k-dpop': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, dpop: 'ES256' },
+  'get-1k-dpop-eddsa': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, dpop: 'EdDSA' },
 };
 const scenarioNames = (env.BENCH_SCENARIOS ?? Object.keys(SCENARIOS).filter((n) => !SCENARIOS[n].basic).join(',')).split(',');
 const BASELINE = 'undici-minimal';
@@ -54,6 +63,10 @@ const profileFlags = (name) =>
   env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${join(root, 'bench/results/profiles', name)}`] : [];
 const PRODUCT = 'ticket-auth-proxy';
 const BEFORE = 'before';
+/** In the DPoP scenarios: the product with DPoP off, run in the same rounds as the product with it on. */
+const BEARER = 'bearer';
+/** The CPU per request DPoP may cost with the default key, against the Bearer path's. */
+const DPOP_CPU_TARGET = 2;
 const beforeMain = env.BENCH_BEFORE ? resolvePath(env.BENCH_BEFORE) : undefined;
 if (beforeMain && !existsSync(beforeMain)) throw new Error(`BENCH_BEFORE: ${beforeMain} does not exist (give a build's dist/main.js)`);
 
@@ -233,10 +246,15 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile, tls, sc
   const productPort = await freePort();
   const adminPort = await freePort();
   const tokenFetchesBefore = tokenService.tokenRequests.length;
-  const beforePort = beforeMain ? await freePort() : undefined;
-  const beforeAdminPort = beforeMain ? await freePort() : undefined;
+  const dpop = scenario.dpop !== undefined;
+  const beforePort = beforeMain && !dpop ? await freePort() : undefined;
+  const beforeAdminPort = beforePort ? await freePort() : undefined;
+  const bearerPort = dpop ? await freePort() : undefined;
+  const bearerAdminPort = dpop ? await freePort() : undefined;
+  // DPOP=on with a generated key: the default key type (ES256) takes no DPOP_ALG.
+  const dpopEnv = dpop ? { DPOP: 'on', ...(scenario.dpop === 'ES256' ? {} : { DPOP_ALG: scenario.dpop }) } : {};
   // The product, and the build it is compared with, started as a user starts it.
-  const startProduct = (name, main, port, admin, clientId) =>
+  const startProduct = (name, main, port, admin, clientId, extra = {}) =>
     startNode(name, [...profileFlags(name), main], {
       env: {
         BASE_URL: upstreamOrigin,
@@ -250,27 +268,32 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile, tls, sc
         ...productAllocator.env,
         ...(tls ? { CA_FILE: tls.caFile } : {}),
         ...(scenario.basic ? { PASSTHROUGH_BASIC: 'true' } : {}),
+        ...extra,
       },
       ready: () => pollOk(`http://127.0.0.1:${admin}/readyz`),
     });
-  const [minimal, httpProxy, product, before] = await Promise.all([
-    startNode(BASELINE, [...profileFlags(BASELINE), 'bench/baselines/undici-minimal.js', upstreamOrigin, String(minimalPort), staticToken], {
+  const [minimal, httpProxy, product, before, bearer] = await Promise.all([
+    // The DPoP scenarios hold the product against itself with DPoP off, not against the baselines.
+    dpop ? undefined : startNode(BASELINE, [...profileFlags(BASELINE), 'bench/baselines/undici-minimal.js', upstreamOrigin, String(minimalPort), staticToken], {
       env: tls ? { NODE_EXTRA_CA_CERTS: tls.caFile } : {},
     }),
     // http-proxy is held against the plain-HTTP scenarios only.
-    tls ? undefined : startNode('http-proxy', [...profileFlags('http-proxy'), 'bench/baselines/http-proxy.js', upstreamOrigin, String(httpProxyPort), staticToken]),
-    startProduct(PRODUCT, 'dist/main.js', productPort, adminPort, 'bench-client'),
-    beforeMain ? startProduct(BEFORE, beforeMain, beforePort, beforeAdminPort, 'bench-before') : undefined,
+    tls || dpop ? undefined : startNode('http-proxy', [...profileFlags('http-proxy'), 'bench/baselines/http-proxy.js', upstreamOrigin, String(httpProxyPort), staticToken]),
+    startProduct(PRODUCT, 'dist/main.js', productPort, adminPort, 'bench-client', dpopEnv),
+    beforePort ? startProduct(BEFORE, beforeMain, beforePort, beforeAdminPort, 'bench-before') : undefined,
+    dpop ? startProduct(BEARER, 'dist/main.js', bearerPort, bearerAdminPort, 'bench-bearer') : undefined,
   ]);
-  minimal.url = `http://127.0.0.1:${minimalPort}`;
+  if (minimal) minimal.url = `http://127.0.0.1:${minimalPort}`;
   if (httpProxy) httpProxy.url = `http://127.0.0.1:${httpProxyPort}`;
   product.url = `http://127.0.0.1:${productPort}`;
   if (before) before.url = `http://127.0.0.1:${beforePort}`;
+  if (bearer) bearer.url = `http://127.0.0.1:${bearerPort}`;
   const fetchesBy = (clientId) => () =>
     tokenService.tokenRequests.slice(tokenFetchesBefore).filter((r) => r.clientId === clientId).length;
   product.tokenFetches = fetchesBy('bench-client');
   if (before) before.tokenFetches = fetchesBy('bench-before');
-  return [minimal, httpProxy, product, before].filter(Boolean);
+  if (bearer) bearer.tokenFetches = fetchesBy('bench-bearer');
+  return [minimal, httpProxy, product, before, bearer].filter(Boolean);
 }
 
 async function runScenario(name, upstreams, tokenService, secretFile) {
@@ -282,6 +305,7 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
   const samples = Object.fromEntries(candidates.map((c) => [c.name, []]));
   const handshakes = Object.fromEntries(candidates.map((c) => [c.name, 0]));
   const requestsServed = Object.fromEntries(candidates.map((c) => [c.name, 0]));
+  const dpopBefore = scenario.dpop ? await upstreams.dpopCounts() : undefined;
   const loadCounted = async (candidate, seconds) => {
     const before = tls ? await tls.handshakes() : 0;
     const result = await load(candidate.url + scenario.path, scenario, seconds);
@@ -321,10 +345,19 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
       };
     }
     for (const candidate of candidates) if (candidate.tokenFetches) summary[candidate.name].tokenFetches = candidate.tokenFetches();
+    if (dpopBefore) {
+      // Only the product with DPoP on can send proofs: the upstream's counts are its requests.
+      const after = await upstreams.dpopCounts();
+      summary[PRODUCT].dpop = {
+        requests: requestsServed[PRODUCT],
+        withProof: after.withProof - dpopBefore.withProof,
+        dpopScheme: after.dpopScheme - dpopBefore.dpopScheme,
+      };
+    }
     // Ratios per round (the machine's speed drifts within a run), then their median.
     const ratio = (other, key) => median(samples[PRODUCT].map((x, i) => x[key] / samples[other][i][key]));
     const ratios = {};
-    for (const other of [BEFORE, BASELINE, 'http-proxy'].filter((n) => samples[n])) {
+    for (const other of [BEFORE, BEARER, BASELINE, 'http-proxy'].filter((n) => samples[n])) {
       ratios[other] = {
         cpu: ratio(other, 'cpuUsPerRequest'),
         cpuInterval: geometricMeanInterval(samples[PRODUCT].map((x, i) => x.cpuUsPerRequest / samples[other][i].cpuUsPerRequest)),
@@ -375,6 +408,7 @@ function report(results, machine) {
     }
     const before = summary[BEFORE] ? `; by the build before it: ${summary[BEFORE].tokenFetches}` : '';
     lines.push('', `Token fetches by the product during the scenario: ${summary[PRODUCT].tokenFetches}${before} (one token lifetime).`, '');
+    if (scenario.dpop) lines.push(dpopBinding(summary[PRODUCT].dpop), '');
     if (scenario.tls) {
       const counts = Object.entries(summary).map(([n, s]) => `${n} ${s.tlsHandshakes} for ${s.requests} requests`);
       lines.push(`TLS handshakes at the upstream (load: ${scenario.connections} connections): ${counts.join('; ')}.`, '');
@@ -394,7 +428,38 @@ function report(results, machine) {
     lines.push(`- one token fetch per token lifetime: ${fetches.join(', ')} (${verdict(fetches.every((n) => n === 1))})`);
     lines.push('');
   }
+  lines.push(...dpopTargets(results, get1k));
   return lines.join('\n');
+}
+
+/** Whether the product's tokens were DPoP-bound: the upstream counted the proofs it received. */
+function dpopBinding(counts) {
+  const { requests, withProof, dpopScheme } = counts;
+  const seen = `The upstream received ${withProof} requests with a DPoP proof and ${dpopScheme} with \`Authorization: DPoP\`, of ${requests} the product forwarded`;
+  if (withProof === 0) return `${seen}: **the token endpoint issued Bearer tokens, so no proof was signed**; these figures are the Bearer path's with DPOP=on, not DPoP's cost.`;
+  return `${seen}${withProof === requests && dpopScheme === requests ? '' : ' (**not all of them**)'}: the tokens were DPoP-bound.`;
+}
+
+/** The DPoP scenarios against the Bearer path: the product with DPoP off in the same rounds, and get-1k's product. */
+function dpopTargets(results, get1k) {
+  const dpopResults = results.filter((r) => r.scenario.dpop);
+  if (dpopResults.length === 0) return [];
+  const lines = ['## Targets (DPoP)', ''];
+  const verdict = (ok) => (ok ? 'met' : 'NOT met');
+  const bearerGet1k = get1k?.summary[PRODUCT].cpuUsPerRequest;
+  for (const { scenario, summary, ratios } of dpopResults) {
+    const product = summary[PRODUCT];
+    const bound = product.dpop.withProof > 0;
+    const toBearer = ratios[BEARER];
+    const target = scenario.dpop === 'ES256' ? ` (target ≤ ${DPOP_CPU_TARGET}× with the default key: ${bound ? verdict(toBearer.cpu <= DPOP_CPU_TARGET) : 'not measured, the tokens were Bearer'})` : '';
+    lines.push(`- ${scenario.name} (${scenario.dpop}${scenario.dpop === 'ES256' ? ', the default generated key' : ''}): CPU per request ${fmt(product.cpuUsPerRequest, 1)} µs`);
+    lines.push(`  - against the product with DPoP off in the same rounds (${fmt(summary[BEARER].cpuUsPerRequest, 1)} µs): ${fmt(toBearer.cpu, 2)}×${target}`);
+    if (bearerGet1k !== undefined) lines.push(`  - against get-1k's product (Bearer) in this run (${fmt(bearerGet1k, 1)} µs): ${fmt(product.cpuUsPerRequest / bearerGet1k, 2)}×`);
+    lines.push(`  - peak RSS ${fmt(product.peakRssMb)} MB, ${fmt(toBearer.peakRss, 2)}× the product with DPoP off; req/s ${fmt(toBearer.rps, 2)}×, p99 ${fmt(toBearer.p99, 2)}×`);
+    if (!bound) lines.push('  - **the tokens were Bearer: no proof was signed**');
+  }
+  lines.push('');
+  return lines;
 }
 
 /**
@@ -424,11 +489,17 @@ http {
   uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
   keepalive_requests 1000000; keepalive_timeout 60s; client_max_body_size 2m;
   default_type application/json;
+  # Requests carrying a DPoP proof, one line each ("1" when the scheme is DPoP too), counted by
+  # dpopCounts(); buffered, flushed within a second.
+  map $http_dpop $has_dpop { "" 0; default 1; }
+  map $http_authorization $dpop_scheme { "~^DPoP " 1; default 0; }
+  log_format dpop_seen '$dpop_scheme';
   server {
     listen 127.0.0.1:${port};
     root ${dir}/www;
+    access_log ${dir}/dpop.log dpop_seen buffer=64k flush=1s if=$has_dpop;
     location /api/v1/ {
-      if ($http_authorization !~ "^Bearer ") { return 401; }
+      if ($http_authorization !~ "^(Bearer|DPoP) ") { return 401; }
       if ($request_method = POST) { return 201 '{"received":true}'; }
     }
   }
@@ -439,13 +510,19 @@ http {
   children.add(child);
   const upstream = { name: 'nginx', child, pid: child.pid };
   await pollOk(`http://127.0.0.1:${port}/api/v1/tickets`, 10_000, { authorization: 'Bearer probe' });
-  return { upstream, origin: `http://127.0.0.1:${port}` };
+  const dpopCounts = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // the log's flush
+    const text = existsSync(join(dir, 'dpop.log')) ? readFileSync(join(dir, 'dpop.log'), 'utf8') : '';
+    return { withProof: text.length / 2, dpopScheme: text.split('1').length - 1 };
+  };
+  return { upstream, origin: `http://127.0.0.1:${port}`, dpopCounts };
 }
 
 async function startUpstream() {
   if (upstreamKind === 'nginx') return startNginx();
   const upstream = await startNode('upstream', ['bench/upstream.js', '0']);
-  return { upstream, origin: `http://127.0.0.1:${/ready (\d+)/.exec(upstream.output())[1]}` };
+  const origin = `http://127.0.0.1:${/ready (\d+)/.exec(upstream.output())[1]}`;
+  return { upstream, origin, dpopCounts: async () => (await fetch(`${origin}/__dpop`)).json() };
 }
 
 /** An HTTPS upstream, its certificate from a CA made with openssl for this run. */
@@ -474,11 +551,11 @@ async function startTlsUpstream() {
 
 async function main() {
   const started = Date.now();
-  const { upstream, origin: upstreamOrigin } = await startUpstream();
+  const { upstream, origin: upstreamOrigin, dpopCounts } = await startUpstream();
   let tlsUpstream;
-  const upstreams = { plain: upstreamOrigin, tls: async () => (tlsUpstream ??= await startTlsUpstream()) };
+  const upstreams = { plain: upstreamOrigin, tls: async () => (tlsUpstream ??= await startTlsUpstream()), dpopCounts };
   const tokenService = await createMockTicketService({
-    clients: { 'bench-client': 'bench-secret', 'bench-before': 'bench-secret' },
+    clients: { 'bench-client': 'bench-secret', 'bench-before': 'bench-secret', 'bench-bearer': 'bench-secret' },
     tokenTtlS: 3600,
   });
   const secretFile = join(work, 'client-secret');

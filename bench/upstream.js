@@ -1,6 +1,8 @@
 // The benchmark's gateway stand-in: as little work per request as Node allows, so that the
 // proxies in front of it are what the figures measure. Serves a ~1 KB JSON list, accepts POSTs
-// (drained, answered with their length) and serves 1 MB bodies. Refuses calls without a Bearer.
+// (drained, answered with their length) and serves 1 MB bodies. Refuses calls without a Bearer or
+// DPoP token (the proof is not verified: its cost is the proxy's, not the gateway's); GET /__dpop
+// answers how many requests carried a DPoP proof and how many the DPoP scheme.
 //   node bench/upstream.js [port]     prints `ready <port>` once listening
 // With BENCH_UPSTREAM_TLS_KEY and BENCH_UPSTREAM_TLS_CERT (PEM files) it serves HTTPS and answers
 // GET /__handshakes with the number of TLS handshakes so far (keep-alive checks).
@@ -21,12 +23,22 @@ const tls = process.env.BENCH_UPSTREAM_TLS_KEY
   ? { key: readFileSync(process.env.BENCH_UPSTREAM_TLS_KEY), cert: readFileSync(process.env.BENCH_UPSTREAM_TLS_CERT) }
   : undefined;
 let handshakes = 0;
+const dpop = { withProof: 0, dpopScheme: 0 };
 const handler = (req, res) => {
   if (req.url === '/__handshakes') {
     res.writeHead(200, { 'content-type': 'text/plain' }).end(String(handshakes));
     return;
   }
-  if (!req.headers.authorization?.startsWith('Bearer ')) {
+  if (req.url === '/__dpop') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(dpop));
+    return;
+  }
+  const authorization = req.headers.authorization ?? '';
+  if (req.headers.dpop !== undefined) {
+    dpop.withProof++;
+    if (authorization.startsWith('DPoP ')) dpop.dpopScheme++;
+  }
+  if (!authorization.startsWith('Bearer ') && !authorization.startsWith('DPoP ')) {
     res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
     return;
   }

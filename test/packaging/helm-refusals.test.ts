@@ -4,6 +4,7 @@
  * check on the environment the chart would give it, and a real helm must print every problem the
  * proxy reports.
  */
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,14 +36,18 @@ const CHART_ENV: Record<string, string> = {
   SHUTDOWN_TIMEOUT_S: '15',
 };
 
+/** The DPoP key a Secret would hold: an EC P-256 private key, made for this run. */
+const DPOP_KEY = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+
 /** What the proxy says at start about this environment: its problems, none when it starts. */
 function proxyProblems(env: Record<string, string>): string[] {
   try {
-    // A secret file holds a secret; the projected token file a JWT.
+    // A secret file holds a secret; the projected token file a JWT; the mounted DPoP key a key.
     const jwt = ['{"alg":"RS256","typ":"JWT"}', '{"sub":"system:serviceaccount:tickets:proxy","exp":4102444800}']
       .map((part) => Buffer.from(part).toString('base64url'))
       .join('.');
-    loadSettings({ env, readFile: (path: string) => (path.endsWith('/token') ? `${jwt}.c2ln` : 'a-secret') });
+    const readFile = (path: string): string => (path.endsWith('/token') ? `${jwt}.c2ln` : path.startsWith('/etc/ticket-auth-proxy/dpop/') ? DPOP_KEY : 'a-secret');
+    loadSettings({ env, readFile });
     return [];
   } catch (err) {
     if (err instanceof ConfigError) return [...err.problems];
@@ -85,6 +90,29 @@ describe('chart values the proxy refuses at start', () => {
     ['an egress proxy of another scheme', { egressProxy: { httpProxy: 'socks5://proxy.example:1080' } }, { HTTP_PROXY: 'socks5://proxy.example:1080' }, 'egressProxy.httpProxy:'],
   ])('refuses %s', async (_name, values, env, named) => {
     expect(await expectRefusedLikeTheProxy(values, env)).toContain(named);
+  });
+
+  it.each([
+    ['a DPoP key while DPoP is off', { dpop: { existingSecret: 'dpop-key' } }, { DPOP_KEY_FILE: '/etc/ticket-auth-proxy/dpop/dpop-key.pem' }, 'dpop.existingSecret: DPOP_KEY_FILE is set but DPOP is off'],
+    ['a DPoP algorithm while DPoP is off', { dpop: { mode: 'off', alg: 'EdDSA' } }, { DPOP_ALG: 'EdDSA' }, 'dpop.mode: "on" or "required"'],
+    ['a DPoP algorithm the proxy does not know', { dpop: { mode: 'on', alg: 'ES999' } }, { DPOP: 'on', DPOP_ALG: 'ES999' }, 'dpop.alg: DPOP_ALG must be one of'],
+    ['a DPoP key and algorithm from extraEnv without DPOP', { extraEnv: [{ name: 'DPOP_KEY_FILE', value: '/k.pem' }, { name: 'DPOP_ALG', value: 'ES256' }] }, { DPOP_KEY_FILE: '/k.pem', DPOP_ALG: 'ES256' }, 'extraEnv: DPOP_KEY_FILE is set but DPOP is off'],
+    ['an unknown DPOP from extraEnv beside a key', { dpop: { existingSecret: 'dpop-key' }, extraEnv: [{ name: 'DPOP', value: 'always' }] }, { DPOP: 'always', DPOP_KEY_FILE: '/etc/ticket-auth-proxy/dpop/dpop-key.pem' }, 'extraEnv: DPOP must be one of off, on, required'],
+  ])('refuses %s', async (_name, values, env, named) => {
+    expect(await expectRefusedLikeTheProxy(values, env)).toContain(named);
+  });
+
+  it('accepts the DPoP settings the proxy accepts: a generated key, a mounted key, an algorithm for either', async () => {
+    for (const [values, env] of [
+      [{ dpop: { mode: 'on' } }, { DPOP: 'on' }],
+      [{ dpop: { mode: 'required', alg: 'EdDSA' } }, { DPOP: 'required', DPOP_ALG: 'EdDSA' }],
+      [{ dpop: { mode: 'on', existingSecret: 'dpop-key', existingSecretKey: 'tls.key', alg: 'ES256' } }, { DPOP: 'on', DPOP_KEY_FILE: '/etc/ticket-auth-proxy/dpop/tls.key', DPOP_ALG: 'ES256' }],
+    ] as const) {
+      expect(proxyProblems({ ...CHART_ENV, ...env })).toEqual([]);
+      const result = await renderWith(values);
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+    }
   });
 
   it('refuses the same port for both listeners, which the proxy cannot open at start', async () => {

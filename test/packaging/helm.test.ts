@@ -88,7 +88,7 @@ describe('the chart', () => {
   });
 
   it('has ci values for standalone, sidecar, created-secret and all-options renders', () => {
-    expect(ciValues).toEqual(expect.arrayContaining(['standalone-values.yaml', 'sidecar-values.yaml', 'created-secret-values.yaml', 'standalone-all-options-values.yaml', 'secretless-values.yaml']));
+    expect(ciValues).toEqual(expect.arrayContaining(['standalone-values.yaml', 'sidecar-values.yaml', 'created-secret-values.yaml', 'standalone-all-options-values.yaml', 'secretless-values.yaml', 'dpop-values.yaml']));
   });
 
   it('switches every optional object on in some ci/ values file, so that `ct lint` of ci/ exercises them all', async () => {
@@ -241,6 +241,46 @@ describe('production networks (README, "Production networks")', () => {
   });
 });
 
+/** The DPoP key: DPOP_KEY_FILE in a read-only whole-directory mount of the named Secret's key. */
+function expectDpopKey(container: Obj, volumes: Obj[], secretName: string, key: string): void {
+  const volume = expectMounted(container, volumes, 'DPOP_KEY_FILE');
+  expect(volume.secret.secretName).toBe(secretName);
+  expect(env(container).DPOP_KEY_FILE.value.endsWith(`/${key}`)).toBe(true);
+}
+
+describe('DPoP (README, "DPoP")', () => {
+  it('passes the mode, the algorithm and a key mounted from an existing Secret', async () => {
+    const objects = await render(['-f', join(chart, 'ci', 'dpop-values.yaml')]);
+    for (const o of objects) validateObject(o);
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    const proxy = pod.containers[0];
+    expectSecureProxy(proxy, pod.volumes);
+    expect(env(proxy)).toMatchObject({ DPOP: { value: 'required' }, DPOP_ALG: { value: 'ES256' } });
+    expectDpopKey(proxy, pod.volumes, 'ticket-auth-proxy-dpop-key', 'tls.key');
+  });
+
+  it('sets nothing by default, and with no Secret leaves the key to the proxy, which generates one at start', async () => {
+    const defaults = await render(['-f', join(chart, 'ci', 'standalone-values.yaml')]);
+    const plain = env(find(defaults, 'Deployment')!.spec.template.spec.containers[0]);
+    for (const name of ['DPOP', 'DPOP_KEY_FILE', 'DPOP_ALG']) expect(plain[name], name).toBeUndefined();
+    const generated = await render(['-f', join(chart, 'ci', 'standalone-values.yaml'), '--set', 'dpop.mode=on']);
+    const pod = find(generated, 'Deployment')!.spec.template.spec;
+    expect(env(pod.containers[0]).DPOP.value).toBe('on');
+    expect(env(pod.containers[0]).DPOP_KEY_FILE).toBeUndefined();
+    expect(pod.volumes.map((v: Obj) => v.name)).toEqual(find(defaults, 'Deployment')!.spec.template.spec.volumes.map((v: Obj) => v.name));
+  });
+
+  it.each([
+    ['an unknown mode', ['--set', 'dpop.mode=always'], 'dpop.mode must be "off", "on" or "required" (got "always")'],
+    ['an empty mode', ['--set', 'dpop.mode='], 'dpop.mode must be "off", "on" or "required" (got "")'],
+    ['a bare on, which YAML reads as true', ['--set-json', 'dpop.mode=true'], 'got the boolean true: YAML reads a bare on, yes or true as a boolean; write the word in quotes, e.g. mode: "on"'],
+    ['a bare off, which YAML reads as false', ['--set-json', 'dpop.mode=false'], 'write the word in quotes, e.g. mode: "off"'],
+    ['a key while DPoP is off', ['--set', 'dpop.existingSecret=dpop-key'], 'dpop.existingSecret: DPOP_KEY_FILE is set but DPOP is off'],
+  ])('refuses %s with a plain message', async (_name, args, message) => {
+    expect(await renderError(['--set', 'existingSecret=creds', '--set', 'baseUrl=https://x.example', ...args])).toContain(message);
+  });
+});
+
 /** The secretless container: the projected service-account token is the assertion, no Secret anywhere. */
 function expectSecretless(container: Obj, volumes: Obj[], audience: string): void {
   const vars = env(container);
@@ -367,6 +407,20 @@ describe('sidecar mode, through a parent chart', () => {
     for (const o of objects) validateObject(o);
     const pod = find(objects, 'Deployment')!.spec.template.spec;
     expectSecretless(pod.initContainers.find((c: Obj) => c.name === 'ticket-auth-proxy'), pod.volumes, 'https://kubernetes.example/idp');
+  });
+
+  it.each([
+    ['native', [], 'initContainers'],
+    ['classic', ['--set', 'ticket-auth-proxy.sidecar.native=false'], 'containers'],
+  ])('gives the %s sidecar the DPoP mode, algorithm and key mount', async (_form, args, list) => {
+    const dpop = ['--set', 'ticket-auth-proxy.dpop.mode=on', '--set', 'ticket-auth-proxy.dpop.alg=EdDSA', '--set', 'ticket-auth-proxy.dpop.existingSecret=app-dpop-key'];
+    const objects = await render([...dpop, ...args], parentChart());
+    for (const o of objects) validateObject(o);
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    const sidecar = pod[list].find((c: Obj) => c.name === 'ticket-auth-proxy');
+    expectSecureProxy(sidecar, pod.volumes);
+    expect(env(sidecar)).toMatchObject({ DPOP: { value: 'on' }, DPOP_ALG: { value: 'EdDSA' } });
+    expectDpopKey(sidecar, pod.volumes, 'app-dpop-key', 'dpop-key.pem');
   });
 
   it('renders no workload of its own in sidecar mode', async () => {

@@ -3,7 +3,8 @@
  * parse, or a command run here as far as this machine can (no Docker engine, no cluster).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -46,6 +47,7 @@ describe('README Deploy section', () => {
         'examples/parent-chart/templates/deployment.yaml',
         'examples/parent-chart/values.yaml',
         'helm-standalone',
+        'helm-dpop-values',
       ].sort(),
     );
   });
@@ -84,6 +86,27 @@ describe('README Deploy section', () => {
     expect(findKind(objects, 'NetworkPolicy')!.spec.ingress[0].from[0].podSelector.matchLabels).toEqual({ app: 'legacy-app' });
     expect(findKind(objects, 'Service')!.metadata.name).toBe('tickets-ticket-auth-proxy');
     expect(readme).toContain('http://tickets-ticket-auth-proxy.<namespace>.svc:8180');
+  });
+});
+
+describe('the README\'s DPoP example', () => {
+  it('is Helm values the chart renders into DPOP=on and the key mounted from the Secret', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tap-readme-dpop-'));
+    try {
+      writeFileSync(join(dir, 'values.yaml'), blocks.get('helm-dpop-values')!);
+      const result = await helm(['template', 'rel', join(root, 'helm', 'ticket-auth-proxy'), '--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=creds', '-f', join(dir, 'values.yaml')]);
+      expect(result.stderr).toBe('');
+      const pod: Obj = findKind(parseObjects(result.stdout), 'Deployment')!.spec.template.spec;
+      const env = envOf(pod.containers[0]);
+      expect(env.DPOP.value).toBe('on');
+      expect(env.DPOP_ALG).toBeUndefined();
+      expect(env.DPOP_KEY_FILE.value).toMatch(/\/dpop-key\.pem$/);
+      expect(pod.volumes).toContainEqual(expect.objectContaining({ secret: expect.objectContaining({ secretName: 'ticket-auth-proxy-dpop-key' }) }));
+      // The commands beside it make the Secret the values name, with the key they name.
+      expect(readme).toContain('kubectl create secret generic ticket-auth-proxy-dpop-key --from-file=dpop-key.pem');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

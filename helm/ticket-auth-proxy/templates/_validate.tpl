@@ -2,8 +2,8 @@
 The proxy's start-up checks, run on the environment the chart gives its container: values the
 proxy would refuse (exit 2 at start, the pod in CrashLoopBackOff) stop the render instead, with
 the proxy's own message for each problem. The rules mirror the settings table and loader
-(src/config/config.ts, values.ts, load.ts) and the checks of src/net/settings.ts and
-src/token/settings.ts; files named by a setting cannot be read here and are left to the proxy.
+(src/config/config.ts, values.ts, load.ts) and the checks of src/net/settings.ts,
+src/token/settings.ts and src/token/dpop/settings.ts; files named by a setting cannot be read here and are left to the proxy.
 Every value here comes from the container's environment, so a message that says where a value
 came from says "from the environment".
 */}}
@@ -282,6 +282,14 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- else if ne $hasCert $hasKey -}}
 {{- $problems = append $problems (ternary "TLS_CLIENT_CERT_FILE is set without TLS_CLIENT_KEY_FILE: set both (certificate chain and key) or neither" "TLS_CLIENT_KEY_FILE is set without TLS_CLIENT_CERT_FILE: set both (certificate chain and key) or neither" $hasCert) -}}
 {{- end -}}
+{{- /* DPoP (checkDpopSettings in src/token/dpop/settings.ts): a key or an algorithm while DPOP is
+       off would leave the tokens bearer tokens unnoticed. A value refused on its own is reported
+       already; the key file itself cannot be read here and is left to the proxy. */ -}}
+{{- if eq (index $out "DPOP" | default "off") "off" -}}
+{{- range list "DPOP_KEY_FILE" "DPOP_ALG" -}}
+{{- if hasKey $out . }}{{ $problems = append $problems (printf "%s is set but DPOP is off: set DPOP=on (or required) to send DPoP proofs, or remove it" .) }}{{ end -}}
+{{- end -}}
+{{- end -}}
 {{- join "\n" $problems -}}
 {{- end -}}
 
@@ -295,6 +303,9 @@ CLIENT_ASSERTION_TYPE: auth.serviceAccountToken.assertionType
 HTTPS_PROXY: egressProxy.httpsProxy
 HTTP_PROXY: egressProxy.httpProxy
 NO_PROXY: egressProxy.noProxy
+DPOP: dpop.mode
+DPOP_KEY_FILE: dpop.existingSecret
+DPOP_ALG: dpop.alg
 {{- end -}}
 
 {{/* Chart values named back after a problem whose remedy is a setting the chart sets. */}}
@@ -302,6 +313,7 @@ NO_PROXY: egressProxy.noProxy
 "ALLOW_INSECURE_HTTP=true": "allowInsecureHttp: true"
 "TOKEN_URL=": tokenUrl
 "use CLIENT_ID and CLIENT_SECRET_FILE": "existingSecret, or createSecret with clientId and clientSecret"
+"set DPOP=on (or required)": 'dpop.mode: "on" or "required"'
 {{- end -}}
 
 {{/*
