@@ -32,9 +32,15 @@ export type Action =
 export interface RawGatewayOptions {
   /** What to do with each request; the record already holds it. */
   act: (req: SeenRequest) => Action;
-  /** Closes a connection idle this long (no hint is sent unless an answer asks for one); `onIdleClose` runs first. */
+  /** Closes a connection idle this long (no hint is sent unless an answer asks for one). */
   idleCloseMs?: number;
+  /**
+   * Runs when the gateway decides to close an idle connection, `closeLagMs` before it does: a
+   * request arriving in between is recorded and never answered, as by a server that closes a
+   * connection whose request was already on the wire.
+   */
   onIdleClose?: () => void;
+  closeLagMs?: number;
 }
 
 export interface RawGateway {
@@ -44,6 +50,8 @@ export interface RawGateway {
   readonly seen: SeenRequest[];
   /** Connections accepted so far. */
   connections(): number;
+  /** Connections open now. */
+  open(): number;
   /** Connections the other side (the proxy) closed or reset, with how many requests each had carried. */
   readonly closedByPeer: { connection: number; requests: number }[];
   close(): Promise<void>;
@@ -61,6 +69,7 @@ export async function startRawGateway(options: RawGatewayOptions): Promise<RawGa
     let buffer = Buffer.alloc(0);
     let idle: NodeJS.Timeout | undefined;
     let closedHere = false;
+    let closing = false;
     sockets.add(socket);
     socket.on('error', () => {});
     socket.on('close', () => {
@@ -73,14 +82,17 @@ export async function startRawGateway(options: RawGatewayOptions): Promise<RawGa
       if (options.idleCloseMs === undefined) return;
       clearTimeout(idle);
       idle = setTimeout(() => {
+        closing = true;
         options.onIdleClose?.();
-        closedHere = true;
-        socket.end();
+        idle = setTimeout(() => {
+          closedHere = true;
+          socket.end();
+        }, options.closeLagMs ?? 0);
       }, options.idleCloseMs);
     };
     armIdle();
     socket.on('data', (chunk: Buffer) => {
-      clearTimeout(idle);
+      if (!closing) clearTimeout(idle);
       buffer = Buffer.concat([buffer, chunk]);
       for (;;) {
         const end = buffer.indexOf('\r\n\r\n');
@@ -98,6 +110,7 @@ export async function startRawGateway(options: RawGatewayOptions): Promise<RawGa
         buffer = buffer.subarray(end + 4 + length);
         const req: SeenRequest = { method, path, headers, body, connection, onConnection: ++onConnection };
         seen.push(req);
+        if (closing) return;
         const action = options.act(req);
         if ('answer' in action) {
           const text = action.body ?? `gateway ${action.answer}`;
@@ -135,6 +148,7 @@ export async function startRawGateway(options: RawGatewayOptions): Promise<RawGa
     port,
     seen,
     connections: () => accepted,
+    open: () => sockets.size,
     closedByPeer,
     close: () =>
       new Promise<void>((resolve) => {

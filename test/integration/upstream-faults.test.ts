@@ -212,20 +212,28 @@ describe('idle connections to the gateway', () => {
 
   it('loses no GET sent as the gateway closes an idle connection (1 s, no hint)', async ({ stack, mock }) => {
     let closing: (() => void) | undefined;
-    const g = await rawGateway({ act: () => ({ answer: 200 }), idleCloseMs: 1_000, onIdleClose: () => closing?.() });
+    // The request leaves as the gateway decides to close the connection, and reaches it before the close.
+    const g = await rawGateway({ act: () => ({ answer: 200 }), idleCloseMs: 1_000, closeLagMs: 100, onIdleClose: () => closing?.() });
     const s = await proxyFor(stack, mock, g.url);
     const port = s.proxy.proxyPort;
-    const statuses: (number | undefined)[] = [(await exchange(port, { path: '/api/v1/tickets/0' })).status];
-    for (let i = 1; i <= 4; i++) {
-      // The next request leaves the moment the gateway closes the idle connection.
+    const statuses: (number | undefined)[] = [];
+    statuses.push((await exchange(port, { path: '/api/v1/warm/0' })).status);
+    for (let i = 1; i <= 5 && !statuses.some((status) => status !== 200); i++) {
+      const path = `/api/v1/tickets/${i}`;
       const sent = new Promise<Exchange>((resolve) => {
         closing = () => {
           closing = undefined;
-          resolve(exchange(port, { path: `/api/v1/tickets/${i}` }));
+          resolve(exchange(port, { path }));
         };
       });
       statuses.push((await sent).status);
+      const sightings = g.seen.filter((r) => r.path === path);
+      if (sightings.length === 2) {
+        // Sent again, on a connection of its own, which the proxy closes: the pool needs a new one to race.
+        await pollUntil(() => g.closedByPeer.some((c) => c.connection === sightings[1]!.connection), { timeoutMs: 5_000 });
+        statuses.push((await exchange(port, { path: `/api/v1/warm/${i}` })).status);
+      }
     }
-    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
   });
 });
