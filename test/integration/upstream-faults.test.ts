@@ -156,6 +156,17 @@ describe('a kept-alive connection the gateway closes under the next request', ()
     expect(await s.metric(/ticket_auth_proxy_upstream_unauthorized_total\{replayed="true"\} (\d+)/)).toBe(0);
   });
 
+  it('never sends a request again whose body is over REPLAY_BODY_LIMIT_BYTES, Idempotency-Key or not', async ({ stack, mock }) => {
+    const g = await rawGateway(closeSecond);
+    const s = await proxyFor(stack, mock, g.url, { REPLAY_BODY_LIMIT_BYTES: '16' });
+    expect((await exchange(s.proxy.proxyPort, { path: '/api/v1/warm' })).status).toBe(200);
+    const body = 'b'.repeat(64);
+    const res = await exchange(s.proxy.proxyPort, { method: 'PUT', path: '/api/v1/tickets/9', body, headers: { 'idempotency-key': 'k-9' } });
+    expect(res.status).toBe(502);
+    expect((JSON.parse(res.body) as { code: string }).code).toBe('upstream_disconnected');
+    expect(g.seen.filter((r) => r.path === '/api/v1/tickets/9').map((r) => r.body)).toEqual([body]);
+  });
+
   it('answers a GET whose retry breaks too with 502 upstream_disconnected, after exactly two sends', async ({ stack, mock }) => {
     const g = await rawGateway({ act: () => ({ reset: true }) });
     const s = await proxyFor(stack, mock, g.url);
