@@ -74,6 +74,8 @@ export async function startApp(deps: AppDeps): Promise<App> {
     baseUrl: config.baseUrl,
     selectSource: createSourceSelector(configured, passthrough),
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
+    freshPool: dispatchers.gatewayFresh,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
     recorder,
     log,

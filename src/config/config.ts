@@ -50,6 +50,8 @@ export interface Config {
   readonly tokenWaitTimeoutMs: number;
   readonly tokenFetchTimeoutMs: number;
   readonly upstreamTimeoutMs: number;
+  /** Longest silence inside a request or response body before the exchange is ended. */
+  readonly upstreamIdleTimeoutMs: number;
   readonly maxHeaderBytes: number;
   readonly replayBodyLimitBytes: number;
   /** PEM CAs trusted in addition to the system roots. */
@@ -137,6 +139,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'TOKEN_WAIT_TIMEOUT_MS', key: 'tokenWaitTimeoutMs', kind: { type: 'int', min: 0 }, default: 5000 },
   { env: 'TOKEN_FETCH_TIMEOUT_MS', key: 'tokenFetchTimeoutMs', kind: { type: 'int', min: 1 }, default: 10000 },
   { env: 'UPSTREAM_TIMEOUT_MS', key: 'upstreamTimeoutMs', kind: { type: 'int', min: 1 }, default: 30000 },
+  { env: 'UPSTREAM_IDLE_TIMEOUT_MS', key: 'upstreamIdleTimeoutMs', kind: { type: 'int', min: 1 }, default: 60000 },
   { env: 'MAX_HEADER_BYTES', key: 'maxHeaderBytes', kind: { type: 'int', min: 1024 }, default: 16384 },
   { env: 'REPLAY_BODY_LIMIT_BYTES', key: 'replayBodyLimitBytes', kind: { type: 'int', min: 0 }, default: 65536 },
   { env: 'CA_FILE', key: 'caFile', kind: { type: 'path' } },

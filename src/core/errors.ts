@@ -60,9 +60,19 @@ export class TokenUnavailableError extends ProxyError {
   }
 }
 
+/** The gateway could not be reached: the request was never sent. */
 export class UpstreamUnreachableError extends ProxyError {
   override readonly code = 'upstream_unreachable';
   override name = 'UpstreamUnreachableError';
+}
+
+/**
+ * The connection to the gateway broke after the request was sent and before a complete answer
+ * head: the gateway may have acted on it, so only an idempotent request may be sent again.
+ */
+export class UpstreamDisconnectedError extends ProxyError {
+  override readonly code = 'upstream_disconnected';
+  override name = 'UpstreamDisconnectedError';
 }
 
 export class UpstreamTimeoutError extends ProxyError {

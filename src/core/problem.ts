@@ -19,6 +19,7 @@ const STATUS: Record<string, [number, string]> = {
   upgrade_not_supported: [501, 'Upgrade not supported'],
   token_unavailable: [503, 'Token unavailable'],
   upstream_unreachable: [502, 'Upstream unreachable'],
+  upstream_disconnected: [502, 'Upstream disconnected'],
   upstream_timeout: [504, 'Upstream timeout'],
   invalid_client: [401, 'Invalid client'],
   credentials_required: [401, 'Credentials required'],

@@ -27,6 +27,11 @@ export interface DispatchersOptions {
 export interface Dispatchers {
   /** For the forwarder: requests need no `origin`, it is the gateway's. */
   readonly gateway: Dispatcher;
+  /**
+   * The gateway too, but every request on a connection of its own, closed after the answer: for
+   * sending a request again after a pooled connection broke under it.
+   */
+  readonly gatewayFresh: Dispatcher;
   readonly token: Dispatcher;
   /**
    * New TLS material (a rotated CA file or client certificate): new connections use it; requests
@@ -131,28 +136,38 @@ function build(
 export function createDispatchers(options: DispatchersOptions): Dispatchers {
   const gatewayTarget = new URL(options.gatewayOrigin);
   const tokenTarget = new URL(options.tokenUrl);
-  // The gateway's pool: kept alive for every method; connections unbounded.
-  const gatewayPool: Pool.Options = { keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000 };
+  // The gateway's pool: kept alive for every method; connections unbounded. An idle connection
+  // is kept as long as the gateway's `Keep-Alive: timeout` hint less a second (undici reuses none
+  // when that leaves nothing), and without a hint 4 s: below the idle timeouts of common servers
+  // (Node's 5 s) and load balancers, so the proxy rarely sends on a connection being closed.
+  const gatewayPool: Pool.Options = { keepAliveTimeout: 4_000, keepAliveTimeoutThreshold: 1_000, keepAliveMaxTimeout: 600_000 };
+  // undici closes the connection after every answer when pipelining is 0.
+  const freshPool: Pool.Options = { pipelining: 0 };
   const tokenPool: Pool.Options = { connections: 4, keepAliveTimeout: 30_000 };
   const buildGateway = (tls: TlsMaterial): Dispatcher =>
     build(gatewayTarget, tls, options.proxy, options.gatewayConnectTimeoutMs, gatewayPool, true);
+  const buildFresh = (tls: TlsMaterial): Dispatcher =>
+    build(gatewayTarget, tls, options.proxy, options.gatewayConnectTimeoutMs, freshPool, true);
   const buildToken = (tls: TlsMaterial): Dispatcher =>
     build(tokenTarget, tls, options.proxy, options.tokenConnectTimeoutMs, tokenPool, false);
 
   const gateway = new SwappableDispatcher(buildGateway(options.tls), gatewayTarget.origin);
+  const gatewayFresh = new SwappableDispatcher(buildFresh(options.tls), gatewayTarget.origin);
   const token = new SwappableDispatcher(buildToken(options.tls));
   return {
     gateway,
+    gatewayFresh,
     token,
     setTls(tls) {
       void gateway.swap(buildGateway(tls));
+      void gatewayFresh.swap(buildFresh(tls));
       void token.swap(buildToken(tls));
     },
     close: async () => {
-      await Promise.all([gateway.close(), token.close()]);
+      await Promise.all([gateway.close(), gatewayFresh.close(), token.close()]);
     },
     destroy: async () => {
-      await Promise.all([gateway.destroy(), token.destroy()]);
+      await Promise.all([gateway.destroy(), gatewayFresh.destroy(), token.destroy()]);
     },
   };
 }

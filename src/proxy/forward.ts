@@ -7,7 +7,7 @@ import { answerProblem, type ForwardContext } from './forwarding.js';
 import { readRequestHeaders } from './headers.js';
 import type { Recorder } from './observer.js';
 import { admit } from './refusals.js';
-import { ReplayingForwarding } from './replay.js';
+import { RetryingForwarding } from './retry.js';
 import type { SelectSource } from './select-source.js';
 
 export interface ForwarderOptions {
@@ -17,6 +17,10 @@ export interface ForwarderOptions {
   baseUrl: string;
   selectSource: SelectSource;
   upstreamTimeoutMs: number;
+  /** `UPSTREAM_IDLE_TIMEOUT_MS`; 60 s when not given. */
+  upstreamIdleTimeoutMs?: number;
+  /** The gateway, every request on a new connection (for a request sent again); the pool when not given. */
+  freshPool?: Dispatcher;
   replayBodyLimitBytes: number;
   recorder: Recorder;
   log: Log;
@@ -30,7 +34,8 @@ export type Forward = (req: IncomingMessage, res: ServerResponse, expectContinue
 /**
  * Creates the proxy listener's request handler. A request meets the refusals (refusals.ts) in
  * order, the last of which picks its token source; then it is forwarded with a token, replayed
- * once after a gateway 401 (replay.ts), and its answer streamed back (forwarding.ts).
+ * once after a gateway 401 (replay.ts) or a pooled connection that broke under
+ * it (retry.ts), and its answer streamed back (forwarding.ts).
  * `100 Continue` is sent once the request is known to be forwarded.
  */
 export function createForwarder(options: ForwarderOptions): Forward {
@@ -39,6 +44,8 @@ export function createForwarder(options: ForwarderOptions): Forward {
     baseUrl: options.baseUrl,
     basePath: new URL(options.baseUrl).pathname.replace(/\/$/, ''),
     upstreamTimeoutMs: options.upstreamTimeoutMs,
+    upstreamIdleTimeoutMs: options.upstreamIdleTimeoutMs ?? 60_000,
+    freshPool: options.freshPool ?? options.pool,
     replayBodyLimitBytes: options.replayBodyLimitBytes,
     recorder: options.recorder,
     log: options.log,
@@ -55,6 +62,6 @@ export function createForwarder(options: ForwarderOptions): Forward {
       answerProblem(ctx, req, res, source, started);
       return;
     }
-    new ReplayingForwarding(ctx, req, res, headers, source, started, expectContinue).start();
+    new RetryingForwarding(ctx, req, res, headers, source, started, expectContinue).start();
   };
 }

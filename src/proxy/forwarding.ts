@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { BadRequestError, type ProxyError, UpstreamTimeoutError, UpstreamUnreachableError } from '../core/errors.js';
+import { BadRequestError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
 import { sendProblem } from '../core/problem.js';
-import { networkFailureReason } from '../net/failure-reason.js';
 import type { TokenSource } from '../token/token-source.js';
 import { callerResponseHeaders, flatHeaders, type RawHeaders, type RequestHeaders } from './headers.js';
 import type { Recorder } from './observer.js';
+import { upstreamError } from './upstream-error.js';
 
 /** Shared, built once: everything a forwarded request needs besides itself. */
 export interface ForwardContext {
@@ -17,6 +17,10 @@ export interface ForwardContext {
   /** The path prefix of `BASE_URL`, without its trailing slash. */
   readonly basePath: string;
   readonly upstreamTimeoutMs: number;
+  /** Longest silence inside a request or response body before the exchange is ended. */
+  readonly upstreamIdleTimeoutMs: number;
+  /** The gateway again, every request on a new connection: for a request sent again after a connection broke. */
+  readonly freshPool: Dispatcher;
   readonly replayBodyLimitBytes: number;
   readonly recorder: Recorder;
   readonly log: Log;
@@ -47,17 +51,17 @@ export function answerProblem(ctx: ForwardContext, req: IncomingMessage, res: Se
   ctx.recorder.answered(req, status, started);
 }
 
-function upstreamError(err: Error, timeoutMs: number): ProxyError {
-  const code = (err as { code?: string }).code;
-  if (code === 'UND_ERR_HEADERS_TIMEOUT') {
-    return new UpstreamTimeoutError(`the gateway sent no response headers within ${timeoutMs} ms`, { cause: err });
-  }
-  return new UpstreamUnreachableError(`the gateway could not be reached (${networkFailureReason(err)})`, { cause: err });
-}
-
 /** The caller went away: stop the upstream request. `this` is the response. */
 function onCallerClose(this: ResponseWithForwarding): void {
   this[kForwarding]?.callerClosed();
+}
+
+/**
+ * The caller's connection was silent for `UPSTREAM_IDLE_TIMEOUT_MS` while its request body was
+ * being read. `this` is the response: a listener on it keeps Node from closing the socket itself.
+ */
+function onCallerIdle(this: ResponseWithForwarding): void {
+  this[kForwarding]?.callerIdle();
 }
 
 /** The caller caught up: read more from the gateway. `this` is the response. */
@@ -81,6 +85,8 @@ export class Forwarding implements Dispatcher.DispatchHandler {
   private status = 0;
   private readonly head: boolean;
   private waitingForDrain = false;
+  /** The current attempt was handed to a connection: the gateway may have it. */
+  protected sent = false;
 
   constructor(
     protected readonly ctx: ForwardContext,
@@ -112,6 +118,9 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     if (!this.canSend()) return;
     // `100 Continue` is sent once the request is known to be forwarded.
     if (this.expectContinue) this.res.writeContinue();
+    // A request body that stays silent is cut after UPSTREAM_IDLE_TIMEOUT_MS: the caller's socket
+    // timeout, which Node refreshes on every read and write (no timer of ours per chunk).
+    if (this.hasBody && !this.req.complete) this.res.setTimeout(this.ctx.upstreamIdleTimeoutMs, onCallerIdle);
     this.send(token, this.hasBody ? this.req : null);
   }
 
@@ -132,6 +141,26 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     }
   }
 
+  /** The caller's connection went silent: ends the exchange if its request body is still unread. */
+  callerIdle(): void {
+    if (this.req.complete || this.finished) {
+      // The body is all here; the wait that followed is the gateway's (UPSTREAM_TIMEOUT_MS).
+      this.res.setTimeout(0);
+      return;
+    }
+    this.finished = true;
+    this.ctx.recorder.stalled(this.req, 'request', this.ctx.upstreamIdleTimeoutMs);
+    this.controller?.abort(new Error('the request body went silent'));
+    this.res.destroy();
+    // 408 (as nginx logs a request body that timed out), unless an answer had begun.
+    this.ctx.recorder.answered(this.req, this.status === 0 ? 408 : this.status, this.started);
+  }
+
+  /** The dispatcher for the current attempt: the pool (retry.ts sends a retry on a new connection). */
+  protected upstream(): Dispatcher {
+    return this.ctx.pool;
+  }
+
   /** False when the request has ended or its caller has gone (then recorded as such). */
   protected canSend(): boolean {
     if (this.finished) return false;
@@ -146,14 +175,17 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     this.token = token;
     const headers = this.headers.forward;
     headers[headers.length - 1] = authorizationFor(this.ctx, token);
+    this.sent = false;
     try {
-      this.ctx.pool.dispatch(
+      this.upstream().dispatch(
         {
           path: this.ctx.basePath + this.req.url!,
           method: this.req.method! as Dispatcher.HttpMethod,
           headers,
           body,
           headersTimeout: this.ctx.upstreamTimeoutMs,
+          // The longest gap between two chunks of the answer body (undici's default is 300 s).
+          bodyTimeout: this.ctx.upstreamIdleTimeoutMs,
           // undici closes the connection after every HEAD (against servers that send a body with a
           // HEAD answer), which costs a new connection, over TLS a full handshake, per HEAD.
           // Its parser still refuses stray bytes on an idle connection ("bad response") and closes
@@ -172,6 +204,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
+    this.sent = true;
     if (this.finished) controller.abort(new Error('caller closed the connection'));
   }
 
@@ -206,14 +239,21 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     if (this.finished) return;
     this.finished = true;
     if (this.res.destroyed) return this.recordAbort();
+    const stalled = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
+    if (stalled) this.ctx.recorder.stalled(this.req, 'response', this.ctx.upstreamIdleTimeoutMs);
     if (this.res.headersSent) {
       // Never a truncated body that looks complete.
+      if (stalled) {
+        this.res.destroy();
+        this.ctx.recorder.answered(this.req, this.status, this.started);
+        return;
+      }
       this.ctx.log.warn({ status: this.status, reason: (err as { code?: string }).code ?? err.message }, 'gateway response failed midway; closing the caller connection');
       this.res.destroy();
       this.ctx.recorder.answered(this.req, this.status, this.started);
       return;
     }
-    const problem = upstreamError(err, this.ctx.upstreamTimeoutMs);
+    const problem = upstreamError(err, this.ctx, this.sent);
     this.ctx.log.warn({ code: problem.code, reason: problem.message }, 'forwarding failed');
     answerProblem(this.ctx, this.req, this.res, problem, this.started);
   }

@@ -2,6 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Log } from '../core/log.js';
 
+/** Which body went silent: the caller's request body or the gateway's answer. */
+export type StallDirection = 'request' | 'response';
+
 /**
  * What the proxy reports of its requests. The proxy owns this interface; the wiring hands it an
  * implementation (the metrics), so the request path knows nothing of how it is counted.
@@ -11,6 +14,8 @@ export interface ProxyObserver {
   requestEnded(method: string, status: number, seconds: number): void;
   /** The gateway answered 401; `replayed` when the request was sent again with a new token. */
   upstreamUnauthorized(replayed: boolean): void;
+  /** A body stayed silent longer than `UPSTREAM_IDLE_TIMEOUT_MS` and the exchange was ended. */
+  upstreamStalled(direction: StallDirection): void;
 }
 
 /**
@@ -48,5 +53,21 @@ export class Recorder {
 
   upstreamUnauthorized(replayed: boolean): void {
     this.observer.upstreamUnauthorized(replayed);
+  }
+
+  /**
+   * A body went silent past `UPSTREAM_IDLE_TIMEOUT_MS`: counted, and a warning logged with the
+   * method and the path without its query (a query may hold anything).
+   */
+  stalled(req: IncomingMessage, direction: StallDirection, idleMs: number): void {
+    this.observer.upstreamStalled(direction);
+    const url = req.url!;
+    const q = url.indexOf('?');
+    this.log.warn(
+      { direction, method: req.method, path: q === -1 ? url : url.slice(0, q), idleMs },
+      direction === 'response'
+        ? 'the gateway answer went silent; closing the caller connection'
+        : 'the request body went silent; closing the caller connection',
+    );
   }
 }

@@ -71,6 +71,16 @@ export class ReplayingForwarding extends Forwarding {
     this.send(token, this.copy === undefined ? null : Buffer.concat(this.copy, this.copyBytes));
   }
 
+  /**
+   * The request body for sending it again: null when it has none; the copy when all of it was
+   * read and kept (within `REPLAY_BODY_LIMIT_BYTES`); else undefined.
+   */
+  protected wholeBody(): Buffer | null | undefined {
+    if (!this.hasBody) return null;
+    if (this.copy === undefined || !this.req.readableEnded) return undefined;
+    return Buffer.concat(this.copy, this.copyBytes);
+  }
+
   /** A replay needs the whole body: none, or all of it copied while it streamed. */
   private canReplay(): boolean {
     if (!this.hasBody) return true;

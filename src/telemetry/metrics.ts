@@ -144,6 +144,16 @@ function requestMetrics(registry: Registry): ProxyObserver {
     registers: [registry],
   });
 
+  const stalls = new Counter({
+    name: 'ticket_auth_proxy_upstream_stalls_total',
+    help: 'Exchanges ended because a body stayed silent longer than UPSTREAM_IDLE_TIMEOUT_MS, by direction: the caller\'s request body or the gateway\'s answer.',
+    labelNames: ['direction'] as const,
+    registers: [registry],
+  });
+  const stallChildren = { request: stalls.labels('request'), response: stalls.labels('response') };
+  stallChildren.request.inc(0);
+  stallChildren.response.inc(0);
+
   const methodChildren = new Map<string, MethodChildren>();
   const childrenFor = (method: string): MethodChildren => {
     let c = methodChildren.get(method);
@@ -175,6 +185,9 @@ function requestMetrics(registry: Registry): ProxyObserver {
     },
     upstreamUnauthorized(replayed) {
       (replayed ? replayedTrue : replayedFalse).inc();
+    },
+    upstreamStalled(direction) {
+      stallChildren[direction].inc();
     },
   };
 }

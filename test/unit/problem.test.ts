@@ -13,6 +13,7 @@ import {
   TokenFetchError,
   TokenUnavailableError,
   UpgradeNotSupportedError,
+  UpstreamDisconnectedError,
   UpstreamTimeoutError,
   UpstreamUnreachableError,
 } from '../../src/core/errors.js';
@@ -27,6 +28,7 @@ describe('problemFor', () => {
     [new UpgradeNotSupportedError('no upgrades'), 501, 'upgrade_not_supported'],
     [new TokenUnavailableError('no valid token', 3), 503, 'token_unavailable'],
     [new UpstreamUnreachableError('ECONNREFUSED'), 502, 'upstream_unreachable'],
+    [new UpstreamDisconnectedError('ECONNRESET; the gateway may have acted on it'), 502, 'upstream_disconnected'],
     [new UpstreamTimeoutError('no headers within 30000 ms'), 504, 'upstream_timeout'],
     [new InvalidClientError('the token endpoint rejected the credentials'), 401, 'invalid_client'],
     [new CredentialsRequiredError('send Basic credentials'), 401, 'credentials_required'],

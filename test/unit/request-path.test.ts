@@ -22,7 +22,7 @@ interface Seen {
 }
 
 /** What the observer was told, in order. */
-type Event = ['ended', string, number] | ['unauthorized', boolean];
+type Event = ['ended', string, number] | ['unauthorized', boolean] | ['stalled', string];
 
 function fakeSource(): TokenSource & { invalidated: string[] } {
   let token = 't1';
@@ -72,6 +72,7 @@ async function stack(options: { answer: (seen: Seen, n: number) => number; confi
   const observer: ProxyObserver = {
     requestEnded: (method, status) => events.push(['ended', method, status]),
     upstreamUnauthorized: (replayed) => events.push(['unauthorized', replayed]),
+    upstreamStalled: (direction) => events.push(['stalled', direction]),
   };
   const source = fakeSource();
   const recorder = new Recorder(observer, createLogger('silent'), false);

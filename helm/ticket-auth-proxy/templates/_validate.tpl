@@ -38,6 +38,7 @@ TOKEN_DEFAULT_TTL_S: {type: int, min: 1}
 TOKEN_WAIT_TIMEOUT_MS: {type: int, min: 0}
 TOKEN_FETCH_TIMEOUT_MS: {type: int, min: 1}
 UPSTREAM_TIMEOUT_MS: {type: int, min: 1}
+UPSTREAM_IDLE_TIMEOUT_MS: {type: int, min: 1}
 MAX_HEADER_BYTES: {type: int, min: 1024}
 REPLAY_BODY_LIMIT_BYTES: {type: int, min: 0}
 CA_FILE: {type: path}
