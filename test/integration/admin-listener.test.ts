@@ -21,6 +21,7 @@ describe('the admin listener', () => {
       'ticket_auth_proxy_request_duration_seconds',
       'ticket_auth_proxy_upstream_unauthorized_total',
       'ticket_auth_proxy_token_cache_entries',
+      'ticket_auth_proxy_upstream_stalls_total',
       'process_cpu_seconds_total',
       'nodejs_eventloop_lag_seconds',
     ]) {
