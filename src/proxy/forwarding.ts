@@ -4,7 +4,9 @@ import { BadRequestError, type ProxyError, UpstreamTimeoutError, UpstreamUnreach
 import type { Log } from '../core/log.js';
 import { sendProblem } from '../core/problem.js';
 import { networkFailureReason } from '../net/failure-reason.js';
+import type { Authorization } from '../token/authorization.js';
 import type { TokenSource } from '../token/token-source.js';
+import { authorize } from './authorize.js';
 import { callerResponseHeaders, flatHeaders, type RawHeaders, type RequestHeaders } from './headers.js';
 import type { Recorder } from './observer.js';
 
@@ -22,22 +24,11 @@ export interface ForwardContext {
   readonly log: Log;
   /** Origin for a rewritten `Location` when the caller sent no `Host`. */
   readonly listenOrigin: string;
-  /** The last token seen and its `Bearer` header value, built once per token rather than per request. */
-  lastToken: string;
-  lastAuthorization: string;
 }
 
 const kForwarding = Symbol('forwarding');
 /** A caller's response, pointing back at the forwarding that writes it. */
 type ResponseWithForwarding = ServerResponse & { [kForwarding]?: Forwarding };
-
-function authorizationFor(ctx: ForwardContext, token: string): string {
-  if (ctx.lastToken !== token) {
-    ctx.lastToken = token;
-    ctx.lastAuthorization = `Bearer ${token}`;
-  }
-  return ctx.lastAuthorization;
-}
 
 /** Answers with a problem and records the request. */
 export function answerProblem(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse, err: unknown, started: number): void {
@@ -73,8 +64,10 @@ function onCallerDrain(this: ResponseWithForwarding): void {
  */
 export class Forwarding implements Dispatcher.DispatchHandler {
   controller: Dispatcher.DispatchController | undefined;
-  /** The token the request was last sent with. */
-  protected token = '';
+  /** How the request was last authorised (its token, and the proof maker of a DPoP-bound one). */
+  protected auth: Authorization | undefined;
+  /** Whether the header list carries a `DPoP` proof from an earlier send. */
+  private hasProof = false;
   /** True once the request has ended, one way or another: nothing more is written or recorded. */
   protected finished = false;
   protected readonly hasBody: boolean;
@@ -102,17 +95,17 @@ export class Forwarding implements Dispatcher.DispatchHandler {
 
   /** Sends the request at once when a token is held, else once one is fetched. */
   start(): void {
-    const token = this.source.current();
-    if (token !== undefined) this.dispatch(token);
-    else this.source.get().then(this.dispatch.bind(this), this.fail.bind(this));
+    const auth = this.source.authorization();
+    if (auth !== undefined) this.dispatch(auth);
+    else this.source.authorize().then(this.dispatch.bind(this), this.fail.bind(this));
   }
 
-  /** Sends the request, streaming the caller's body, with `token`. */
-  dispatch(token: string): void {
+  /** Sends the request, streaming the caller's body, authorised with `auth`. */
+  dispatch(auth: Authorization): void {
     if (!this.canSend()) return;
     // `100 Continue` is sent once the request is known to be forwarded.
     if (this.expectContinue) this.res.writeContinue();
-    this.send(token, this.hasBody ? this.req : null);
+    this.send(auth, this.hasBody ? this.req : null);
   }
 
   /** No token could be had (or another failure before dispatch). */
@@ -142,10 +135,10 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     return true;
   }
 
-  protected send(token: string, body: IncomingMessage | Buffer | null): void {
-    this.token = token;
+  protected send(auth: Authorization, body: IncomingMessage | Buffer | null): void {
+    this.auth = auth;
     const headers = this.headers.forward;
-    headers[headers.length - 1] = authorizationFor(this.ctx, token);
+    this.hasProof = authorize(headers, auth, this.req.method!, this.req.url!, this.hasProof);
     try {
       this.ctx.pool.dispatch(
         {

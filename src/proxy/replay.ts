@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import type { Authorization } from '../token/authorization.js';
 import { Forwarding } from './forwarding.js';
 
 /**
@@ -13,6 +14,9 @@ import { Forwarding } from './forwarding.js';
  */
 export class ReplayingForwarding extends Forwarding {
   private replayed = false;
+  /** A DPoP gateway asked for a nonce: the replay keeps the token and signs a new proof with the nonce. */
+  private nonceReplay = false;
+  private nonceReplayed = false;
   /** The 401 being read and dropped before the replay. */
   private discarding = false;
   /** The body as sent so far, while it may still be replayed. */
@@ -35,9 +39,19 @@ export class ReplayingForwarding extends Forwarding {
   }
 
   override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: Record<string, string | string[] | undefined>): void {
-    if (statusCode === 401 && !this.finished) {
+    // A DPoP-bound token's answers carry the gateway's nonces (Bearer: one property read).
+    const nonceAsked = this.auth?.answered?.(statusCode, parsed) === true;
+    if (nonceAsked && !this.finished) {
+      // RFC 9449 §9: not a refusal of the token, which is kept; replayed once with the nonce.
+      const replay = !this.nonceReplayed && this.canReplay();
+      if (!replay) this.ctx.recorder.upstreamUnauthorized(false);
+      else {
+        this.nonceReplay = this.discarding = true;
+        return;
+      }
+    } else if (statusCode === 401 && !this.finished) {
       // The token is dropped and another fetched in every case; only the replay needs the body.
-      const renewed = this.source.invalidate(this.token);
+      const renewed = this.source.invalidate(this.auth!.token);
       const replay = !this.replayed && this.canReplay() && renewed;
       this.ctx.recorder.upstreamUnauthorized(replay);
       if (replay) {
@@ -58,17 +72,23 @@ export class ReplayingForwarding extends Forwarding {
       return;
     }
     this.discarding = false;
-    this.replayed = true;
     this.controller = undefined;
-    const token = this.source.current();
-    if (token !== undefined && token !== this.token) this.replay(token);
-    else this.source.get().then(this.replay.bind(this), this.fail.bind(this));
+    const held = this.source.authorization();
+    if (this.nonceReplay) {
+      this.nonceReplay = false;
+      this.nonceReplayed = true;
+      this.replay(held ?? this.auth!);
+      return;
+    }
+    this.replayed = true;
+    if (held !== undefined && held.token !== this.auth!.token) this.replay(held);
+    else this.source.authorize().then(this.replay.bind(this), this.fail.bind(this));
   }
 
-  /** Sends the request again with the new token and the copied body. */
-  private replay(token: string): void {
+  /** Sends the request again (with a new proof, for a DPoP-bound token) and the copied body. */
+  private replay(auth: Authorization): void {
     if (!this.canSend()) return;
-    this.send(token, this.copy === undefined ? null : Buffer.concat(this.copy, this.copyBytes));
+    this.send(auth, this.copy === undefined ? null : Buffer.concat(this.copy, this.copyBytes));
   }
 
   /** A replay needs the whole body: none, or all of it copied while it streamed. */
