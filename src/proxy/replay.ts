@@ -8,6 +8,8 @@ import { Forwarding } from './forwarding.js';
  * sent once more with it, when its whole body is at hand: none, or one of at most
  * `REPLAY_BODY_LIMIT_BYTES`, copied while it streamed. The 401's own body is read and dropped.
  * Otherwise the 401 goes to the caller as it is. Every 401 is reported, replayed or not.
+ * A DPoP gateway's 401 asking for a nonce (RFC 9449 §9) is replayed once too, under the same body
+ * rules, with a new proof carrying the nonce: the token is kept and no refresh is forced.
  *
  * The replay wraps the streaming of forwarding.ts by overriding its handler steps; a request
  * that meets no 401 pays one status comparison.

@@ -67,6 +67,23 @@ describe('DPoP at the token endpoint and the gateway', () => {
     expect(await s.metric(/ticket_auth_proxy_dpop_proofs_total\{target="token"\} (\d+)/)).toBe(1);
   });
 
+  it('meets a gateway that refuses the bound token presented as Bearer, and a proof sent twice', async ({ stack }) => {
+    const s = await dpopStack(stack);
+    const g = s.gateway;
+    expect((await tickets(s)).status).toBe(200);
+    const seen = g.apiRequests[0]!;
+    const token = String(seen.headers.authorization).slice('DPoP '.length);
+    const proof = String(seen.headers.dpop);
+    const direct = (path: string, headers: Record<string, string>) => fetch(`${g.url}${path}`, { headers });
+    const asBearer = await direct('/api/v1/tickets', { authorization: `Bearer ${token}` });
+    expect(asBearer.status).toBe(401);
+    expect(asBearer.headers.get('www-authenticate')).toMatch(/^DPoP error="/);
+    const replayed = await direct('/api/v1/tickets', { authorization: `DPoP ${token}`, dpop: proof });
+    expect(replayed.headers.get('www-authenticate')).toContain('invalid_dpop_proof');
+    expect(replayed.status).toBe(401);
+    expect(g.apiRequests.map((r) => r.dpop?.error ?? 'ok')).toEqual(['ok', 'invalid_dpop_proof', 'invalid_dpop_proof']);
+  });
+
   it('does not forward a caller\'s own DPoP header beside the proxy\'s proof', async ({ stack }) => {
     const s = await dpopStack(stack);
     expect((await tickets(s, { headers: { dpop: 'caller.proof.value' } })).status).toBe(200);
