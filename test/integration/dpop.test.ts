@@ -124,6 +124,20 @@ describe('DPoP at the token endpoint and the gateway', () => {
     expect(g.tokenRequests).toHaveLength(1);
   });
 
+  it('passes the nonce demand of a body too large to replay to the caller, and uses its nonce for the next request', async ({ stack }) => {
+    const s = await dpopStack(stack, { env: { REPLAY_BODY_LIMIT_BYTES: '1000' }, mock: { dpop: { gatewayNonce: true } } });
+    const g = s.gateway;
+    expect((await tickets(s)).status).toBe(200);
+    g.dpop.gateway.rotateNonce();
+    const res = await fetch(`${s.proxy.proxyUrl}/api/v1/upload`, { method: 'POST', body: 'y'.repeat(5000) });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toContain('use_dpop_nonce');
+    const before = g.apiRequests.length;
+    expect((await tickets(s)).status).toBe(200);
+    expect(g.apiRequests.slice(before).map((r) => r.dpop?.error ?? 'ok')).toEqual(['ok']);
+    expect(g.tokenRequests).toHaveLength(1);
+  });
+
   it('passes a second nonce demand in a row to the caller, without dropping the token', async ({ stack }) => {
     const s = await dpopStack(stack, { mock: { dpop: { gatewayNonce: true } } });
     const g = s.gateway;
