@@ -9,6 +9,7 @@ import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';
 import { createLogger } from './core/log.js';
 import { checkNetSettings } from './net/settings.js';
+import { checkDpopSettings } from './token/dpop/index.js';
 import { checkTokenSettings } from './token/settings.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -40,7 +41,7 @@ async function main(): Promise<void> {
   };
   let loaded;
   try {
-    loaded = await readConfig(args.configFile, { tls: checkNetSettings, token: checkTokenSettings }, process.env);
+    loaded = await readConfig(args.configFile, { tls: checkNetSettings, token: checkTokenSettings, dpop: checkDpopSettings }, process.env);
   } catch (err) {
     writeWarnings();
     if (err instanceof ConfigError) fail(err.message);
@@ -56,7 +57,7 @@ async function main(): Promise<void> {
   for (const w of warnings) log.warn({ variable: w.variable, setting: w.setting }, w.message);
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
   // Signals are handled from before the listeners open: a SIGTERM during start-up still drains.
-  const app = startApp({ config, tls: checked.tls, token: checked.token, log, clock: systemClock, random: Math.random, registry: new Registry() });
+  const app = startApp({ config, tls: checked.tls, token: checked.token, dpop: checked.dpop, log, clock: systemClock, random: Math.random, registry: new Registry() });
   app.catch((err: unknown) => {
     log.error({ reason: (err as Error).message }, 'start failed');
     fail((err as Error).message, 1);

@@ -15,6 +15,7 @@ import { createProxyServer } from '../proxy/server.js';
 import { startMemoryRelease } from '../telemetry/memory-release.js';
 import { createMetrics } from '../telemetry/metrics.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
+import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/settings.js';
 import type { TokenSource } from '../token/token-source.js';
 import { shutdown, type Stop, StopList } from './shutdown.js';
@@ -26,6 +27,8 @@ export interface AppDeps {
   tls: TlsFiles;
   /** The secret, key or assertion as read at start. */
   token: TokenStartup;
+  /** The DPoP mode and key as read at start. */
+  dpop: DpopStartup;
   log: Log;
   clock: Clock;
   random: () => number;

@@ -6,15 +6,20 @@ import type { TlsFiles } from '../net/tls-files.js';
 import { configuredCredential } from '../token/configured-credential.js';
 import { describeFetchFailure } from '../token/diagnose.js';
 import { tokenFetcherFromConfig } from '../token/fetch-token.js';
+import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/settings.js';
+import { dpopClient } from './token-sources.js';
 
 /**
  * The `check` command: what the credential is (never the secret, key or assertion), then one
- * token fetch, its lifetime printed (never the token). Resolves with the exit status: 0 when a
- * token was obtained, 1 when the fetch failed, 2 when no credential is configured.
+ * token fetch, its lifetime printed (never the token). With DPoP, the key's RFC 7638 thumbprint
+ * and whether the token came back DPoP- or Bearer-typed. Resolves with the exit status: 0 when a
+ * token was obtained, 1 when the fetch failed (with `DPOP=required`, a Bearer answer too), 2 when
+ * no credential is configured.
  */
-export async function check(config: Config, startup: { tls: TlsFiles; token: TokenStartup }): Promise<number> {
-  const auth = configuredCredential(config, { clock: systemClock, log: createLogger('silent'), startup: startup.token });
+export async function check(config: Config, startup: { tls: TlsFiles; token: TokenStartup; dpop?: DpopStartup }): Promise<number> {
+  const log = createLogger('silent');
+  const auth = configuredCredential(config, { clock: systemClock, log, startup: startup.token });
   const credential = auth.credential;
   if (credential === undefined) {
     process.stderr.write('ticket-auth-proxy: check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)\n');
@@ -22,7 +27,12 @@ export async function check(config: Config, startup: { tls: TlsFiles; token: Tok
   }
   const dispatchers = dispatchersFromSettings(config, startup.tls.material);
   for (const line of auth.describe(Date.now())) process.stdout.write(`${line}\n`);
-  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, Date.now, auth.clientAuth);
+  const dpop = startup.dpop === undefined ? undefined : dpopClient(config, startup.dpop, { clock: systemClock, log });
+  if (dpop !== undefined) {
+    const key = dpop.prover.key();
+    process.stdout.write(`DPoP: ${dpop.mode}, proofs signed ${key.alg}, key thumbprint (RFC 7638) ${key.thumbprint}\n`);
+  }
+  const fetchToken = tokenFetcherFromConfig(config, dispatchers.token, Date.now, auth.clientAuth, dpop);
   const started = Date.now();
   try {
     const grant = await fetchToken(credential);
@@ -31,6 +41,13 @@ export async function check(config: Config, startup: { tls: TlsFiles; token: Tok
       `ok: token obtained from ${config.tokenUrl} in ${Date.now() - started} ms; ` +
         `lifetime ${lifetimeS} s (expires ${new Date(started + grant.lifetimeMs).toISOString()})\n`,
     );
+    if (dpop !== undefined) {
+      process.stdout.write(
+        grant.tokenType === 'DPoP'
+          ? `token type: DPoP (bound to the key ${grant.dpopKey!.thumbprint})\n`
+          : 'token type: Bearer (the identity provider did not bind the token to the key; DPOP=on uses it as Bearer)\n',
+      );
+    }
     await dispatchers.close();
     return 0;
   } catch (err) {

@@ -5,6 +5,7 @@ import type { Dispatcher } from 'undici';
 import type { Metrics } from '../telemetry/metrics.js';
 import { secretClientAuth } from '../token/client-auth.js';
 import { configuredCredential } from '../token/configured-credential.js';
+import { createDpopClient, watchDpopKeyFile, type DpopClient, type DpopObserver, type DpopStartup } from '../token/dpop/index.js';
 import { tokenFetcherFromConfig } from '../token/fetch-token.js';
 import { createSourceCache, type SourceCache } from '../token/source-cache.js';
 import type { TokenStartup } from '../token/settings.js';
@@ -15,6 +16,8 @@ export interface TokenSourceDeps {
   config: Config;
   /** The secret, key or assertion as read at start. */
   token: TokenStartup;
+  /** The DPoP mode and key as read at start. */
+  dpop: DpopStartup;
   clock: Clock;
   log: Log;
   random: () => number;
@@ -31,17 +34,37 @@ export interface TokenSourceDeps {
  * `PASSTHROUGH_BASIC` is on). Neither is started here.
  */
 export function createTokenSources(deps: TokenSourceDeps): { configured: TokenSource | undefined; passthrough: SourceCache | undefined } {
-  return { configured: configuredSource(deps), passthrough: passthroughCache(deps) };
+  const dpop = dpopClient(deps.config, deps.dpop, { ...deps, observer: deps.metrics.dpop });
+  const configured = configuredSource(deps, dpop);
+  // A new key in DPOP_KEY_FILE: the configured credential fetches a token bound to it at once;
+  // tokens held meanwhile keep being proven with the key they are bound to.
+  const keyFile = deps.config.dpopKeyFile;
+  if (dpop !== undefined && keyFile !== undefined && deps.dpop.keyText !== undefined) {
+    const { clock, log } = deps;
+    const onRotate = (): void => configured?.refreshNow('DPoP key changed');
+    deps.stops.add(watchDpopKeyFile({ path: keyFile, initialText: deps.dpop.keyText, alg: deps.config.dpopAlg, prover: dpop.prover, onRotate, clock, log }));
+  }
+  return { configured, passthrough: passthroughCache(deps, dpop) };
 }
 
-function configuredSource({ config, token, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps): TokenSource | undefined {
+/** The DPoP side (one key per process) with `DPOP` on or required, else undefined. */
+export function dpopClient(
+  config: Pick<Config, 'baseUrl'>,
+  startup: DpopStartup,
+  deps: { clock: Clock; log: Log; observer?: DpopObserver },
+): DpopClient | undefined {
+  if (startup.mode === 'off' || startup.key === undefined) return undefined;
+  return createDpopClient({ mode: startup.mode, key: startup.key, baseUrl: config.baseUrl, ...deps });
+}
+
+function configuredSource({ config, token, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps, dpop: DpopClient | undefined): TokenSource | undefined {
   // How the configured client proves who it is (TOKEN_AUTH_METHOD).
   const auth = configuredCredential(config, { clock, log, startup: token });
   if (auth.credential === undefined) return undefined;
   const source = new TokenSource({
     label: 'configured',
     credential: auth.credential,
-    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), auth.clientAuth),
+    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), auth.clientAuth, dpop),
     clock,
     random,
     refreshRatio: config.tokenRefreshRatio,
@@ -49,6 +72,7 @@ function configuredSource({ config, token, clock, log, random, metrics, dispatch
     log,
     observer: metrics.configuredToken,
     tokenUrl: config.tokenUrl,
+    dpop,
   });
   stops.add(() => source.stop());
   // The files the credential is made of (secret, key, assertion): a change reaches the source.
@@ -57,11 +81,12 @@ function configuredSource({ config, token, clock, log, random, metrics, dispatch
 }
 
 /** Callers' own Basic credentials, each with a token source of its own. */
-function passthroughCache({ config, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps): SourceCache | undefined {
+function passthroughCache({ config, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps, dpop: DpopClient | undefined): SourceCache | undefined {
   if (!config.passthroughBasic) return undefined;
   const cache = createSourceCache({
     max: config.tokenCacheMax,
-    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), secretClientAuth(config.tokenAuthMethod)),
+    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), secretClientAuth(config.tokenAuthMethod), dpop),
+    dpop,
     clock,
     random,
     refreshRatio: config.tokenRefreshRatio,

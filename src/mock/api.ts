@@ -5,6 +5,7 @@
  * and to fail (redirect, fail-midway, headers as given).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { dpopChallenge, type DpopVerdict, type DpopVerifier } from './dpop-verifier.js';
 import { json } from './respond.js';
 import type { IssuedToken } from './token-endpoint.js';
 
@@ -21,6 +22,8 @@ export interface ApiRequestRecord {
   tokenValid: boolean;
   /** The token was one the mock issued, past its expiry when the request arrived. */
   tokenExpired: boolean;
+  /** The request carried `Authorization: DPoP` or a DPoP-bound token: what the proof check found. */
+  dpop?: { ok: boolean; jkt?: string; error?: string };
 }
 
 /** What the API answers while set, in place of the normal answer (soak faults). */
@@ -32,6 +35,10 @@ export interface ApiOptions {
   /** While true, every call is answered 401 whatever its token. */
   rejectAll(): boolean;
   fault(): ApiFault | undefined;
+  /** Checks the proofs of DPoP requests; its `requireNonce` makes the API demand a nonce. */
+  dpop: DpopVerifier;
+  /** The origin the API is reached at: a proof's `htu` must name it. */
+  origin(): string;
 }
 
 /** One API call that presented a valid token. */
@@ -108,10 +115,35 @@ function download(res: ServerResponse, total: number): void {
 /** Answers one API call whose body was read; `rest` is the path below `/api/v1`. */
 export type ApiHandler = (req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, rest: string, query: URLSearchParams) => void;
 
+/**
+ * RFC 9449 §7: a request with `Authorization: DPoP`, or presenting a DPoP-bound token, is checked
+ * strictly (proof, `ath`, the token's `cnf.jkt`); a bound token presented as `Bearer` is refused.
+ * Undefined when the request may go on; else the 401 is sent and the record tells why.
+ */
+async function refusedProof(options: ApiOptions, req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, token: IssuedToken | undefined): Promise<boolean> {
+  const [scheme = '', value] = (req.headers.authorization ?? '').split(' ');
+  const isDpop = scheme.toLowerCase() === 'dpop';
+  if (!isDpop && token?.jkt === undefined) return false;
+  const verdict = await options.dpop.verify({ rawHeaders: req.rawHeaders, method: req.method ?? 'GET', url: `${options.origin()}${req.url ?? '/'}`, accessToken: value, boundJkt: token?.jkt });
+  record.dpop = verdict.ok ? { ok: isDpop, jkt: verdict.jkt } : { ok: false, error: verdict.error };
+  if (verdict.ok && isDpop) return false;
+  const refusal: Extract<DpopVerdict, { ok: false }> = verdict.ok ? { ok: false, error: 'invalid_token', description: 'a DPoP-bound token presented as Bearer' } : verdict;
+  if (verdict.ok) record.dpop.error = 'invalid_token';
+  const nonce: Record<string, string> = refusal.nonce === undefined ? {} : { 'dpop-nonce': refusal.nonce };
+  json(res, 401, { error: refusal.error }, { 'www-authenticate': dpopChallenge(refusal), ...nonce });
+  return true;
+}
+
 /** Creates the API's handler. */
 export function createApi(options: ApiOptions): ApiHandler {
-  const serve = (req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, rest: string, query: URLSearchParams, delayed = false): void => {
+  const serve = (req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, rest: string, query: URLSearchParams, delayed = false, proven = false): void => {
     const presented = options.presented(req);
+    if (!proven && !delayed && (presented?.jkt !== undefined || /^dpop /i.test(req.headers.authorization ?? ''))) {
+      void refusedProof(options, req, res, record, presented).then((refused) => {
+        if (!refused) serve(req, res, record, rest, query, false, true);
+      });
+      return;
+    }
     const holder = presented && presented.expiresAt > Date.now() && !options.rejectAll() ? presented : undefined;
     record.tokenValid = holder !== undefined;
     record.tokenExpired = presented !== undefined && presented.expiresAt <= Date.now();

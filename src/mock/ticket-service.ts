@@ -10,6 +10,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createApi, type ApiFault, type ApiHandler, type ApiRequestRecord } from './api.js';
 import { createAssertionClients, type AssertionClients } from './client-assertions.js';
+import { createDpopVerifier, type DpopVerifier } from './dpop-verifier.js';
 import { listen, type MockTls } from './listener.js';
 import { json } from './respond.js';
 import { createTokenEndpoint, type TokenEndpoint, type TokenFault, type TokenRefusalStyle, type TokenRequestRecord } from './token-endpoint.js';
@@ -34,6 +35,13 @@ export interface MockTicketServiceOptions {
   tls?: MockTls;
   /** How the token endpoint refuses a client (a bare 403, a scope required...); default 401 `invalid_client`. */
   tokenRefusal?: TokenRefusalStyle;
+  /**
+   * DPoP (RFC 9449): a proof sent to the token endpoint is always checked and binds the token
+   * (`token_type: DPoP`), and the API checks every DPoP request strictly. `tokenNonce` and
+   * `gatewayNonce` make the token endpoint or the API demand a nonce; `bearerOnly` answers a valid
+   * DPoP token request with a Bearer token (an identity provider without DPoP for the client).
+   */
+  dpop?: { tokenNonce?: boolean; gatewayNonce?: boolean; bearerOnly?: boolean };
 }
 
 export interface MockTicketService {
@@ -57,6 +65,8 @@ export interface MockTicketService {
   setClientSecret(clientId: string, secret: string): void;
   /** private_key_jwt clients and federated clients (assertions from a trusted issuer). */
   readonly assertionClients: AssertionClients;
+  /** The DPoP proof checks of the token endpoint and of the API (their `requireNonce`, `nonce()`, `rotateNonce()`). */
+  readonly dpop: { readonly token: DpopVerifier; readonly gateway: DpopVerifier };
   /** Every token issued so far becomes invalid at once. */
   revokeAll(): void;
   /** While on, every API call is answered 401 whatever its token. */
@@ -129,7 +139,12 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
   const events = new EventEmitter();
   const assertionClients = createAssertionClients();
   let url = '';
+  const dpop = {
+    token: createDpopVerifier({ requireNonce: options.dpop?.tokenNonce ?? false }),
+    gateway: createDpopVerifier({ requireNonce: options.dpop?.gatewayNonce ?? false }),
+  };
   const tokenEndpoint = createTokenEndpoint({
+    dpop: { verifier: dpop.token, bearerOnly: options.dpop?.bearerOnly ?? false },
     clients,
     ttlS: options.tokenTtlS ?? 60,
     assertionClients,
@@ -140,7 +155,13 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
   });
   let rejectAll = false;
   let apiFault: ApiFault | undefined;
-  const serveApi = createApi({ presented: tokenEndpoint.presented, rejectAll: () => rejectAll, fault: () => apiFault });
+  const serveApi = createApi({
+    presented: tokenEndpoint.presented,
+    rejectAll: () => rejectAll,
+    fault: () => apiFault,
+    dpop: dpop.gateway,
+    origin: () => new URL(url).origin,
+  });
   const apiRequests: ApiRequestRecord[] = [];
   const listener = await listen(host, options.port ?? 0, options.tls, router(api, tokenEndpoint, serveApi, apiRequests, events));
   url = `${options.tls ? 'https' : 'http'}://${host}:${listener.port}${prefix}`;
@@ -160,6 +181,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     clearTokenFaults: tokenEndpoint.clearFaults,
     setClientSecret: (id, secret) => void clients.set(id, secret),
     assertionClients,
+    dpop,
     revokeAll: tokenEndpoint.revokeAll,
     setApiFault: (fault) => {
       apiFault = fault;

@@ -10,6 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isSecretJwt, type AssertionClients } from './client-assertions.js';
+import type { DpopVerifier } from './dpop-verifier.js';
 import { json } from './respond.js';
 
 export interface TokenRequestRecord {
@@ -24,6 +25,8 @@ export interface TokenRequestRecord {
   form: [string, string][];
   /** SHA-256 of the client assertion, when one was sent (tests tell assertions apart). */
   assertionSha256: string | undefined;
+  /** A DPoP proof was sent: what its check found (the key's thumbprint, or the refusal's code). */
+  dpop?: { ok: boolean; jkt?: string; error?: string };
 }
 
 /** The next answer(s) of the token endpoint, in place of the normal one. */
@@ -52,6 +55,16 @@ export interface TokenRefusalStyle {
 export interface IssuedToken {
   clientId: string;
   expiresAt: number;
+  /** A DPoP-bound token: the thumbprint of the key it is bound to (`cnf.jkt`). */
+  jkt?: string;
+}
+
+/** The token endpoint's DPoP behaviour (RFC 9449 §5, §8). */
+export interface TokenDpopOptions {
+  /** Checks each proof sent; its `requireNonce` makes the endpoint demand a nonce. */
+  verifier: DpopVerifier;
+  /** Answer a valid DPoP request with a Bearer token all the same (an identity provider without DPoP for this client). */
+  bearerOnly?: boolean;
 }
 
 export interface TokenEndpointOptions {
@@ -64,13 +77,14 @@ export interface TokenEndpointOptions {
   /** The token endpoint's own URL: the audience a private_key_jwt assertion must name. */
   audience: () => string;
   refusal?: TokenRefusalStyle;
+  dpop: TokenDpopOptions;
 }
 
 export interface TokenEndpoint {
   /** Answers one token request whose body was read in full. */
   handle(req: IncomingMessage, res: ServerResponse, body: Buffer): void;
   readonly requests: TokenRequestRecord[];
-  /** The issued token a request presents as `Bearer`, expired or not. */
+  /** The issued token a request presents as `Bearer` or `DPoP`, expired or not. */
   presented(req: IncomingMessage): IssuedToken | undefined;
   issuedTokens(): string[];
   setFault(fault: TokenFault): void;
@@ -83,6 +97,8 @@ interface TokenRequest {
   clientId: string | undefined;
   secret: string | undefined;
   authMethod: TokenRequestRecord['authMethod'];
+  /** The thumbprint of a verified DPoP proof's key: the token is bound to it. */
+  jkt?: string | undefined;
 }
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -128,11 +144,15 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
   const faults: (TokenFault & { left: number })[] = [];
   const requests: TokenRequestRecord[] = [];
 
-  const grant = (res: ServerResponse, clientId: string): void => {
+  const dpop = options.dpop;
+  /** With a nonce demanded, every answer carries the current one (RFC 9449 §8). */
+  const nonceHeader = (): Record<string, string> => (dpop.verifier.requireNonce ? { 'dpop-nonce': dpop.verifier.nonce() } : {});
+  const issue = (res: ServerResponse, clientId: string, jkt: string | undefined): void => {
     const token = `mock_${randomBytes(16).toString('hex')}`;
-    tokens.set(token, { clientId, expiresAt: Date.now() + ttlS * 1000 });
+    const bound = jkt !== undefined && dpop.bearerOnly !== true;
+    tokens.set(token, { clientId, expiresAt: Date.now() + ttlS * 1000, ...(bound ? { jkt } : {}) });
     issued.push(token);
-    json(res, 200, { access_token: token, token_type: 'Bearer', expires_in: ttlS }, NO_STORE);
+    json(res, 200, { access_token: token, token_type: bound ? 'DPoP' : 'Bearer', expires_in: ttlS }, { ...NO_STORE, ...nonceHeader() });
   };
 
   const style = options.refusal ?? {};
@@ -146,7 +166,8 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
     } else json(res, status, { error: 'invalid_client', error_description: description }, { ...NO_STORE, ...challenge });
   };
 
-  const answer = (res: ServerResponse, { form, clientId, secret, authMethod }: TokenRequest): void => {
+  const answer = (res: ServerResponse, { form, clientId, secret, authMethod, jkt }: TokenRequest): void => {
+    const grant = (r: ServerResponse, id: string): void => issue(r, id, jkt);
     if (form.get('grant_type') !== 'client_credentials') {
       json(res, 400, { error: form.has('grant_type') ? 'unsupported_grant_type' : 'invalid_request' }, NO_STORE);
     } else if (style.scopeRequired && !form.has('scope')) {
@@ -183,16 +204,27 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
     return true;
   };
 
+  /** RFC 9449 §5: a proof, when one is sent, is checked before anything else; a token is then bound to its key. */
+  const answerWithProof = (req: IncomingMessage, res: ServerResponse, request: TokenRequest, record: TokenRequestRecord): void => {
+    if (req.headers.dpop === undefined) return answer(res, request);
+    void dpop.verifier.verify({ rawHeaders: req.rawHeaders, method: 'POST', url: options.audience() }).then((verdict) => {
+      record.dpop = verdict.ok ? { ok: true, jkt: verdict.jkt } : { ok: false, error: verdict.error };
+      if (verdict.ok) return answer(res, { ...request, jkt: verdict.jkt });
+      const nonce: Record<string, string> = verdict.nonce === undefined ? {} : { 'dpop-nonce': verdict.nonce };
+      json(res, 400, { error: verdict.error === 'use_dpop_nonce' ? 'use_dpop_nonce' : 'invalid_dpop_proof', error_description: verdict.description }, { ...NO_STORE, ...nonce });
+    });
+  };
+
   return {
     handle(req, res, body) {
       const request = readTokenRequest(req, body, style.basicAsSent === true);
       const record = recordOf(req, request);
       requests.push(record);
       options.events.emit('token', record);
-      if (!playFault(req, res, request)) answer(res, request);
+      if (!playFault(req, res, request)) answerWithProof(req, res, request, record);
     },
     requests,
-    presented: (req) => tokens.get(/^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? ''),
+    presented: (req) => tokens.get(/^(?:Bearer|DPoP) (\S+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? ''),
     issuedTokens: () => [...issued],
     setFault: (fault) => void faults.push({ ...fault, left: fault.times ?? 1 }),
     clearFaults: () => void faults.splice(0),

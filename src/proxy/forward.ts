@@ -50,8 +50,6 @@ export function createForwarder(options: ForwarderOptions): Forward {
     recorder: options.recorder,
     log: options.log,
     listenOrigin: options.listenOrigin,
-    lastToken: '',
-    lastAuthorization: '',
   };
   const selectSource = options.selectSource;
   return function forward(req, res, expectContinue = false) {

@@ -3,7 +3,9 @@ import type { Dispatcher } from 'undici';
 import { BadRequestError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
 import { sendProblem } from '../core/problem.js';
+import type { Authorization } from '../token/authorization.js';
 import type { TokenSource } from '../token/token-source.js';
+import { authorize } from './authorize.js';
 import { callerResponseHeaders, flatHeaders, type RawHeaders, type RequestHeaders } from './headers.js';
 import type { Recorder } from './observer.js';
 import { upstreamError } from './upstream-error.js';
@@ -26,22 +28,11 @@ export interface ForwardContext {
   readonly log: Log;
   /** Origin for a rewritten `Location` when the caller sent no `Host`. */
   readonly listenOrigin: string;
-  /** The last token seen and its `Bearer` header value, built once per token rather than per request. */
-  lastToken: string;
-  lastAuthorization: string;
 }
 
 const kForwarding = Symbol('forwarding');
 /** A caller's response, pointing back at the forwarding that writes it. */
 type ResponseWithForwarding = ServerResponse & { [kForwarding]?: Forwarding };
-
-function authorizationFor(ctx: ForwardContext, token: string): string {
-  if (ctx.lastToken !== token) {
-    ctx.lastToken = token;
-    ctx.lastAuthorization = `Bearer ${token}`;
-  }
-  return ctx.lastAuthorization;
-}
 
 /** Answers with a problem and records the request. */
 export function answerProblem(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse, err: unknown, started: number): void {
@@ -77,8 +68,10 @@ function onCallerDrain(this: ResponseWithForwarding): void {
  */
 export class Forwarding implements Dispatcher.DispatchHandler {
   controller: Dispatcher.DispatchController | undefined;
-  /** The token the request was last sent with. */
-  protected token = '';
+  /** How the request was last authorised (its token, and the proof maker of a DPoP-bound one). */
+  protected auth: Authorization | undefined;
+  /** Whether the header list carries a `DPoP` proof from an earlier send. */
+  private hasProof = false;
   /** True once the request has ended, one way or another: nothing more is written or recorded. */
   protected finished = false;
   protected readonly hasBody: boolean;
@@ -108,20 +101,20 @@ export class Forwarding implements Dispatcher.DispatchHandler {
 
   /** Sends the request at once when a token is held, else once one is fetched. */
   start(): void {
-    const token = this.source.current();
-    if (token !== undefined) this.dispatch(token);
-    else this.source.get().then(this.dispatch.bind(this), this.fail.bind(this));
+    const auth = this.source.authorization();
+    if (auth !== undefined) this.dispatch(auth);
+    else this.source.authorize().then(this.dispatch.bind(this), this.fail.bind(this));
   }
 
-  /** Sends the request, streaming the caller's body, with `token`. */
-  dispatch(token: string): void {
+  /** Sends the request, streaming the caller's body, authorised with `auth`. */
+  dispatch(auth: Authorization): void {
     if (!this.canSend()) return;
     // `100 Continue` is sent once the request is known to be forwarded.
     if (this.expectContinue) this.res.writeContinue();
     // A request body that stays silent is cut after UPSTREAM_IDLE_TIMEOUT_MS: the caller's socket
     // timeout, which Node refreshes on every read and write (no timer of ours per chunk).
     if (this.hasBody && !this.req.complete) this.res.setTimeout(this.ctx.upstreamIdleTimeoutMs, onCallerIdle);
-    this.send(token, this.hasBody ? this.req : null);
+    this.send(auth, this.hasBody ? this.req : null);
   }
 
   /** No token could be had (or another failure before dispatch). */
@@ -171,10 +164,10 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     return true;
   }
 
-  protected send(token: string, body: IncomingMessage | Buffer | null): void {
-    this.token = token;
+  protected send(auth: Authorization, body: IncomingMessage | Buffer | null): void {
+    this.auth = auth;
     const headers = this.headers.forward;
-    headers[headers.length - 1] = authorizationFor(this.ctx, token);
+    this.hasProof = authorize(headers, auth, this.req.method!, this.req.url!, this.hasProof);
     this.sent = false;
     try {
       this.upstream().dispatch(

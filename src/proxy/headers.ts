@@ -8,7 +8,7 @@
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
 
 /** Plus the caller's credentials and what the proxy sets or handles itself (`Expect`: the proxy sends `100 Continue` itself). */
-const DROP_REQUEST = new Set([...HOP_BY_HOP, 'proxy-authorization', 'authorization', 'host', 'expect', 'http2-settings']);
+const DROP_REQUEST = new Set([...HOP_BY_HOP, 'proxy-authorization', 'authorization', 'dpop', 'host', 'expect', 'http2-settings']);
 
 const DROP_RESPONSE = new Set([...HOP_BY_HOP, 'proxy-authenticate']);
 

@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import type { Authorization } from '../token/authorization.js';
 import { Forwarding } from './forwarding.js';
 
 /**
@@ -7,12 +8,17 @@ import { Forwarding } from './forwarding.js';
  * sent once more with it, when its whole body is at hand: none, or one of at most
  * `REPLAY_BODY_LIMIT_BYTES`, copied while it streamed. The 401's own body is read and dropped.
  * Otherwise the 401 goes to the caller as it is. Every 401 is reported, replayed or not.
+ * A DPoP gateway's 401 asking for a nonce (RFC 9449 §9) is replayed once too, under the same body
+ * rules, with a new proof carrying the nonce: the token is kept and no refresh is forced.
  *
  * The replay wraps the streaming of forwarding.ts by overriding its handler steps; a request
  * that meets no 401 pays one status comparison.
  */
 export class ReplayingForwarding extends Forwarding {
   private replayed = false;
+  /** A DPoP gateway asked for a nonce: the replay keeps the token and signs a new proof with the nonce. */
+  private nonceReplay = false;
+  private nonceReplayed = false;
   /** The 401 being read and dropped before the replay. */
   private discarding = false;
   /** The body as sent so far, while it may still be replayed. */
@@ -35,9 +41,19 @@ export class ReplayingForwarding extends Forwarding {
   }
 
   override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: Record<string, string | string[] | undefined>): void {
-    if (statusCode === 401 && !this.finished) {
+    // A DPoP-bound token's answers carry the gateway's nonces (Bearer: one property read).
+    const nonceAsked = this.auth?.answered?.(statusCode, parsed) === true;
+    if (nonceAsked && !this.finished) {
+      // RFC 9449 §9: not a refusal of the token, which is kept; replayed once with the nonce.
+      const replay = !this.nonceReplayed && this.canReplay();
+      if (!replay) this.ctx.recorder.upstreamUnauthorized(false);
+      else {
+        this.nonceReplay = this.discarding = true;
+        return;
+      }
+    } else if (statusCode === 401 && !this.finished) {
       // The token is dropped and another fetched in every case; only the replay needs the body.
-      const renewed = this.source.invalidate(this.token);
+      const renewed = this.source.invalidate(this.auth!.token);
       const replay = !this.replayed && this.canReplay() && renewed;
       this.ctx.recorder.upstreamUnauthorized(replay);
       if (replay) {
@@ -58,17 +74,23 @@ export class ReplayingForwarding extends Forwarding {
       return;
     }
     this.discarding = false;
-    this.replayed = true;
     this.controller = undefined;
-    const token = this.source.current();
-    if (token !== undefined && token !== this.token) this.replay(token);
-    else this.source.get().then(this.replay.bind(this), this.fail.bind(this));
+    const held = this.source.authorization();
+    if (this.nonceReplay) {
+      this.nonceReplay = false;
+      this.nonceReplayed = true;
+      this.replay(held ?? this.auth!);
+      return;
+    }
+    this.replayed = true;
+    if (held !== undefined && held.token !== this.auth!.token) this.replay(held);
+    else this.source.authorize().then(this.replay.bind(this), this.fail.bind(this));
   }
 
-  /** Sends the request again with the new token and the copied body. */
-  private replay(token: string): void {
+  /** Sends the request again (with a new proof, for a DPoP-bound token) and the copied body. */
+  private replay(auth: Authorization): void {
     if (!this.canSend()) return;
-    this.send(token, this.copy === undefined ? null : Buffer.concat(this.copy, this.copyBytes));
+    this.send(auth, this.copy === undefined ? null : Buffer.concat(this.copy, this.copyBytes));
   }
 
   /**

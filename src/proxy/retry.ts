@@ -60,7 +60,7 @@ export class RetryingForwarding extends ReplayingForwarding {
       { reason: (err as { code?: string }).code },
       'the connection to the gateway broke before an answer; sending the request again on a new connection',
     );
-    if (this.canSend()) this.send(this.source.current() ?? this.token, body);
+    if (this.canSend()) this.send(this.source.authorization() ?? this.auth!, body);
   }
 
   /** Sent on a connection that broke before any answer byte, not yet retried, and safe to repeat. */

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import type { FetchOutcome } from '../core/errors.js';
 import type { ProxyObserver } from '../proxy/observer.js';
+import type { DpopObserver } from '../token/dpop/index.js';
 import type { TokenSourceObserver, TokenState } from '../token/token-source.js';
 import { EVENT_LOOP_METRIC_NAMES, registerEventLoopDelay } from './event-loop-delay.js';
 import { type DurationSeries, OneLabelHistogram } from './one-label-histogram.js';
@@ -40,6 +41,8 @@ export interface Metrics extends ProxyObserver {
   readonly configuredToken: TokenSourceObserver;
   /** Observer for pass-through credentials: counts fetches only. */
   readonly passthroughToken: TokenSourceObserver;
+  /** Counts DPoP proofs and nonce requests, by server (never a key, a proof or a token). */
+  readonly dpop: DpopObserver;
   setTokenCacheEntries(n: number): void;
 }
 
@@ -52,6 +55,7 @@ export function createMetrics(registry: Registry): Metrics {
   return {
     ...tokens,
     ...requests,
+    dpop: dpopMetrics(registry),
     setTokenCacheEntries(n) {
       cacheEntries.set(n);
     },
@@ -188,6 +192,42 @@ function requestMetrics(registry: Registry): ProxyObserver {
     },
     upstreamStalled(direction) {
       stallChildren[direction].inc();
+    },
+  };
+}
+
+/**
+ * DPoP counters by `target` (`token`, `gateway`). A proof is made per forwarded request: counted
+ * in plain numbers and added when scraped, as the request counts are.
+ */
+function dpopMetrics(registry: Registry): DpopObserver {
+  const TARGETS = ['token', 'gateway'] as const;
+  const proofs = { token: 0, gateway: 0 };
+  const proofCounter: Counter<'target'> = new Counter({
+    name: 'ticket_auth_proxy_dpop_proofs_total',
+    help: 'DPoP proofs signed, by the server they were sent to (token endpoint or gateway).',
+    labelNames: ['target'] as const,
+    registers: [registry],
+    collect() {
+      for (const t of TARGETS) {
+        proofCounter.labels(t).inc(proofs[t]);
+        proofs[t] = 0;
+      }
+    },
+  });
+  const nonces = new Counter({
+    name: 'ticket_auth_proxy_dpop_nonce_requests_total',
+    help: 'Answers asking for a DPoP nonce (use_dpop_nonce), by server (token endpoint or gateway).',
+    labelNames: ['target'] as const,
+    registers: [registry],
+  });
+  for (const t of TARGETS) nonces.labels(t).inc(0);
+  return {
+    proofMade(target) {
+      proofs[target] += 1;
+    },
+    nonceRequested(target) {
+      nonces.labels(target).inc();
     },
   };
 }

@@ -4,9 +4,10 @@
  * `/readyz` reason all take it from here, so they say the same.
  */
 import { TokenFetchError } from '../core/errors.js';
+import type { Log } from '../core/log.js';
 import { withoutUserinfo } from '../core/redact.js';
 import { ClientAssertionError } from './client-auth.js';
-import { nearestOAuthCode, TokenRefusedError, type RefusalContext } from './refusal.js';
+import { DpopBearerError, nearestOAuthCode, TokenRefusedError, type RefusalContext } from './refusal.js';
 
 /** The operator-facing account of one failed token fetch. */
 export interface TokenDiagnosis {
@@ -49,6 +50,8 @@ export function asFetchError(err: unknown): TokenFetchError {
 const WRONG_URL = 'is TOKEN_URL/BASE_URL right?';
 const NOT_TOKEN_ENDPOINT = `this does not look like a token endpoint: ${WRONG_URL} (BASE_URL is the gateway's base, without /api/v1)`;
 const UNREACHABLE = 'check the host name and port of TOKEN_URL/BASE_URL, and HTTPS_PROXY/NO_PROXY';
+const DPOP_REQUIRED =
+  'turn on DPoP-bound tokens for this client at the identity provider (Keycloak: the client setting for DPoP-bound access tokens; Okta: Require DPoP), or set DPOP=on to accept Bearer tokens';
 const ASSERTION =
   'the assertion was not sent: whoever writes the file (the kubelet, a SPIFFE agent) must keep a current JWT in it; a rotated file is tried at once';
 
@@ -64,6 +67,9 @@ const OAUTH_HINTS: Readonly<Record<string, (r: RefusalContext) => string>> = {
   invalid_request: () => `check the token URL (${WRONG_URL}) and TOKEN_PARAMS: the endpoint refused the request's form`,
   // A resource server's answer (RFC 6750 §3.1): the URL is an API, not a token endpoint.
   invalid_token: () => NOT_TOKEN_ENDPOINT,
+  // RFC 9449 §8: asked for a nonce again right after the proxy sent the one it was given.
+  use_dpop_nonce: () => 'the token endpoint refused the DPoP nonce it had just given; check DPOP and the clock of this host',
+  invalid_dpop_proof: () => 'the token endpoint refused the DPoP proof: check DPOP_KEY_FILE and DPOP_ALG (the algorithms the identity provider accepts) and the clock of this host',
 };
 
 const ANY_CREDENTIALS = 'CLIENT_ID and the secret, key or assertion';
@@ -94,6 +100,7 @@ function rejectedHint(error: TokenFetchError): string {
 
 function hintFor(error: TokenFetchError): string | undefined {
   if (error instanceof ClientAssertionError) return ASSERTION;
+  if (error instanceof DpopBearerError) return DPOP_REQUIRED;
   switch (error.outcome) {
     case 'rejected':
       return rejectedHint(error);
@@ -138,4 +145,23 @@ export function describeFetchFailure(error: unknown, tokenUrl: string): FetchFai
 /** The line of {@link describeFetchFailure} alone. */
 export function describeTokenFailure(error: unknown, tokenUrl: string): string {
   return describeFetchFailure(error, tokenUrl).text;
+}
+
+/**
+ * One log line per failed fetch of the credential `label`, with the account `check` and
+ * `/readyz` give of it: at error level when the client's credentials were refused.
+ */
+export function logFetchFailure(log: Log, label: string, tokenUrl: string | undefined, err: unknown, retry: Record<string, number>): void {
+  const error = asFetchError(err);
+  const diagnosis = tokenUrl === undefined ? undefined : diagnoseTokenFailure(err, tokenUrl);
+  const fields = {
+    credential: label,
+    outcome: error.outcome, status: error.status, error: error.oauthError, errorDescription: error.oauthErrorDescription,
+    reason: error.message,
+    ...(diagnosis === undefined ? {} : { tokenUrl: diagnosis.tokenUrl, hint: diagnosis.hint }),
+    ...retry,
+  };
+  const credentialsRejected = diagnosis ? diagnosis.credentialsRejected : error.outcome === 'rejected';
+  if (credentialsRejected) log.error(fields, 'token endpoint rejected the client credentials');
+  else log.warn(fields, 'token fetch failed');
 }

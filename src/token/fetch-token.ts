@@ -4,7 +4,8 @@ import { networkFailureReason } from '../net/failure-reason.js';
 import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
 import type { ClientAuth, Credential } from './client-auth.js';
-import { TokenRefusedError } from './refusal.js';
+import type { DpopClient } from './dpop/index.js';
+import { DpopBearerError, TokenRefusedError } from './refusal.js';
 
 /**
  * Runs one client-credentials grant (RFC 6749 §4.4). Rejects with {@link TokenFetchError}; an
@@ -24,6 +25,8 @@ export interface TokenFetcherOptions {
   /** The token endpoint's own connection pool, apart from the forwarding one. */
   dispatcher: Dispatcher;
   now: () => number;
+  /** With `DPOP` on or required: every token request carries a proof (RFC 9449 §5). */
+  dpop?: DpopClient | undefined;
 }
 
 /** The fetcher for the configured token endpoint, authenticating with `clientAuth`. */
@@ -32,8 +35,10 @@ export function tokenFetcherFromConfig(
   dispatcher: Dispatcher,
   now: () => number,
   clientAuth: ClientAuth,
+  dpop?: DpopClient,
 ): FetchToken {
   return createTokenFetcher({
+    dpop,
     tokenUrl: config.tokenUrl,
     clientAuth,
     scope: config.tokenScope,
@@ -48,67 +53,98 @@ export function tokenFetcherFromConfig(
 /** A token response larger than this is not a token response. */
 const MAX_BODY_BYTES = 64 * 1024;
 
-/** Creates the function that requests a token from the token endpoint with `undici`. */
+interface Answer {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** Sends one token request and reads its whole answer; network failures become {@link TokenFetchError}. */
+async function send(options: TokenFetcherOptions, headers: Record<string, string>, body: string): Promise<Answer> {
+  const { tokenUrl, timeoutMs, dispatcher } = options;
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    const res = await request(tokenUrl, {
+      dispatcher,
+      method: 'POST',
+      headers,
+      body,
+      signal,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_BODY_BYTES) {
+        res.body.destroy();
+        throw new TokenFetchError('invalid_response', `token endpoint answered ${res.statusCode} with a body over ${MAX_BODY_BYTES} bytes`, {
+          status: res.statusCode,
+        });
+      }
+      chunks.push(chunk as Buffer);
+    }
+    return { statusCode: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') };
+  } catch (err) {
+    if (err instanceof TokenFetchError) throw err;
+    throw classify(err, timeoutMs, signal, tokenUrl);
+  }
+}
+
+/**
+ * Creates the function that requests a token from the token endpoint with `undici`. With DPoP,
+ * each request carries a proof signed with the key current when the fetch began (the token is
+ * bound to it); an answer `use_dpop_nonce` with a `DPoP-Nonce` is retried at once with that nonce,
+ * once, within the same fetch (RFC 9449 §8).
+ */
 export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
-  const { tokenUrl, clientAuth, scope, timeoutMs, defaultTtlS, dispatcher, now } = options;
+  const { tokenUrl, clientAuth, scope, defaultTtlS, now, dpop } = options;
   const extraParams = options.extraParams ?? [];
   return async function fetchToken(credential) {
-    // Called for every request, retries included: an assertion is signed or read afresh.
-    const auth = await clientAuth(credential, tokenUrl);
-    const form = new URLSearchParams({ grant_type: 'client_credentials' });
-    for (const [k, v] of auth.form) form.append(k, v);
-    if (scope !== undefined) form.set('scope', scope);
-    for (const [k, v] of extraParams) form.append(k, v);
-    const headers: Record<string, string> = {
-      'content-type': 'application/x-www-form-urlencoded',
-      accept: 'application/json',
-      ...auth.headers,
-    };
-
-    const sentAt = now();
-    const signal = AbortSignal.timeout(timeoutMs);
-    let statusCode: number;
-    let responseHeaders: Record<string, string | string[] | undefined>;
-    let text: string;
-    try {
-      const res = await request(tokenUrl, {
-        dispatcher,
-        method: 'POST',
-        headers,
-        body: form.toString(),
-        signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
-      statusCode = res.statusCode;
-      responseHeaders = res.headers;
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of res.body) {
-        size += (chunk as Buffer).length;
-        if (size > MAX_BODY_BYTES) {
-          res.body.destroy();
-          throw new TokenFetchError('invalid_response', `token endpoint answered ${statusCode} with a body over ${MAX_BODY_BYTES} bytes`, {
-            status: statusCode,
-          });
+    const key = dpop?.prover.key();
+    for (let attempt = 0; ; attempt++) {
+      // Called for every request, retries included: an assertion is signed or read afresh.
+      const auth = await clientAuth(credential, tokenUrl);
+      const form = new URLSearchParams({ grant_type: 'client_credentials' });
+      for (const [k, v] of auth.form) form.append(k, v);
+      if (scope !== undefined) form.set('scope', scope);
+      for (const [k, v] of extraParams) form.append(k, v);
+      const headers: Record<string, string> = {
+        'content-type': 'application/x-www-form-urlencoded',
+        accept: 'application/json',
+        ...auth.headers,
+      };
+      if (dpop !== undefined) headers.dpop = dpop.tokenRequestProof(tokenUrl, key!);
+      const sentAt = now();
+      const answer = await send(options, headers, form.toString());
+      dpop?.rememberTokenNonce(tokenUrl, answer.headers['dpop-nonce']);
+      let grant: TokenGrant;
+      try {
+        grant = parseTokenResponse(answer.statusCode, answer.headers, answer.text, { defaultTtlS, sentAt, dpop: dpop !== undefined });
+      } catch (err) {
+        if (dpop !== undefined && attempt === 0 && asksForTokenNonce(err, answer)) {
+          dpop.tokenNonceRequested();
+          continue;
         }
-        chunks.push(chunk as Buffer);
+        // A refusal keeps what the request was made of: the diagnosis names those settings first.
+        if (err instanceof TokenFetchError && err.outcome === 'rejected') {
+          throw new TokenRefusedError(err, { credentials: auth.credentials, alternative: auth.alternative, scopeSet: scope !== undefined });
+        }
+        throw err;
       }
-      text = Buffer.concat(chunks).toString('utf8');
-    } catch (err) {
-      if (err instanceof TokenFetchError) throw err;
-      throw classify(err, timeoutMs, signal, tokenUrl);
-    }
-    try {
-      return parseTokenResponse(statusCode, responseHeaders, text, { defaultTtlS, sentAt });
-    } catch (err) {
-      // A refusal keeps what the request was made of: the diagnosis names those settings first.
-      if (err instanceof TokenFetchError && err.outcome === 'rejected') {
-        throw new TokenRefusedError(err, { credentials: auth.credentials, alternative: auth.alternative, scopeSet: scope !== undefined });
-      }
-      throw err;
+      if (dpop === undefined) return grant;
+      if (grant.tokenType === 'DPoP') return { ...grant, dpopKey: key! };
+      if (dpop.mode === 'required') throw new DpopBearerError(answer.statusCode);
+      dpop.bearerAnswered();
+      return grant;
     }
   };
+}
+
+/** RFC 9449 §8: a `400` `use_dpop_nonce` that carries the nonce to use. */
+function asksForTokenNonce(err: unknown, answer: Answer): boolean {
+  return err instanceof TokenFetchError && answer.statusCode === 400 && err.oauthError === 'use_dpop_nonce' && answer.headers['dpop-nonce'] !== undefined;
 }
 
 function classify(err: unknown, timeoutMs: number, signal: AbortSignal, tokenUrl: string): TokenFetchError {

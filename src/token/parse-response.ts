@@ -1,9 +1,14 @@
 import { TokenFetchError } from '../core/errors.js';
+import type { DpopKey } from './dpop/index.js';
 
 /** A usable token and how long it lives, measured from when its request was sent. */
 export interface TokenGrant {
   readonly accessToken: string;
   readonly lifetimeMs: number;
+  /** `DPoP` when the token is bound to a key (RFC 9449 §5); absent reads as `Bearer`. */
+  readonly tokenType?: 'Bearer' | 'DPoP';
+  /** With a DPoP-bound token: the key it is bound to, which signs every proof made for it. */
+  readonly dpopKey?: DpopKey;
 }
 
 /** `Retry-After` is honoured up to this. */
@@ -55,6 +60,8 @@ export interface ParseOptions {
   defaultTtlS: number;
   /** When the token request was sent (ms since the epoch): a JWT's `exp` is counted from it. */
   sentAt: number;
+  /** Whether the request carried a DPoP proof: then `token_type` `DPoP` is accepted too. */
+  dpop?: boolean;
 }
 
 /**
@@ -100,8 +107,11 @@ export function parseTokenResponse(
   if (typeof r.access_token !== 'string' || r.access_token === '') {
     throw new TokenFetchError('invalid_response', 'token response has no access_token string', { status });
   }
-  if (r.token_type !== undefined && (typeof r.token_type !== 'string' || r.token_type.toLowerCase() !== 'bearer')) {
-    throw new TokenFetchError('invalid_response', `token response has token_type ${JSON.stringify(r.token_type)}, not Bearer`, {
+  const type = typeof r.token_type === 'string' ? r.token_type.toLowerCase() : r.token_type;
+  const tokenType = type === undefined || type === 'bearer' ? 'Bearer' : type === 'dpop' && options.dpop === true ? 'DPoP' : undefined;
+  if (tokenType === undefined) {
+    const dpopOff = type === 'dpop' ? ' (a DPoP-bound token: set DPOP=on for the proxy to send DPoP proofs)' : '';
+    throw new TokenFetchError('invalid_response', `token response has token_type ${JSON.stringify(r.token_type)}, not Bearer${dpopOff}`, {
       status,
     });
   }
@@ -131,7 +141,7 @@ export function parseTokenResponse(
     lifetimeMs = lifetimeMs === undefined ? untilExpMs : Math.min(lifetimeMs, untilExpMs);
   }
   lifetimeMs ??= options.defaultTtlS * 1000;
-  return { accessToken: r.access_token, lifetimeMs };
+  return { accessToken: r.access_token, lifetimeMs, tokenType };
 }
 
 function first(v: string | string[] | undefined): string | undefined {

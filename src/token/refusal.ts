@@ -62,3 +62,14 @@ export function nearestOAuthCode(code: string): string | undefined {
   const mine = words(code);
   return OAUTH_ERROR_CODES.find((c) => words(c) === mine);
 }
+
+/**
+ * `DPOP=required` and the identity provider answered a DPoP token request with a Bearer token:
+ * an invalid response, since a Bearer token is what the setting forbids.
+ */
+export class DpopBearerError extends TokenFetchError {
+  override name = 'DpopBearerError';
+  constructor(status: number) {
+    super('invalid_response', 'token endpoint answered with a Bearer token, but DPOP=required asks for a DPoP-bound one', { status });
+  }
+}

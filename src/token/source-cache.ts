@@ -3,7 +3,9 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../core/clock.js';
 import { InvalidClientError, TokenFetchError, TokenUnavailableError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
+import type { Authorization } from './authorization.js';
 import type { Credential } from './client-auth.js';
+import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
 import { TokenSource, type TokenSourceObserver } from './token-source.js';
 
@@ -29,14 +31,16 @@ export interface SourceCacheOptions {
   observer: TokenSourceObserver;
   /** Called with the number of entries whenever it changes. */
   onSize(n: number): void;
+  /** With DPoP: the tokens' proofs (one key per process). */
+  dpop?: DpopClient | undefined;
   /** Key for the HMAC of id and secret; random per process unless given. */
   hmacKey?: Buffer;
 }
 
 /** A pass-through credential's token source: a rejected credential reads as `invalid_client`. */
 class PassthroughSource extends TokenSource {
-  override get(): Promise<string> {
-    return super.get().catch((err: unknown) => {
+  override authorize(): Promise<Authorization> {
+    return super.authorize().catch((err: unknown) => {
       throw isRejection(err) ? rejectedClient() : err;
     });
   }
@@ -96,6 +100,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       refreshRatio: options.refreshRatio,
       waitTimeoutMs: options.waitTimeoutMs,
       log: options.log,
+      dpop: options.dpop,
       observer: {
         onFetch: (outcome, durationS) => options.observer.onFetch?.(outcome, durationS),
         onState(state) {

@@ -3,7 +3,9 @@ import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../co
 import type { Log } from '../core/log.js';
 import { backoffDelay, DEFAULT_SCHEDULE, expiryMarginMs, type RefreshSchedule } from './backoff.js';
 import type { Credential } from './client-auth.js';
-import { asFetchError, diagnoseTokenFailure } from './diagnose.js';
+import { authorizationFor, type Authorization } from './authorization.js';
+import { asFetchError, logFetchFailure } from './diagnose.js';
+import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
 import type { TokenGrant } from './parse-response.js';
 
@@ -41,10 +43,12 @@ export interface TokenSourceOptions {
   tokenUrl?: string | undefined;
   /** Called once a failed fetch is handled: its retry scheduled, the waiting requests told. */
   onFailure?: ((error: TokenFetchError) => void) | undefined;
+  /** With DPoP: a DPoP-bound token's authorization makes proofs with the key it is bound to. */
+  dpop?: DpopClient | undefined;
 }
 
 interface Waiter {
-  resolve(token: string): void;
+  resolve(auth: Authorization): void;
   reject(err: Error): void;
   deadline: number;
   timer: unknown;
@@ -62,7 +66,8 @@ export class TokenSource {
   private credential: Credential;
   private generation = 0;
 
-  private token: string | undefined;
+  /** The held token's authorization, built once per token. */
+  private auth: Authorization | undefined;
   private usableUntil = 0;
   private expiresAt = 0;
   private lastSuccessAt = 0;
@@ -91,18 +96,29 @@ export class TokenSource {
     this.fetchNow();
   }
 
-  /** The token to use now, or undefined when none is valid. Synchronous: the hot path. */
+  /** The token to use now, or undefined when none is valid. Synchronous. */
   current(): string | undefined {
-    return this.token !== undefined && this.clock.now() < this.usableUntil ? this.token : undefined;
+    return this.authorization()?.token;
+  }
+
+  /** How to authorise a request now, or undefined when no valid token is held. Synchronous: the hot path. */
+  authorization(): Authorization | undefined {
+    return this.auth !== undefined && this.clock.now() < this.usableUntil ? this.auth : undefined;
+  }
+
+  /** A valid token, as {@link authorize} gives it. */
+  get(): Promise<string> {
+    return this.authorize().then((auth) => auth.token);
   }
 
   /**
-   * A valid token: at once when one is held, else after the fetch in flight, waiting at most
-   * `waitTimeoutMs`; rejects with {@link TokenUnavailableError} (its `cause` is the last fetch
-   * failure). Rejects at once when the next attempt is due only after the wait would end.
+   * How to authorise a request: at once when a valid token is held, else after the fetch in
+   * flight, waiting at most `waitTimeoutMs`; rejects with {@link TokenUnavailableError} (its
+   * `cause` is the last fetch failure). Rejects at once when the next attempt is due only after
+   * the wait would end.
    */
-  get(): Promise<string> {
-    const held = this.current();
+  authorize(): Promise<Authorization> {
+    const held = this.authorization();
     if (held !== undefined) return Promise.resolve(held);
     if (this.stopped) return Promise.reject(this.unavailable('the proxy is shutting down', 1));
     if (!this.inflight && this.retryTimer === undefined) this.fetchNow();
@@ -111,7 +127,7 @@ export class TokenSource {
     if (!this.inflight && this.nextAttemptAt !== undefined && this.nextAttemptAt > deadline) {
       return Promise.reject(this.unavailable('no valid token; the token endpoint is failing', (this.nextAttemptAt - now) / 1000));
     }
-    return new Promise<string>((resolve, reject) => {
+    return new Promise<Authorization>((resolve, reject) => {
       const waiter: Waiter = { resolve, reject, deadline, timer: undefined };
       waiter.timer = this.clock.setTimeout(() => {
         this.removeWaiter(waiter);
@@ -128,11 +144,11 @@ export class TokenSource {
    * replay can expect a different token.
    */
   invalidate(token: string): boolean {
-    if (this.token !== token) return true;
+    if (this.auth?.token !== token) return true;
     const now = this.clock.now();
     if (now - this.lastForcedAt < FORCED_REFRESH_INTERVAL_MS) return false;
     this.lastForcedAt = now;
-    this.token = undefined;
+    this.auth = undefined;
     this.usableUntil = 0;
     this.expiresAt = 0;
     this.publishState();
@@ -199,7 +215,7 @@ export class TokenSource {
     }
     this.inflight = false;
     if (this.stopped) return;
-    this.token = grant.accessToken;
+    const auth = (this.auth = authorizationFor(grant, this.opts.dpop));
     this.expiresAt = startedAt + lifetime;
     this.usableUntil = this.expiresAt - expiryMarginMs(lifetime);
     this.lastSuccessAt = now;
@@ -209,7 +225,7 @@ export class TokenSource {
     this.opts.observer?.onFetch?.('success', (now - startedAt) / 1000);
     this.publishState();
     this.opts.log.info({ credential: this.opts.label, lifetimeS: Math.round(lifetime / 1000), durationMs: now - startedAt }, 'token fetched');
-    this.settle((w) => w.resolve(grant.accessToken));
+    this.settle((w) => w.resolve(auth));
     if (generation !== this.generation) {
       this.fetchNow();
       return;
@@ -246,26 +262,10 @@ export class TokenSource {
       this.retryTimer = undefined;
       this.fetchNow();
     }, delay);
-    this.logFailure(err, error, { attempt: this.failures, retryInMs: delay, tokenValidForMs: validForMs });
+    logFetchFailure(this.opts.log, this.opts.label, this.opts.tokenUrl, err, { attempt: this.failures, retryInMs: delay, tokenValidForMs: validForMs });
     // Requests that would still be waiting when the next attempt starts get their 503 now.
     const nextAttemptAt = now + delay;
     this.settle((w) => w.reject(this.unavailable(`no valid token; ${error.message}`, delay / 1000)), (w) => w.deadline < nextAttemptAt);
-  }
-
-  /** One line per failed fetch, with the account `check` and `/readyz` give of it. */
-  private logFailure(err: unknown, error: TokenFetchError, retry: Record<string, number>): void {
-    const { tokenUrl } = this.opts;
-    const diagnosis = tokenUrl === undefined ? undefined : diagnoseTokenFailure(err, tokenUrl);
-    const fields = {
-      credential: this.opts.label,
-      outcome: error.outcome, status: error.status, error: error.oauthError, errorDescription: error.oauthErrorDescription,
-      reason: error.message,
-      ...(diagnosis === undefined ? {} : { tokenUrl: diagnosis.tokenUrl, hint: diagnosis.hint }),
-      ...retry,
-    };
-    const credentialsRejected = diagnosis ? diagnosis.credentialsRejected : error.outcome === 'rejected';
-    if (credentialsRejected) this.opts.log.error(fields, 'token endpoint rejected the client credentials');
-    else this.opts.log.warn(fields, 'token fetch failed');
   }
 
   private unavailable(message: string, retryAfterS: number): TokenUnavailableError {

@@ -15,6 +15,8 @@ declare module 'oidc-provider' {
     features?: {
       devInteractions?: { enabled: boolean };
       clientCredentials?: { enabled: boolean };
+      /** RFC 9449: DPoP-bound tokens (`cnf.jkt`); a nonce demanded where `requireNonce` says so (needs `nonceSecret`, 32 bytes). */
+      dPoP?: { enabled: boolean; nonceSecret?: Buffer; requireNonce?: (ctx: unknown) => boolean };
       resourceIndicators?: {
         enabled: boolean;
         defaultResource?: (ctx: unknown, client: unknown, oneOf?: string) => string | undefined | Promise<string | undefined>;

@@ -125,7 +125,7 @@ describe('createTokenFetcher', () => {
 
   it('posts the client credentials grant as a form with client_secret_post', async () => {
     const grant = await fetcher()(CREDENTIAL);
-    expect(grant).toEqual({ accessToken: 'tok-1', lifetimeMs: 600_000 });
+    expect(grant).toEqual({ accessToken: 'tok-1', lifetimeMs: 600_000, tokenType: 'Bearer' });
     expect(seen).toHaveLength(1);
     const req = seen[0]!;
     expect(req.method).toBe('POST');
@@ -250,7 +250,7 @@ describe('createTokenFetcher', () => {
 
   it('accepts a body just under the size limit', async () => {
     answer = (_req, res) => json(res, 200, { access_token: 'tok-2', expires_in: 60, padding: 'x'.repeat(60 * 1024) });
-    expect(await fetcher()(CREDENTIAL)).toEqual({ accessToken: 'tok-2', lifetimeMs: 60_000 });
+    expect(await fetcher()(CREDENTIAL)).toEqual({ accessToken: 'tok-2', lifetimeMs: 60_000, tokenType: 'Bearer' });
   });
 });
 

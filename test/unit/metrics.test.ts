@@ -56,6 +56,8 @@ describe('createMetrics', () => {
       ticket_auth_proxy_request_duration_seconds: 'histogram',
       ticket_auth_proxy_upstream_unauthorized_total: 'counter',
       ticket_auth_proxy_upstream_stalls_total: 'counter',
+      ticket_auth_proxy_dpop_proofs_total: 'counter',
+      ticket_auth_proxy_dpop_nonce_requests_total: 'counter',
       ticket_auth_proxy_token_cache_entries: 'gauge',
     });
   });

@@ -28,7 +28,7 @@ function thrown(fn: () => unknown): TokenFetchError {
 
 describe('parseTokenResponse: a usable token (RFC 6749 §5.1)', () => {
   it('takes expires_in as a number of seconds', () => {
-    expect(ok({ access_token: TOKEN, token_type: 'Bearer', expires_in: 3600 })).toEqual({ accessToken: TOKEN, lifetimeMs: 3_600_000 });
+    expect(ok({ access_token: TOKEN, token_type: 'Bearer', expires_in: 3600 })).toEqual({ accessToken: TOKEN, lifetimeMs: 3_600_000, tokenType: 'Bearer' });
   });
 
   it.each([
@@ -41,7 +41,7 @@ describe('parseTokenResponse: a usable token (RFC 6749 §5.1)', () => {
 
   it('counts a JWT exp claim from when the request was sent when expires_in is absent', () => {
     const token = jwt({ sub: 'app', exp: SENT_AT / 1000 + 600 });
-    expect(ok({ access_token: token, token_type: 'Bearer' })).toEqual({ accessToken: token, lifetimeMs: 600_000 });
+    expect(ok({ access_token: token, token_type: 'Bearer' })).toEqual({ accessToken: token, lifetimeMs: 600_000, tokenType: 'Bearer' });
   });
 
   it('takes expires_in when it ends before the JWT exp claim', () => {

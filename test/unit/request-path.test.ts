@@ -27,10 +27,11 @@ type Event = ['ended', string, number] | ['unauthorized', boolean] | ['stalled',
 function fakeSource(): TokenSource & { invalidated: string[] } {
   let token = 't1';
   const invalidated: string[] = [];
+  const auth = () => ({ token, header: `Bearer ${token}` });
   return {
     invalidated,
-    current: () => token,
-    get: () => Promise.resolve(token),
+    authorization: auth,
+    authorize: () => Promise.resolve(auth()),
     invalidate(t: string) {
       invalidated.push(t);
       if (t === token) token = token === 't1' ? 't2' : 't3';

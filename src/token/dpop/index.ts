@@ -5,3 +5,4 @@ export { watchDpopKeyFile, type DpopKeyWatchOptions } from './key-rotation.js';
 export { asksForNonce, createDpopNonces, type DpopNonces, type NonceRole } from './nonces.js';
 export { accessTokenHash, createDpopProver, type DpopProver, type DpopProverOptions, type ProofOptions } from './proof.js';
 export { checkDpopSettings, type DpopStartup } from './settings.js';
+export { createDpopClient, type DpopClient, type DpopClientOptions, type DpopObserver } from './client.js';
