@@ -1,7 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Agent } from 'undici';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { createLogger } from '../../src/core/log.js';
 import type { TokenFetchError } from '../../src/core/errors.js';
@@ -9,34 +7,18 @@ import { clientSecretPost } from '../../src/token/client-auth.js';
 import { describeFetchFailure } from '../../src/token/diagnose.js';
 import { createDpopClient, generateDpopKey, type DpopClient } from '../../src/token/dpop/index.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
+import { loopbackEndpoint } from './loopback-endpoint.js';
 
 /** Token requests with DPoP (RFC 9449 §5, §8) against a token endpoint on loopback. */
 
-let server: Server;
-let origin: string;
-let agent: Agent;
 let proofs: Record<string, unknown>[];
 let answer: (req: IncomingMessage, res: ServerResponse, n: number) => void;
 const counted: string[] = [];
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      const proof = String(req.headers.dpop ?? '');
-      proofs.push(JSON.parse(Buffer.from(proof.split('.')[1] ?? '', 'base64url').toString() || '{}') as Record<string, unknown>);
-      answer(req, res, proofs.length);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  agent = new Agent();
-});
-
-afterAll(async () => {
-  await agent.close();
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+const endpoint = loopbackEndpoint((req, res) => {
+  const proof = String(req.headers.dpop ?? '');
+  proofs.push(JSON.parse(Buffer.from(proof.split('.')[1] ?? '', 'base64url').toString() || '{}') as Record<string, unknown>);
+  answer(req, res, proofs.length);
 });
 
 beforeEach(() => {
@@ -59,12 +41,12 @@ function setup(mode: 'on' | 'required' = 'on'): { dpop: DpopClient; fetch: () =>
     observer: { proofMade: (t) => counted.push(`proof ${t}`), nonceRequested: (t) => counted.push(`nonce ${t}`) },
   });
   const fetcher = createTokenFetcher({
-    tokenUrl: `${origin}/token?x=1`,
+    tokenUrl: `${endpoint.origin}/token?x=1`,
     clientAuth: clientSecretPost,
     scope: undefined,
     timeoutMs: 2000,
     defaultTtlS: 300,
-    dispatcher: agent,
+    dispatcher: endpoint.agent,
     now: Date.now,
     dpop,
   });
@@ -80,7 +62,7 @@ describe('token requests with DPoP', () => {
     const grant = await fetch();
     expect(grant).toMatchObject({ accessToken: 't', tokenType: 'DPoP' });
     expect(grant.dpopKey).toBe(dpop.prover.key());
-    expect(proofs[0]).toMatchObject({ htm: 'POST', htu: `${origin}/token` });
+    expect(proofs[0]).toMatchObject({ htm: 'POST', htu: `${endpoint.origin}/token` });
     expect(proofs[0]).not.toHaveProperty('nonce');
     expect(proofs[0]).not.toHaveProperty('ath');
   });
@@ -117,7 +99,7 @@ describe('token requests with DPoP', () => {
     expect(bearer.tokenType).toBe('Bearer');
     expect(bearer.dpopKey).toBeUndefined();
     const err = await setup('required').fetch().catch((e: unknown) => e);
-    const account = describeFetchFailure(err, `${origin}/token`);
+    const account = describeFetchFailure(err, `${endpoint.origin}/token`);
     expect(account.outcome).toBe('invalid_response');
     expect(account.text).toContain('DPOP=required');
     expect(account.text).toContain('DPOP=on');

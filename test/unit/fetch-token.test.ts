@@ -1,7 +1,6 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Agent } from 'undici';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { TokenFetchError } from '../../src/core/errors.js';
 import type { TokenAuthMethod } from '../../src/config/config.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
@@ -9,6 +8,7 @@ import { TokenRefusedError } from '../../src/token/refusal.js';
 import { clientAssertionFile } from '../../src/token/assertion-file.js';
 import { parseParams } from '../../src/config/values.js';
 import { secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
+import { loopbackEndpoint } from './loopback-endpoint.js';
 
 interface Seen {
   method: string;
@@ -17,30 +17,12 @@ interface Seen {
   body: string;
 }
 
-let server: Server;
-let origin: string;
-let agent: Agent;
 let seen: Seen[];
 let answer: (req: IncomingMessage, res: ServerResponse) => void;
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      answer(req, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  agent = new Agent();
-});
-
-afterAll(async () => {
-  await agent.close();
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+const endpoint = loopbackEndpoint((req, res, body) => {
+  seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: body.toString('utf8') });
+  answer(req, res);
 });
 
 beforeEach(() => {
@@ -64,13 +46,13 @@ function fetcher(
 ) {
   const method = options.authMethod ?? 'client_secret_post';
   return createTokenFetcher({
-    tokenUrl: options.url ?? `${origin}/gw/api/v1/oauth2/token`,
+    tokenUrl: options.url ?? `${endpoint.origin}/gw/api/v1/oauth2/token`,
     clientAuth: typeof method === 'function' ? method : secretClientAuth(method),
     scope: options.scope,
     extraParams: options.extraParams ?? [],
     timeoutMs: options.timeoutMs ?? 5_000,
     defaultTtlS: 300,
-    dispatcher: agent,
+    dispatcher: endpoint.agent,
     now: Date.now,
   });
 }
