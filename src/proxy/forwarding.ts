@@ -6,7 +6,7 @@ import { sendProblem } from '../core/problem.js';
 import type { Authorization } from '../token/authorization.js';
 import type { TokenSource } from '../token/token-source.js';
 import { authorize } from './authorize.js';
-import { callerResponseHeaders, flatHeaders, type RawHeaders, type RequestHeaders } from './headers.js';
+import { callerResponseHeaders, flatHeaders, type ParsedHeaders, type RawHeaders, type RequestHeaders } from './headers.js';
 import type { Recorder } from './observer.js';
 import { upstreamError } from './upstream-error.js';
 
@@ -201,14 +201,14 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     if (this.finished) controller.abort(new Error('caller closed the connection'));
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: Record<string, string | string[] | undefined>): void {
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: ParsedHeaders): void {
     if (statusCode < 200 || this.finished) return;
     this.status = statusCode;
     const host = this.headers.host;
     const callerOrigin = parsed.location === undefined ? '' : host !== undefined ? `http://${host}` : this.ctx.listenOrigin;
     // undici keeps the parser's raw list on the controller: names as the gateway wrote them.
     const raw = (controller as Dispatcher.DispatchController & { rawHeaders?: RawHeaders }).rawHeaders ?? flatHeaders(parsed);
-    this.res.writeHead(statusCode, callerResponseHeaders(raw, this.ctx.baseUrl, callerOrigin));
+    this.res.writeHead(statusCode, callerResponseHeaders(raw, this.ctx.baseUrl, callerOrigin, parsed));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

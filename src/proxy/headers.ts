@@ -94,18 +94,51 @@ export type RawHeaders = readonly (Buffer | string)[];
 const latin1 = (b: Buffer | string): string => (typeof b === 'string' ? b : b.toString('latin1'));
 
 /**
+ * The gateway's header names as last seen, by position, with their lower-case forms: it sends the
+ * same names in the same order answer after answer, so a name whose bytes match the one seen at
+ * its place is not converted again. Bounded by the position (at most NAME_SLOTS entries).
+ */
+const seenNames: string[] = [];
+const seenLower: string[] = [];
+const NAME_SLOTS = 64;
+
+function sameBytes(bytes: Buffer, text: string): boolean {
+  if (bytes.length !== text.length) return false;
+  for (let i = 0; i < text.length; i++) if (bytes[i] !== text.charCodeAt(i)) return false;
+  return true;
+}
+
+/** The header object undici parses from the same raw list: lower-case names, values converted. */
+export type ParsedHeaders = Record<string, string | string[] | undefined>;
+
+/**
  * The headers to send back: the gateway's, less hop-by-hop ones, with a `Location` that points
  * into the gateway rewritten to the origin the caller used. Built from the raw
  * list undici's parser keeps, so names keep the letter case the gateway sent (legacy code looks
- * them up case-sensitively) and repeated fields their order.
+ * them up case-sensitively) and repeated fields their order. A value sent once is taken from
+ * `parsed`, where undici has already converted it, rather than converted a second time.
  */
-export function callerResponseHeaders(raw: RawHeaders, baseUrl: string, callerOrigin: string): string[] {
+export function callerResponseHeaders(raw: RawHeaders, baseUrl: string, callerOrigin: string, parsed?: ParsedHeaders): string[] {
   const out: string[] = [];
   let connection: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = latin1(raw[i]!);
-    const lower = name.toLowerCase();
-    const value = latin1(raw[i + 1]!);
+    const bytes = raw[i]!;
+    const slot = i >> 1;
+    let name: string;
+    let lower: string;
+    if (slot < seenNames.length && (typeof bytes === 'string' ? bytes === seenNames[slot] : sameBytes(bytes, seenNames[slot]!))) {
+      name = seenNames[slot]!;
+      lower = seenLower[slot]!;
+    } else {
+      name = latin1(bytes);
+      lower = name.toLowerCase();
+      if (slot <= seenNames.length && slot < NAME_SLOTS) {
+        seenNames[slot] = name;
+        seenLower[slot] = lower;
+      }
+    }
+    const single = parsed?.[lower];
+    const value = typeof single === 'string' ? single : latin1(raw[i + 1]!);
     if (DROP_RESPONSE.has(lower)) {
       if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
       continue;

@@ -105,6 +105,36 @@ describe('callerResponseHeaders', () => {
     expect(callerResponseHeaders([Buffer.from('X-Name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])], BASE, CALLER)).toEqual(['X-Name', 'caf\u00e9']);
   });
 
+  it('gives the same list when handed the header object undici parsed from the same bytes', () => {
+    // As undici builds it: lower-case names, a value sent once as a string, repeated ones as an array.
+    const parse = (list: Buffer[]): Record<string, string | string[]> => {
+      const obj: Record<string, string | string[]> = {};
+      for (let i = 0; i < list.length; i += 2) {
+        const key = list[i]!.toString('latin1').toLowerCase();
+        const value = list[i + 1]!.toString('latin1');
+        const had = obj[key];
+        obj[key] = had === undefined ? value : Array.isArray(had) ? [...had, value] : [had, value];
+      }
+      return obj;
+    };
+    const cases = [
+      raw('Content-Type', 'text/plain', 'Connection', 'X-Hop', 'X-Hop', '1', 'ETag', '"v1"'),
+      raw('Set-Cookie', 'a=1', 'X-Id', 'r-1', 'set-cookie', 'b=2', 'Content-Length', '0'),
+      raw('Location', 'https://gw.example.com/gw/api/v1/x', 'x-name', '\u00e9t\u00e9'),
+    ];
+    for (const headers of cases) {
+      expect(callerResponseHeaders(headers, BASE, CALLER, parse(headers))).toEqual(callerResponseHeaders(headers, BASE, CALLER));
+    }
+    expect(callerResponseHeaders(cases[1]!, BASE, CALLER, parse(cases[1]!))).toEqual(['Set-Cookie', 'a=1', 'X-Id', 'r-1', 'set-cookie', 'b=2', 'Content-Length', '0']);
+  });
+
+  it('keeps each answer\'s own letter case when the names at the same places change between answers', () => {
+    expect(callerResponseHeaders(raw('X-Abc', '1', 'ETag', 'a'), BASE, CALLER)).toEqual(['X-Abc', '1', 'ETag', 'a']);
+    expect(callerResponseHeaders(raw('x-abc', '2', 'Etag', 'b'), BASE, CALLER)).toEqual(['x-abc', '2', 'Etag', 'b']);
+    expect(callerResponseHeaders(raw('X-Abd', '3', 'Connection', 'X-Abd', 'Date', 'd'), BASE, CALLER)).toEqual(['Date', 'd']);
+    expect(callerResponseHeaders(raw('X-Abc', '4', 'ETag', 'c'), BASE, CALLER)).toEqual(['X-Abc', '4', 'ETag', 'c']);
+  });
+
   it('rewrites a Location into the gateway to the origin the caller used', () => {
     const headers = raw('Location', 'https://gw.example.com/gw/api/v1/tickets/T-2', 'X-Other', 'https://gw.example.com/gw/api/v1/x');
     expect(callerResponseHeaders(headers, BASE, 'http://localhost:9000')).toEqual([
