@@ -313,13 +313,29 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
     requestsServed[candidate.name] += result.requests;
     return result;
   };
+  // A candidate whose process died (http-proxy has, under get-1m) is left out of the later rounds
+  // and named in the report, rather than ending the whole run.
+  const exitedIn = {};
+  const cpuMicrosOrExit = (candidate, round) => {
+    try {
+      return cpuMicros(candidate.pid);
+    } catch {
+      exitedIn[candidate.name] = round + 1;
+      process.stderr.write(`  ${name} round ${round + 1} ${candidate.name} has exited; left out of the later rounds\n`);
+      return undefined;
+    }
+  };
   try {
     for (const candidate of candidates) await loadCounted(candidate, warmupS);
     for (let round = 0; round < rounds; round++) {
       for (const candidate of roundOrder(candidates, round)) {
-        const cpuBefore = cpuMicros(candidate.pid);
+        if (exitedIn[candidate.name] !== undefined) continue;
+        const cpuBefore = cpuMicrosOrExit(candidate, round);
+        if (cpuBefore === undefined) continue;
         const result = await loadCounted(candidate, durationS);
-        const cpu = cpuMicros(candidate.pid) - cpuBefore;
+        const cpuAfter = cpuMicrosOrExit(candidate, round);
+        if (cpuAfter === undefined) continue;
+        const cpu = cpuAfter - cpuBefore;
         samples[candidate.name].push({ ...result, cpuUsPerRequest: cpu / result.requests });
         process.stderr.write(
           `  ${name} round ${round + 1} ${candidate.name.padEnd(17)} ${result.rps.toFixed(0).padStart(6)} req/s  ` +
@@ -337,7 +353,8 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
         p50Ms: median(served.map((x) => x.p50Ms)),
         p99Ms: median(served.map((x) => x.p99Ms)),
         cpuUsPerRequest: median(served.map((x) => x.cpuUsPerRequest)),
-        peakRssMb: peakRssMb(candidate.pid),
+        peakRssMb: exitedIn[candidate.name] === undefined ? peakRssMb(candidate.pid) : NaN,
+        exitedInRound: exitedIn[candidate.name],
         errors: s.reduce((a, x) => a + x.errors, 0),
         stalledRounds: s.length - served.length,
         ...(tls ? { tlsHandshakes: handshakes[candidate.name], requests: requestsServed[candidate.name] } : {}),
@@ -396,6 +413,7 @@ function report(results, machine) {
       lines.push(`| ${name} | ${fmt(s.rps)} | ${fmt(s.p50Ms, 2)} | ${fmt(s.p99Ms, 2)} | ${fmt(s.cpuUsPerRequest, 1)} | ${fmt(s.peakRssMb)} | ${s.errors} |`);
     }
     for (const [name, s] of Object.entries(summary)) {
+      if (s.exitedInRound !== undefined) lines.push('', `**${name}'s process exited during round ${s.exitedInRound}**: its figures are of the rounds before.`);
       if (s.stalledRounds) lines.push('', `**${name} answered no request in ${s.stalledRounds} of ${s.rounds.length} rounds**: it stopped serving; its figures are of the rounds it served.`);
     }
     lines.push('');
