@@ -37,8 +37,9 @@ function libraryFound(name) {
 
 /**
  * The image's allocator settings (LD_PRELOAD of jemalloc and its MALLOC_CONF), so the product is
- * measured with the allocator it ships with. BENCH_PRODUCT_ALLOCATOR=glibc leaves them out; a host
- * without the library (Debian: libjemalloc2) measures glibc's malloc and says so.
+ * measured with the allocator it ships with. BENCH_PRODUCT_ALLOCATOR=glibc leaves them out,
+ * BENCH_PRODUCT_MALLOC_CONF replaces the image's MALLOC_CONF; a host without the library (Debian:
+ * libjemalloc2) measures glibc's malloc and says so.
  */
 export function imageAllocatorEnv(env = process.env) {
   const vars = imageEnv();
@@ -46,7 +47,8 @@ export function imageAllocatorEnv(env = process.env) {
   if (preload === undefined) return { env: {}, description: 'glibc malloc (the image sets no LD_PRELOAD)' };
   if (env.BENCH_PRODUCT_ALLOCATOR === 'glibc') return { env: {}, description: 'glibc malloc (BENCH_PRODUCT_ALLOCATOR=glibc)' };
   if (!libraryFound(preload)) return { env: {}, description: `glibc malloc: ${preload} is not installed here (Debian: libjemalloc2)` };
-  const conf = vars.get('MALLOC_CONF');
+  // BENCH_PRODUCT_MALLOC_CONF tries other jemalloc settings than the image's (a thread cache, say).
+  const conf = env.BENCH_PRODUCT_MALLOC_CONF ?? vars.get('MALLOC_CONF');
   return {
     env: { LD_PRELOAD: preload, ...(conf ? { MALLOC_CONF: conf } : {}) },
     description: `LD_PRELOAD=${preload}${conf ? ` MALLOC_CONF=${conf}` : ''}`,
