@@ -372,16 +372,18 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
       };
     }
     // Ratios per round (the machine's speed drifts within a run), then their median.
-    const ratio = (other, key) => median(samples[PRODUCT].map((x, i) => x[key] / samples[other][i][key]));
+    // Only the rounds both ran: a candidate that exited has no figures for the rounds after.
+    const perRound = (other, key) => samples[PRODUCT].flatMap((x, i) => (samples[other][i] === undefined ? [] : [x[key] / samples[other][i][key]]));
     const ratios = {};
     for (const other of [BEFORE, BEARER, BASELINE, 'http-proxy'].filter((n) => samples[n])) {
+      const cpuPerRound = perRound(other, 'cpuUsPerRequest');
       ratios[other] = {
-        cpu: ratio(other, 'cpuUsPerRequest'),
-        cpuInterval: geometricMeanInterval(samples[PRODUCT].map((x, i) => x.cpuUsPerRequest / samples[other][i].cpuUsPerRequest)),
-        rps: ratio(other, 'rps'),
-        p99: ratio(other, 'p99Ms'),
+        cpu: median(cpuPerRound),
+        cpuInterval: geometricMeanInterval(cpuPerRound),
+        rps: median(perRound(other, 'rps')),
+        p99: median(perRound(other, 'p99Ms')),
         peakRss: summary[PRODUCT].peakRssMb / summary[other].peakRssMb,
-        cpuSpread: samples[PRODUCT].map((x, i) => x.cpuUsPerRequest / samples[other][i].cpuUsPerRequest),
+        cpuSpread: cpuPerRound,
       };
     }
     return { scenario: { name, ...scenario }, summary, ratios };
