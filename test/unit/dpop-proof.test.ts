@@ -1,8 +1,8 @@
-import { createPublicKey } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { calculateJwkThumbprint, compactVerify, decodeProtectedHeader, importJWK, type JWK } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { DPOP_ALGS, type DpopAlg } from '../../src/config/config.js';
-import { generateDpopKey, jwkThumbprint, loadDpopKey, SUPPORTED_DPOP_ALGS } from '../../src/token/dpop/dpop-key.js';
+import { derToRs, generateDpopKey, jwkThumbprint, loadDpopKey, SUPPORTED_DPOP_ALGS } from '../../src/token/dpop/dpop-key.js';
 import { accessTokenHash, createDpopProver } from '../../src/token/dpop/proof.js';
 import { BAD_PEMS, PEMS } from './dpop-keys.js';
 import { FakeClock } from './fake-clock.js';
@@ -155,5 +155,27 @@ describe('DPoP proofs', () => {
     const old = prover.proof('GET', HTU, { key: first });
     expect(decode(old).header.jwk).toEqual(first.jwk);
     await verifiedByJose(old);
+  });
+});
+
+describe('ECDSA signatures as JWS wants them (R || S)', () => {
+  it('turns DER signatures into R || S that verify as IEEE P1363, short and high-bit integers included', () => {
+    for (const [curve, hash, size] of [['P-256', 'sha256', 32], ['P-384', 'sha384', 48]] as const) {
+      const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: curve });
+      for (let i = 0; i < 600; i++) {
+        const data = Buffer.from(`input ${i}`);
+        const rs = derToRs(sign(hash, data, privateKey), size);
+        expect(rs).toHaveLength(2 * size);
+        expect(verify(hash, data, { key: publicKey, dsaEncoding: 'ieee-p1363' }, rs)).toBe(true);
+      }
+    }
+  });
+
+  it('pads a short integer and drops the zero DER puts before a high-bit one', () => {
+    const s = Buffer.concat([Buffer.from([0x00]), Buffer.alloc(32, 0xff)]);
+    const der = Buffer.concat([Buffer.from([0x30, 3 + 2 + s.length, 0x02, 0x01, 0x07, 0x02, s.length]), s]);
+    const rs = derToRs(der, 32);
+    expect(rs.subarray(0, 32)).toEqual(Buffer.concat([Buffer.alloc(31), Buffer.from([0x07])]));
+    expect(rs.subarray(32)).toEqual(Buffer.alloc(32, 0xff));
   });
 });
