@@ -10,20 +10,32 @@ function words(name: string): string[] {
     .filter((w) => w !== '');
 }
 
-/** Edit distance counting a swap of two neighbouring letters as one edit (optimal string alignment). */
+/**
+ * Edit distance counting a swap of two neighbouring letters as one edit (optimal string
+ * alignment), in three rows rather than a whole table: it runs for every variable of the
+ * environment against every setting at start, and a table per pair grew the young generation,
+ * and with it the resident memory of an idle proxy, by megabytes.
+ */
 export function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  let before = new Int32Array(b.length + 1);
+  let previous = new Int32Array(b.length + 1);
+  let current = new Int32Array(b.length + 1);
+  for (let j = 0; j <= b.length; j++) previous[j] = j;
   for (let i = 1; i <= a.length; i++) {
+    current[0] = i;
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, d[i - 2]![j - 2]! + 1);
-      d[i]![j] = best;
+      let best = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, before[j - 2]! + 1);
+      current[j] = best;
     }
+    [before, previous, current] = [previous, current, before];
   }
-  return d[a.length]![b.length]!;
+  return previous[b.length]!;
 }
+
+/** Each setting's words, sorted: the same words in another order are a slip too. */
+const SORTED_WORDS = SETTINGS.map((s) => s.env.split('_').sort().join('_'));
 
 /**
  * How far a name may be from a setting's and still count as a slip: one edit, two for the long
@@ -45,9 +57,11 @@ export function nearestSetting(name: string): Setting | undefined {
   const sorted = [...mine].sort().join('_');
   let best: Setting | undefined;
   let bestDistance = Infinity;
-  for (const s of SETTINGS) {
-    const theirs = s.env.split('_');
-    if (joined === s.env || sorted === [...theirs].sort().join('_')) return s;
+  for (let k = 0; k < SETTINGS.length; k++) {
+    const s = SETTINGS[k]!;
+    if (joined === s.env || sorted === SORTED_WORDS[k]) return s;
+    // The distance is at least the difference in length: most names stop here.
+    if (Math.abs(joined.length - s.env.length) > allowed(s.env)) continue;
     const distance = editDistance(joined, s.env);
     if (distance <= allowed(s.env) && distance < bestDistance) {
       best = s;
