@@ -10,28 +10,43 @@ function words(name: string): string[] {
     .filter((w) => w !== '');
 }
 
+/** The three rows of the distance, kept between calls and grown to the longest name met. */
+let rows = [new Int32Array(64), new Int32Array(64), new Int32Array(64)] as const;
+
 /**
  * Edit distance counting a swap of two neighbouring letters as one edit (optimal string
- * alignment), in three rows rather than a whole table: it runs for every variable of the
- * environment against every setting at start, and a table per pair grew the young generation,
- * and with it the resident memory of an idle proxy, by megabytes.
+ * alignment), or `limit + 1` as soon as it is known to be over `limit`. It runs for every
+ * variable of the environment against every setting at start (hundreds in a pod with service
+ * links), so only the cells within `limit` of the diagonal are computed, a name stops at the first
+ * row that is over the limit everywhere, and the rows are reused: a full table per pair grew the
+ * young generation, and enough calls to tier it up to the optimizing compiler paged megabytes of
+ * it into an idle proxy.
  */
-export function editDistance(a: string, b: string): number {
-  let before = new Int32Array(b.length + 1);
-  let previous = new Int32Array(b.length + 1);
-  let current = new Int32Array(b.length + 1);
-  for (let j = 0; j <= b.length; j++) previous[j] = j;
+export function editDistance(a: string, b: string, limit = Math.max(a.length, b.length)): number {
+  const over = limit + 1;
+  const n = b.length;
+  if (Math.abs(a.length - n) > limit) return over;
+  if (rows[0].length <= n) rows = [new Int32Array(n + 1), new Int32Array(n + 1), new Int32Array(n + 1)];
+  let [before, previous, current] = rows;
+  for (let j = 0; j <= n; j++) previous[j] = Math.min(j, over);
   for (let i = 1; i <= a.length; i++) {
-    current[0] = i;
-    for (let j = 1; j <= b.length; j++) {
+    const from = Math.max(1, i - limit);
+    const to = Math.min(n, i + limit);
+    current[0] = Math.min(i, over);
+    current[from - 1] = from > 1 ? over : current[0];
+    let rowBest = from > 1 ? over : current[0];
+    for (let j = from; j <= to; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       let best = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
       if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, before[j - 2]! + 1);
-      current[j] = best;
+      current[j] = Math.min(best, over);
+      rowBest = Math.min(rowBest, current[j]!);
     }
+    if (to < n) current[to + 1] = over;
+    if (rowBest > limit) return over;
     [before, previous, current] = [previous, current, before];
   }
-  return previous[b.length]!;
+  return previous[n]!;
 }
 
 /** Each setting's words, sorted: the same words in another order are a slip too. */
@@ -62,7 +77,7 @@ export function nearestSetting(name: string): Setting | undefined {
     if (joined === s.env || sorted === SORTED_WORDS[k]) return s;
     // The distance is at least the difference in length: most names stop here.
     if (Math.abs(joined.length - s.env.length) > allowed(s.env)) continue;
-    const distance = editDistance(joined, s.env);
+    const distance = editDistance(joined, s.env, allowed(s.env));
     if (distance <= allowed(s.env) && distance < bestDistance) {
       best = s;
       bestDistance = distance;

@@ -27,6 +27,20 @@ describe('editDistance', () => {
     expect(editDistance('FTP_PROXY', 'HTTP_PROXY')).toBe(2);
   });
 
+  it('with a limit, gives the distance up to the limit and the limit plus one beyond it, call after call', () => {
+    // In sequences, since the rows are kept from one call to the next.
+    const letters = fc.string({ unit: fc.constantFrom('A', 'B', 'C', '_'), maxLength: 14 });
+    const calls = fc.array(fc.tuple(letters, letters, fc.integer({ min: 0, max: 4 })), { maxLength: 6 });
+    fc.assert(
+      fc.property(calls, (sequence) => {
+        for (const [a, b, limit] of sequence) expect(editDistance(a, b, limit)).toBe(Math.min(editDistance(a, b), limit + 1));
+      }),
+      { numRuns: 3000 },
+    );
+    expect(editDistance('KUBERNETES_SERVICE_PORT_HTTPS', 'LISTEN_PORT', 2)).toBe(3);
+    expect(editDistance('X'.repeat(100), 'X'.repeat(99), 1)).toBe(1);
+  });
+
   it('is symmetric and zero only for equal strings', () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 12 }), fc.string({ maxLength: 12 }), (a, b) => {
