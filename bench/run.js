@@ -15,7 +15,10 @@
 // product; default: what the Dockerfile sets, so the product runs as the image runs it), BENCH_PROFILE=1 (the product writes a CPU
 // profile per candidate and scenario to bench/results/profiles/<candidate>/; read one with
 // bench/profile-top.js), BENCH_BEFORE (the dist/main.js of another build of the product, run
-// beside it exactly as the product is, for a before/after comparison within one run).
+// beside it exactly as the product is, for a before/after comparison within one run),
+// BENCH_BEFORE_ENV (`NAME=value ...`, set for `before` alone on top of the product's environment:
+// the same build under other settings, e.g. `LD_PRELOAD= NODE_OPTIONS=` for glibc and V8's
+// defaults; BENCH_BEFORE defaults to the product's own dist/main.js when only this is given).
 // https-get-1k: the same GET against an HTTPS upstream (bench/upstream.js with a certificate from
 // a CA made with openssl for the run), the product trusting it with CA_FILE and the minimal
 // undici proxy with NODE_EXTRA_CA_CERTS; it counts the upstream's TLS handshakes per candidate,
@@ -67,7 +70,13 @@ const BEFORE = 'before';
 const BEARER = 'bearer';
 /** The CPU per request DPoP may cost with the default key, against the Bearer path's. */
 const DPOP_CPU_TARGET = 2;
-const beforeMain = env.BENCH_BEFORE ? resolvePath(env.BENCH_BEFORE) : undefined;
+/** `NAME=value NAME2=` → { NAME: 'value', NAME2: '' } (an empty value unsets LD_PRELOAD, say). */
+const beforeEnv = Object.fromEntries((env.BENCH_BEFORE_ENV ?? '').split(/\s+/).filter(Boolean).map((pair) => {
+  const at = pair.indexOf('=');
+  if (at < 1) throw new Error(`BENCH_BEFORE_ENV: "${pair}" is not NAME=value`);
+  return [pair.slice(0, at), pair.slice(at + 1)];
+}));
+const beforeMain = env.BENCH_BEFORE ? resolvePath(env.BENCH_BEFORE) : env.BENCH_BEFORE_ENV ? join(root, 'dist/main.js') : undefined;
 if (beforeMain && !existsSync(beforeMain)) throw new Error(`BENCH_BEFORE: ${beforeMain} does not exist (give a build's dist/main.js)`);
 
 const work = mkdtempSync(join(tmpdir(), 'tap-bench-'));
@@ -280,7 +289,7 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile, tls, sc
     // http-proxy is held against the plain-HTTP scenarios only.
     tls || dpop ? undefined : startNode('http-proxy', [...profileFlags('http-proxy'), 'bench/baselines/http-proxy.js', upstreamOrigin, String(httpProxyPort), staticToken]),
     startProduct(PRODUCT, 'dist/main.js', productPort, adminPort, 'bench-client', dpopEnv),
-    beforePort ? startProduct(BEFORE, beforeMain, beforePort, beforeAdminPort, 'bench-before') : undefined,
+    beforePort ? startProduct(BEFORE, beforeMain, beforePort, beforeAdminPort, 'bench-before', beforeEnv) : undefined,
     dpop ? startProduct(BEARER, 'dist/main.js', bearerPort, bearerAdminPort, 'bench-bearer') : undefined,
   ]);
   if (minimal) minimal.url = `http://127.0.0.1:${minimalPort}`;
@@ -402,7 +411,7 @@ function report(results, machine) {
   lines.push(
     `${machine.cpu} × ${machine.cores}, ${machine.memGiB} GiB, Node ${machine.node}, load: ${machine.load}, upstream: ${machine.upstream}, ` +
       `${rounds} rounds × ${durationS} s after ${warmupS} s warm-up${nodeFlags.length ? `, node ${nodeFlags.join(' ')}` : ''}; ` +
-      (beforeMain ? `"${BEFORE}" is ${beforeMain}, run as the product is; ` : '') +
+      (beforeMain ? `"${BEFORE}" is ${beforeMain}, run as the product is${env.BENCH_BEFORE_ENV ? ` but with ${env.BENCH_BEFORE_ENV}` : ''}; ` : '') +
       `the product with NODE_OPTIONS=${productNodeOptions ? `"${productNodeOptions}"` : '(none)'} and ${productAllocator.description}`,
     '',
   );
