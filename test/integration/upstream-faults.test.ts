@@ -6,6 +6,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { describe, expect } from 'vitest';
+import { createDpopVerifier } from '../../src/mock/dpop-verifier.js';
 import { pollUntil } from '../helpers/index.js';
 import { closedPort, startRawGateway, type RawGateway, type RawGatewayOptions } from '../helpers/raw-gateway.js';
 import { it, type StartMock, type StartStack, type Stack } from '../helpers/stack.js';
@@ -154,6 +155,34 @@ describe('a kept-alive connection the gateway closes under the next request', ()
     ]);
     // A retry is no 401 replay.
     expect(await s.metric(/ticket_auth_proxy_upstream_unauthorized_total\{replayed="true"\} (\d+)/)).toBe(0);
+  });
+
+  it('sends a GET again with a fresh DPoP proof for the same bound token, each proof valid where a strict verifier checks it', async ({ stack, mock }) => {
+    const g = await rawGateway(closeSecond);
+    const s = await proxyFor(stack, mock, g.url, { DPOP: 'on' });
+    expect((await exchange(s.proxy.proxyPort, { path: '/api/v1/warm' })).status).toBe(200);
+    expect(await exchange(s.proxy.proxyPort, { path: '/api/v1/tickets/8?full=1' })).toMatchObject({ status: 200, complete: true });
+    const sends = g.seen.filter((r) => r.path === '/api/v1/tickets/8?full=1');
+    expect(sends.map((r) => r.onConnection)).toEqual([2, 1]);
+    const jkt = s.gateway.tokenRequests.map((r) => r.dpop?.jkt).find((k) => k !== undefined);
+    expect(jkt).toBeDefined();
+    // One verifier for both sends: it refuses a proof whose jti it has seen.
+    const verifier = createDpopVerifier();
+    for (const r of sends) {
+      const [scheme, token] = r.headers.authorization!.split(' ');
+      expect(scheme).toBe('DPoP');
+      const verdict = await verifier.verify({
+        rawHeaders: ['DPoP', r.headers.dpop!],
+        method: 'GET',
+        url: `${g.url}${r.path}`,
+        accessToken: token,
+        boundJkt: jkt,
+      });
+      expect(verdict).toEqual({ ok: true, jkt });
+      s.mustNotLeak(token!, r.headers.dpop!);
+    }
+    expect(sends[0]!.headers.authorization).toBe(sends[1]!.headers.authorization);
+    expect(sends[0]!.headers.dpop).not.toBe(sends[1]!.headers.dpop);
   });
 
   it('never sends a request again whose body is over REPLAY_BODY_LIMIT_BYTES, Idempotency-Key or not', async ({ stack, mock }) => {
