@@ -96,7 +96,9 @@ const FAULTS = [
   { name: 'gateway 401', len: len(20), explains: ['401'], begin: () => gateway.rejectAllTokens(true), end: () => gateway.rejectAllTokens(false) },
   { name: 'token endpoint hangs', len: len(45), explains: ['503 token_unavailable'],
     begin: () => gateway.setTokenFault({ kind: 'hang', times: Infinity }), end: () => gateway.clearTokenFaults() },
-  { name: 'gateway resets', len: len(20), explains: ['502 upstream_unreachable', 'error'], begin: () => gateway.setApiFault({ kind: 'reset' }), end: () => gateway.setApiFault(undefined) },
+  // A reset after the request went out is `upstream_disconnected` (the gateway may have acted);
+  // one before it, `upstream_unreachable`. A GET is sent once more first, and meets the reset again.
+  { name: 'gateway resets', len: len(20), explains: ['502 upstream_disconnected', '502 upstream_unreachable', 'error'], begin: () => gateway.setApiFault({ kind: 'reset' }), end: () => gateway.setApiFault(undefined) },
   // Each time: the IdP takes a new secret, and the secret file catches up when the window ends.
   { name: 'secret rejected, then rotated', len: len(45), explains: ['503 token_unavailable'],
     begin: () => gateway.setClientSecret('soak', `soak-secret-${secretGeneration + 1}`),
