@@ -1,8 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Arg, Cmd, Copy, DockerfileParser, Entrypoint, Env, type Instruction } from 'dockerfile-ast';
 import { validate } from 'dockerfile-utils';
 import { describe, expect, it } from 'vitest';
+import { lacks, skipNote } from '../helpers/tools.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
@@ -19,6 +21,10 @@ function stages(instructions: Instruction[]): Instruction[][] {
   }
   return out;
 }
+
+/** The ENV of a stage, name to value. */
+const envOf = (stage: Instruction[]): Map<string, string | null> =>
+  new Map(stage.filter((i): i is Env => i instanceof Env).flatMap((e) => e.getProperties().map((p) => [p.getName(), p.getValue()] as const)));
 
 const runs = (stage: Instruction[]): string[] =>
   stage.filter((i) => i.getKeyword() === 'RUN').map((i) => i.getArgumentsContent() ?? '');
@@ -74,7 +80,7 @@ export function policyViolations(content: string): string[] {
     for (const name of names) if (SECRET_NAME.test(name)) violations.push(`${i.getKeyword()} ${name} looks like a secret (image layers are readable)`);
   }
 
-  const finalEnv = new Map(final.filter((i): i is Env => i instanceof Env).flatMap((e) => e.getProperties().map((p) => [p.getName(), p.getValue()] as const)));
+  const finalEnv = envOf(final);
   if (finalEnv.get('NODE_ENV') !== 'production') violations.push('the final stage does not set NODE_ENV=production');
   const exposed = final.filter((i) => i.getKeyword() === 'EXPOSE').flatMap((i) => (i.getArgumentsContent() ?? '').split(/\s+/));
   for (const port of ['8180', '8181']) if (!exposed.includes(port)) violations.push(`port ${port} is not exposed`);
@@ -97,6 +103,25 @@ describe('Dockerfile', () => {
     const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
     expect(nodeOptions).toBe('--max-semi-space-size=16');
     expect(start).toContain(nodeOptions);
+  });
+
+  // jemalloc ignores a setting it does not know, with one line on stderr: a misspelt pair would
+  // silently leave the image with the allocator's defaults.
+  it.skipIf(lacks('jeprof'))(`preloads a jemalloc that takes every pair of the image's MALLOC_CONF as written${skipNote('jeprof')}`, () => {
+    const env = envOf(stages(DockerfileParser.parse(dockerfile).getInstructions()).at(-1) ?? []);
+    const conf = env.get('MALLOC_CONF') ?? '';
+    expect(conf).toContain('lg_extent_max_active_fit:');
+    const run = spawnSync(process.execPath, ['-e', '0'], {
+      env: { PATH: process.env.PATH, LD_PRELOAD: env.get('LD_PRELOAD') ?? '', MALLOC_CONF: `${conf},stats_print:true` },
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(0);
+    expect(run.stderr).not.toMatch(/Invalid conf|cannot be preloaded/);
+    // jemalloc's report at exit lists each option as it took it.
+    for (const pair of conf.split(',')) {
+      const [name, value] = pair.split(':');
+      expect(run.stderr, pair).toMatch(new RegExp(`^\\s*opt\\.${name}: ${value}(\\s|$)`, 'm'));
+    }
   });
 
   it('leaves out of the build context what the image must not contain', () => {
