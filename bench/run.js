@@ -132,11 +132,14 @@ async function pollOk(url, deadlineMs = 20_000, headers = {}) {
   }
 }
 
+/** SIGTERM, then SIGKILL after 10 s: a candidate that hung (http-proxy has, under get-1m) cannot hang the run. */
 async function stop({ child }) {
-  if (child.exitCode !== null) return;
+  if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');
+  const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await exited;
+  clearTimeout(kill);
   children.delete(child);
 }
 
