@@ -76,6 +76,8 @@ export class Forwarding implements Dispatcher.DispatchHandler {
   protected finished = false;
   protected readonly hasBody: boolean;
   private status = 0;
+  /** Answer body bytes still to come by the gateway's `Content-Length`; NaN when it sent none. */
+  private remaining = Number.NaN;
   private readonly head: boolean;
   private waitingForDrain = false;
   /** The current attempt was handed to a connection: the gateway may have it. */
@@ -204,6 +206,8 @@ export class Forwarding implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: ParsedHeaders): void {
     if (statusCode < 200 || this.finished) return;
     this.status = statusCode;
+    const length = parsed['content-length'];
+    this.remaining = typeof length === 'string' && !this.head ? Number(length) : Number.NaN;
     const host = this.headers.host;
     const callerOrigin = parsed.location === undefined ? '' : host !== undefined ? `http://${host}` : this.ctx.listenOrigin;
     // undici keeps the parser's raw list on the controller: names as the gateway wrote them.
@@ -213,6 +217,13 @@ export class Forwarding implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.finished) return;
+    this.remaining -= chunk.length;
+    // The last bytes of a sized answer (all of it, for most): ended with them, in one write with
+    // the head when it has not gone yet, rather than a write and an end.
+    if (this.remaining === 0) {
+      this.res.end(chunk);
+      return;
+    }
     if (this.res.write(chunk)) return;
     controller.pause();
     if (!this.waitingForDrain) {
@@ -224,7 +235,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (this.finished) return;
     this.finished = true;
-    this.res.end();
+    if (!this.res.writableEnded) this.res.end();
     this.ctx.recorder.answered(this.req, this.status, this.started);
   }
 
