@@ -61,6 +61,8 @@ export class ReplayingForwarding extends Forwarding {
         return;
       }
     }
+    // The answer goes to the caller: the body will not be sent again, and its copy goes at once.
+    if (statusCode >= 200) this.copy = undefined;
     super.onResponseStart(controller, statusCode, parsed);
   }
 
