@@ -30,10 +30,11 @@ LABEL org.opencontainers.image.title="ticket-auth-proxy" \
       org.opencontainers.image.source="https://github.com/ticket-auth-proxy/ticket-auth-proxy"
 # jemalloc gives memory freed after a burst back to the system within seconds, where glibc's
 # malloc keeps it in per-thread arenas (bench/BASELINE.md, "Footprint"): one arena, no thread
-# caches, freed pages returned after 5 s. lg_extent_max_active_fit:10 lets a socket's 64 KB read
-# buffer be cut from a large freed extent; without it jemalloc returned those extents to the
-# system and took fresh pages for every read, a page fault each (about 15 % more CPU per request
-# with 64 KB and 1 MB bodies).
+# caches, freed pages returned to the system over 20 s (over 5 s, the purges cost 5 % more CPU at
+# 1 MB downloads and doubled their p99; the footprint a minute after a burst is the same).
+# lg_extent_max_active_fit:10 lets a socket's 64 KB read buffer be cut from a large freed extent;
+# without it jemalloc returned those extents to the system and took fresh pages for every read, a
+# page fault each (about 15 % more CPU per request with 64 KB and 1 MB bodies).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libjemalloc2 \
     && rm -rf /var/lib/apt/lists/*
@@ -42,7 +43,7 @@ RUN apt-get update \
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=16 \
     LD_PRELOAD=libjemalloc.so.2 \
-    MALLOC_CONF=narenas:1,tcache:false,dirty_decay_ms:5000,muzzy_decay_ms:0,lg_extent_max_active_fit:10
+    MALLOC_CONF=narenas:1,tcache:false,dirty_decay_ms:20000,muzzy_decay_ms:0,lg_extent_max_active_fit:10
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
