@@ -333,7 +333,12 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
       return cpuMicros(candidate.pid);
     } catch {
       exitedIn[candidate.name] = round + 1;
-      process.stderr.write(`  ${name} round ${round + 1} ${candidate.name} has exited; left out of the later rounds\n`);
+      const { exitCode, signalCode } = candidate.child;
+      const last = candidate.output().trimEnd().split('\n').slice(-5).join('\n    ');
+      process.stderr.write(
+        `  ${name} round ${round + 1} ${candidate.name} has exited (${signalCode ?? `code ${exitCode}`}); left out of the later rounds` +
+          (last ? `; its last output:\n    ${last}\n` : '\n'),
+      );
       return undefined;
     }
   };

@@ -4,9 +4,13 @@ import { Agent, createServer } from 'node:http';
 import httpProxy from 'http-proxy';
 
 const [, , upstream, port, token] = process.argv;
-const proxy = httpProxy.createProxyServer({ target: upstream, agent: new Agent({ keepAlive: true, maxSockets: 256 }) });
-const authorization = `Bearer ${token}`;
-proxy.on('proxyReq', (proxyReq) => proxyReq.setHeader('authorization', authorization));
+// The token goes in `headers`, set when the upstream request is made: set from a 'proxyReq' listener,
+// it threw ERR_HTTP_HEADERS_SENT (and ended the process) when a caller went away at the wrong moment.
+const proxy = httpProxy.createProxyServer({
+  target: upstream,
+  agent: new Agent({ keepAlive: true, maxSockets: 256 }),
+  headers: { authorization: `Bearer ${token}` },
+});
 proxy.on('error', (_err, _req, res) => {
   if (!res.headersSent) res.writeHead(502).end();
   else res.destroy();
