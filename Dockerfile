@@ -30,8 +30,9 @@ LABEL org.opencontainers.image.title="ticket-auth-proxy" \
       org.opencontainers.image.source="https://github.com/ticket-auth-proxy/ticket-auth-proxy"
 # jemalloc gives memory freed after a burst back to the system within seconds, where glibc's
 # malloc keeps it in per-thread arenas (bench/BASELINE.md, "Footprint"): one arena, no thread
-# caches, freed pages returned to the system over 20 s (over 5 s, the purges cost 5 % more CPU at
-# 1 MB downloads and doubled their p99; the footprint a minute after a burst is the same).
+# caches, freed pages returned to the system over 20 s (over 5 s, the purges and the page faults
+# after them cost 4-6 % more CPU at 64 KB uploads and 1 MB downloads; the footprint a minute after
+# a burst is the same).
 # lg_extent_max_active_fit:10 lets a socket's 64 KB read buffer be cut from a large freed extent;
 # without it jemalloc returned those extents to the system and took fresh pages for every read, a
 # page fault each (about 15 % more CPU per request with 64 KB and 1 MB bodies).
