@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import { createServer } from '../core/node-http.js';
 import type { Duplex } from 'node:stream';
 import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, type ProxyError } from '../core/errors.js';
@@ -55,7 +55,11 @@ export function createProxyServer(options: ProxyServerOptions): Server {
       headersTimeout: 10_000,
       connectionsCheckingInterval: 1_000,
       requestTimeout: 0,
-    },
+      // A request without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3): Node
+      // (24.12 and later; older versions ignore the option) hands it over already ended, without
+      // the stream events that would say so, which nothing here listens for.
+      optimizeEmptyRequests: true,
+    } as ServerOptions & { optimizeEmptyRequests?: boolean },
     (req, res) => accept(req, res, false),
   );
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => accept(req, res, true));
