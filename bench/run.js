@@ -18,7 +18,8 @@
 // beside it exactly as the product is, for a before/after comparison within one run),
 // BENCH_BEFORE_ENV (`NAME=value ...`, set for `before` alone on top of the product's environment:
 // the same build under other settings, e.g. `LD_PRELOAD= NODE_OPTIONS=` for glibc and V8's
-// defaults; BENCH_BEFORE defaults to the product's own dist/main.js when only this is given).
+// defaults; BENCH_BEFORE defaults to the product's own dist/main.js when only this is given),
+// BENCH_PIN=1 (the proxies on processor 1, the load generator and the upstream on processor 0).
 // https-get-1k: the same GET against an HTTPS upstream (bench/upstream.js with a certificate from
 // a CA made with openssl for the run), the product trusting it with CA_FILE and the minimal
 // undici proxy with NODE_EXTRA_CA_CERTS; it counts the upstream's TLS handshakes per candidate,
@@ -90,10 +91,22 @@ process.on('SIGINT', () => process.exit(130));
 
 // ---------------------------------------------------------------------------------------------
 
-/** The `NODE_OPTIONS` the container image sets (`ENV NODE_OPTIONS=...` in the Dockerfile). */
+/**
+ * BENCH_PIN=1: the proxies on one processor, the load generator and the upstream on the other
+ * (`taskset`), so a candidate does not share its processor with the load it is measured under.
+ */
+const PIN = env.BENCH_PIN === '1';
+if (PIN && cpus().length < 2) throw new Error(`BENCH_PIN=1 needs two processors (this machine has ${cpus().length})`);
+const PROXY_CPU = '1';
+const LOAD_CPU = '0';
+function pinned(cpu, command, args) {
+  return PIN ? ['taskset', ['-c', cpu, command, ...args]] : [command, args];
+}
+
 /** Starts a node process and resolves once `ready` says so (a line on stdout, or a poll). */
 function startNode(name, args, { env: extraEnv = {}, readyLine = /^ready /m, ready } = {}) {
-  const child = spawn(process.execPath, [...nodeFlags, ...args], {
+  const [command, argv] = pinned(name === 'upstream' || name === 'upstream-tls' ? LOAD_CPU : PROXY_CPU, process.execPath, [...nodeFlags, ...args]);
+  const child = spawn(command, argv, {
     cwd: root,
     env: { ...env, NODE_OPTIONS: '', ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -195,7 +208,7 @@ function geometricMeanInterval(ratios) {
 
 function run(command, args) {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(...pinned(LOAD_CPU, command, args), { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     children.add(child);
     let stdout = '';
     let stderr = '';
@@ -419,6 +432,7 @@ function report(results, machine) {
   lines.push(
     `${machine.cpu} × ${machine.cores}, ${machine.memGiB} GiB, Node ${machine.node}, load: ${machine.load}, upstream: ${machine.upstream}, ` +
       `${rounds} rounds × ${durationS} s after ${warmupS} s warm-up${nodeFlags.length ? `, node ${nodeFlags.join(' ')}` : ''}; ` +
+      (PIN ? `the proxies pinned to processor ${PROXY_CPU}, the load and the upstream to ${LOAD_CPU}; ` : '') +
       (beforeMain ? `"${BEFORE}" is ${beforeMain}, run as the product is${env.BENCH_BEFORE_ENV ? ` but with ${env.BENCH_BEFORE_ENV}` : ''}; ` : '') +
       `the product with NODE_OPTIONS=${productNodeOptions ? `"${productNodeOptions}"` : '(none)'} and ${productAllocator.description}`,
     '',
@@ -545,7 +559,7 @@ http {
 }
 `,
   );
-  const child = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(...pinned(LOAD_CPU, 'nginx', ['-p', dir, '-c', join(dir, 'nginx.conf')]), { stdio: ['ignore', 'ignore', 'pipe'] });
   children.add(child);
   const upstream = { name: 'nginx', child, pid: child.pid };
   await pollOk(`http://127.0.0.1:${port}/api/v1/tickets`, 10_000, { authorization: 'Bearer probe' });
@@ -624,7 +638,7 @@ async function main() {
   const dir = join(root, 'bench/results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, nodeFlags, productNodeOptions, productAllocator: productAllocator.description, before: beforeMain }, results }, null, 2) + '\n');
+  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, pinned: PIN, nodeFlags, productNodeOptions, productAllocator: productAllocator.description, before: beforeMain }, results }, null, 2) + '\n');
   process.stderr.write(`bench: ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}\n`);
 }
 
