@@ -57,7 +57,7 @@ export function createForwarder(options: ForwarderOptions): Forward {
     const headers = readRequestHeaders(req.rawHeaders);
     const source = admit(req, headers, res, selectSource);
     if (source instanceof ProxyError) {
-      answerProblem(ctx, req, res, source, started);
+      answerProblem(ctx, req, res, source, started, headers.hasBody);
       return;
     }
     new RetryingForwarding(ctx, req, res, headers, source, started, expectContinue).start();

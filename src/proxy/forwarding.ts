@@ -34,10 +34,13 @@ const kForwarding = Symbol('forwarding');
 /** A caller's response, pointing back at the forwarding that writes it. */
 type ResponseWithForwarding = ServerResponse & { [kForwarding]?: Forwarding };
 
-/** Answers with a problem and records the request. */
-export function answerProblem(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse, err: unknown, started: number): void {
-  // An unread request body would be taken as the next request on a kept-alive connection.
-  if (!req.complete) res.shouldKeepAlive = false;
+/**
+ * Answers with a problem and records the request. `hasBody`: the request announced a body. A
+ * connection whose request body is still unread is closed after the answer rather than read to
+ * its end (a refused upload is not taken in); one whose request had no body stays open.
+ */
+export function answerProblem(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse, err: unknown, started: number, hasBody: boolean): void {
+  if (hasBody && !req.complete) res.shouldKeepAlive = false;
   const status = sendProblem(res, err);
   ctx.recorder.answered(req, status, started);
 }
@@ -93,8 +96,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     private readonly expectContinue: boolean,
   ) {
     this.head = req.method === 'HEAD';
-    const length = headers.contentLength;
-    this.hasBody = (length !== undefined && length !== '0') || headers.transferEncoding;
+    this.hasBody = headers.hasBody;
     // The proxy's Authorization goes last; send() sets its value.
     headers.forward.push('authorization', '');
     res[kForwarding] = this;
@@ -124,7 +126,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     if (this.finished) return;
     this.finished = true;
     if (this.res.destroyed) return this.recordAbort();
-    answerProblem(this.ctx, this.req, this.res, err, this.started);
+    answerProblem(this.ctx, this.req, this.res, err, this.started, this.hasBody);
   }
 
   callerClosed(): void {
@@ -193,7 +195,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
       // The client refused the request itself (a header or method it will not send).
       this.finished = true;
       const code = (err as { code?: string }).code ?? 'invalid';
-      answerProblem(this.ctx, this.req, this.res, new BadRequestError(`the request cannot be forwarded (${code})`, { cause: err }), this.started);
+      answerProblem(this.ctx, this.req, this.res, new BadRequestError(`the request cannot be forwarded (${code})`, { cause: err }), this.started, this.hasBody);
     }
   }
 
@@ -259,7 +261,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     }
     const problem = upstreamError(err, this.ctx, this.sent);
     this.ctx.log.warn({ code: problem.code, reason: problem.message }, 'forwarding failed');
-    answerProblem(this.ctx, this.req, this.res, problem, this.started);
+    answerProblem(this.ctx, this.req, this.res, problem, this.started, this.hasBody);
   }
 
   private recordAbort(): void {

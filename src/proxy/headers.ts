@@ -20,6 +20,8 @@ export interface RequestHeaders {
   contentLength: string | undefined;
   /** A `Transfer-Encoding` was sent: the request has a body of unknown length. */
   transferEncoding: boolean;
+  /** A body follows the head (RFC 9112 §6.3): a `Content-Length` other than 0, or a `Transfer-Encoding`. */
+  hasBody: boolean;
   /** `Host` as sent, when sent (for rewriting a `Location`). */
   host: string | undefined;
   /**
@@ -55,7 +57,8 @@ export function readRequestHeaders(raw: readonly string[]): RequestHeaders {
   }
   const named = connection === undefined ? undefined : connectionNamed(connection);
   if (upgrade !== undefined && (named === undefined || !named.has('upgrade') || isH2cOffer(upgrade))) upgrade = undefined;
-  return { forward: named === undefined ? forward : without(forward, named, true), contentLength, transferEncoding, host, upgrade };
+  const hasBody = (contentLength !== undefined && contentLength !== '0') || transferEncoding;
+  return { forward: named === undefined ? forward : without(forward, named, true), contentLength, transferEncoding, hasBody, host, upgrade };
 }
 
 /** `Upgrade: h2c` (every protocol offered is h2c): HTTP/2 over cleartext, which the proxy ignores. */
