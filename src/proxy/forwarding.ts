@@ -77,7 +77,6 @@ export class Forwarding implements Dispatcher.DispatchHandler {
   private hasProof = false;
   /** True once the request has ended, one way or another: nothing more is written or recorded. */
   protected finished = false;
-  protected readonly hasBody: boolean;
   private status = 0;
   /** Answer body bytes still to come by the gateway's `Content-Length`; NaN when it sent none. */
   private remaining = Number.NaN;
@@ -96,7 +95,6 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     private readonly expectContinue: boolean,
   ) {
     this.head = req.method === 'HEAD';
-    this.hasBody = headers.hasBody;
     // The proxy's Authorization goes last; send() sets its value.
     headers.forward.push('authorization', '');
     res[kForwarding] = this;
@@ -117,8 +115,8 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     if (this.expectContinue) this.res.writeContinue();
     // A request body that stays silent is cut after UPSTREAM_IDLE_TIMEOUT_MS: the caller's socket
     // timeout, which Node refreshes on every read and write (no timer of ours per chunk).
-    if (this.hasBody && !this.req.complete) this.res.setTimeout(this.ctx.upstreamIdleTimeoutMs, onCallerIdle);
-    this.send(auth, this.hasBody ? this.req : null);
+    if (this.headers.hasBody && !this.req.complete) this.res.setTimeout(this.ctx.upstreamIdleTimeoutMs, onCallerIdle);
+    this.send(auth, this.headers.hasBody ? this.req : null);
   }
 
   /** No token could be had (or another failure before dispatch). */
@@ -126,7 +124,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     if (this.finished) return;
     this.finished = true;
     if (this.res.destroyed) return this.recordAbort();
-    answerProblem(this.ctx, this.req, this.res, err, this.started, this.hasBody);
+    answerProblem(this.ctx, this.req, this.res, err, this.started, this.headers.hasBody);
   }
 
   callerClosed(): void {
@@ -195,7 +193,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
       // The client refused the request itself (a header or method it will not send).
       this.finished = true;
       const code = (err as { code?: string }).code ?? 'invalid';
-      answerProblem(this.ctx, this.req, this.res, new BadRequestError(`the request cannot be forwarded (${code})`, { cause: err }), this.started, this.hasBody);
+      answerProblem(this.ctx, this.req, this.res, new BadRequestError(`the request cannot be forwarded (${code})`, { cause: err }), this.started, this.headers.hasBody);
     }
   }
 
@@ -261,7 +259,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
     }
     const problem = upstreamError(err, this.ctx, this.sent);
     this.ctx.log.warn({ code: problem.code, reason: problem.message }, 'forwarding failed');
-    answerProblem(this.ctx, this.req, this.res, problem, this.started, this.hasBody);
+    answerProblem(this.ctx, this.req, this.res, problem, this.started, this.headers.hasBody);
   }
 
   private recordAbort(): void {

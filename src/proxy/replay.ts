@@ -29,7 +29,7 @@ export class ReplayingForwarding extends Forwarding {
   override start(): void {
     const limit = this.ctx.replayBodyLimitBytes;
     const length = this.headers.contentLength;
-    if (this.hasBody && limit > 0 && (length === undefined || Number(length) <= limit)) this.copy = [];
+    if (this.headers.hasBody && limit > 0 && (length === undefined || Number(length) <= limit)) this.copy = [];
     super.start();
   }
 
@@ -100,14 +100,14 @@ export class ReplayingForwarding extends Forwarding {
    * read and kept (within `REPLAY_BODY_LIMIT_BYTES`); else undefined.
    */
   protected wholeBody(): Buffer | null | undefined {
-    if (!this.hasBody) return null;
+    if (!this.headers.hasBody) return null;
     if (this.copy === undefined || !this.req.readableEnded) return undefined;
     return Buffer.concat(this.copy, this.copyBytes);
   }
 
   /** A replay needs the whole body: none, or all of it copied while it streamed. */
   private canReplay(): boolean {
-    if (!this.hasBody) return true;
+    if (!this.headers.hasBody) return true;
     return this.copy !== undefined && this.req.complete;
   }
 }
