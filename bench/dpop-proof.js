@@ -26,7 +26,13 @@ function measure(alg) {
   }
   const wallUs = Number(process.hrtime.bigint() - start) / 1e3 / n;
   const used = process.cpuUsage(cpu);
-  return { alg, proofs: n, wallUsPerProof: wallUs.toFixed(1), cpuUsPerProof: ((used.user + used.system) / n).toFixed(1), length: once().length };
+  return {
+    alg,
+    proofs: n,
+    wallUsPerProof: wallUs.toFixed(1),
+    cpuUsPerProof: ((used.user + used.system) / n).toFixed(1),
+    length: once().length,
+  };
 }
 
 console.log(`node ${process.version}, ${budgetMs} ms per algorithm`);

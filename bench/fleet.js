@@ -81,7 +81,7 @@ class SimClock {
   push(timer) {
     const h = this.heap;
     h.push(timer);
-    for (let i = h.length - 1; i > 0; ) {
+    for (let i = h.length - 1; i > 0;) {
       const p = (i - 1) >> 1;
       if (!before(h[i], h[p])) break;
       [h[i], h[p]] = [h[p], h[i]];
@@ -95,7 +95,7 @@ class SimClock {
     const last = h.pop();
     if (h.length > 0) {
       h[0] = last;
-      for (let i = 0; ; ) {
+      for (let i = 0; ;) {
         const l = 2 * i + 1;
         const r = l + 1;
         let m = i;
@@ -274,16 +274,25 @@ lines.push('|---|--:|--:|---|');
 for (let h = 1; h < Math.ceil(horizonS / 3600); h++) {
   const b = hourRate(legacy.perSecond, h);
   const a = hourRate(after.perSecond, h);
-  lines.push(`| hour ${h + 1}: peak / mean req/min | ${fmt(b.peak / b.mean, 2)} (${b.peak} / ${fmt(b.mean)}) | ${fmt(a.peak / a.mean, 2)} (${a.peak} / ${fmt(a.mean)}) | ≤ 2 |`);
+  lines.push(
+    `| hour ${h + 1}: peak / mean req/min | ${fmt(b.peak / b.mean, 2)} (${b.peak} / ${fmt(b.mean)}) | ${fmt(a.peak / a.mean, 2)} (${a.peak} / ${fmt(a.mean)}) | ≤ 2 |`,
+  );
 }
 const ob = between(legacy.perSecond, outageFromS, outageToS);
 const oa = between(after.perSecond, outageFromS, outageToS);
 lines.push(`| requests during the outage | ${ob} | ${oa} | ≥ 4× fewer: ${fmt(ob / Math.max(1, oa), 1)}× |`);
-lines.push(`| requests in the minute after it | ${between(legacy.perSecond, outageToS, outageToS + 60)} | ${between(after.perSecond, outageToS, outageToS + 60)} | |`);
+lines.push(
+  `| requests in the minute after it | ${between(legacy.perSecond, outageToS, outageToS + 60)} | ${between(after.perSecond, outageToS, outageToS + 60)} | |`,
+);
 lines.push(`| sidecars ever without a valid token (checked every 10 s) | ${legacy.without} | ${after.without} | 0 |`);
-lines.push(`| fetches per sidecar over ${horizonS / 3600} h | ${fmt(between(legacy.perSecond, 0, horizonS + 1) / sidecars, 2)} | ${fmt(between(after.perSecond, 0, horizonS + 1) / sidecars, 2)} | |`);
+lines.push(
+  `| fetches per sidecar over ${horizonS / 3600} h | ${fmt(between(legacy.perSecond, 0, horizonS + 1) / sidecars, 2)} | ${fmt(between(after.perSecond, 0, horizonS + 1) / sidecars, 2)} | |`,
+);
 lines.push('');
-lines.push(`Pass-through: one proxy, ${sidecars} credentials each used every 5 minutes, a tenth (${sidecars / 10}) idle after the first hour; token fetches per hour:`, '');
+lines.push(
+  `Pass-through: one proxy, ${sidecars} credentials each used every 5 minutes, a tenth (${sidecars / 10}) idle after the first hour; token fetches per hour:`,
+  '',
+);
 lines.push('| hour | busy credentials | idle credentials |');
 lines.push('|--:|--:|--:|');
 for (let h = 0; h < pass.byHour.busy.length; h++) lines.push(`| ${h + 1} | ${pass.byHour.busy[h]} | ${pass.byHour.idle[h]} |`);

@@ -60,10 +60,14 @@ async function pollOk(url, deadlineMs) {
 /** One burst in its own process (the mock answers from this one, so it must not block). */
 function runLoad(url) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'bench/load-autocannon.js'), JSON.stringify({ url, seconds: burstS, connections, method: 'GET', bodyBytes: 0 })], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...env, NODE_OPTIONS: '' },
-    });
+    const child = spawn(
+      process.execPath,
+      [join(root, 'bench/load-autocannon.js'), JSON.stringify({ url, seconds: burstS, connections, method: 'GET', bodyBytes: 0 })],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...env, NODE_OPTIONS: '' },
+      },
+    );
     let out = '';
     child.stdout.on('data', (chunk) => (out += chunk));
     child.once('error', reject);
@@ -80,11 +84,13 @@ const adminPort = await freePort();
 
 // One token fetch on a fresh connection: what readiness cannot be faster than.
 const fetchStarted = performance.now();
-await (await fetch(`${mock.url}/api/v1/oauth2/token`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/x-www-form-urlencoded', connection: 'close' },
-  body: 'grant_type=client_credentials&client_id=bench-client&client_secret=bench-secret',
-})).arrayBuffer();
+await (
+  await fetch(`${mock.url}/api/v1/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', connection: 'close' },
+    body: 'grant_type=client_credentials&client_id=bench-client&client_secret=bench-secret',
+  })
+).arrayBuffer();
 const oneFetchMs = performance.now() - fetchStarted;
 
 const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1e3)'], { stdio: 'ignore', env: { ...env, NODE_OPTIONS: '' } });
@@ -120,7 +126,7 @@ try {
   const after = { bare: memory(bare.pid), product: memory(product.pid) };
 
   const row = (what, b, p, unit, budget) =>
-    `| ${what} | ${b.toFixed(1)} ${unit} | ${p.toFixed(1)} ${unit} | ${(p - b >= 0 ? '+' : '')}${(p - b).toFixed(1)} ${unit} | ${b > 0 ? (p / b).toFixed(2) : '-'} | ${budget} |`;
+    `| ${what} | ${b.toFixed(1)} ${unit} | ${p.toFixed(1)} ${unit} | ${p - b >= 0 ? '+' : ''}${(p - b).toFixed(1)} ${unit} | ${b > 0 ? (p / b).toFixed(2) : '-'} | ${budget} |`;
   const lines = [
     `footprint on Node ${process.version}, product NODE_OPTIONS=${productNodeOptions || '(none)'}, ${productAllocator.description}; idle ${idleS} s, burst ${burstS} s x ${connections} connections, after ${afterS} s`,
     '',

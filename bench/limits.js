@@ -20,7 +20,16 @@ setTimeout(() => {
 
 async function startProxy(gatewayUrl, env = {}) {
   const child = spawn(process.execPath, ['--max-semi-space-size=16', 'dist/main.js'], {
-    env: { PATH: process.env.PATH, BASE_URL: gatewayUrl, CLIENT_ID: 'c', CLIENT_SECRET: 's', LISTEN_PORT: '0', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1', ...env },
+    env: {
+      PATH: process.env.PATH,
+      BASE_URL: gatewayUrl,
+      CLIENT_ID: 'c',
+      CLIENT_SECRET: 's',
+      LISTEN_PORT: '0',
+      ADMIN_PORT: '0',
+      ADMIN_HOST: '127.0.0.1',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.add(child);
@@ -36,7 +45,8 @@ async function startProxy(gatewayUrl, env = {}) {
     });
   });
 }
-const rss = async (p) => Number(/^process_resident_memory_bytes (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${p.ports.admin}/metrics`)).text())[1]);
+const rss = async (p) =>
+  Number(/^process_resident_memory_bytes (\d+)/m.exec(await (await fetch(`http://127.0.0.1:${p.ports.admin}/metrics`)).text())[1]);
 const mb = (b) => Math.round(b / 1048576);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -58,7 +68,8 @@ const result = {};
   await sleep(1000);
   result.restRssMB = mb(await rss(p));
   const held = [];
-  for (let i = 0; i < IDLE; i += 500) held.push(...(await Promise.all(Array.from({ length: Math.min(500, IDLE - i) }, () => request(p.ports.proxy, true)))));
+  for (let i = 0; i < IDLE; i += 500)
+    held.push(...(await Promise.all(Array.from({ length: Math.min(500, IDLE - i) }, () => request(p.ports.proxy, true)))));
   await sleep(1000);
   result.idleConnections = held.filter((h) => h.status === 200).length;
   result.idleRssMB = mb(await rss(p));

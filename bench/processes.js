@@ -15,11 +15,15 @@ function imageEnv() {
   } catch {
     return new Map();
   }
-  const finalStage = dockerfile.split(/^FROM\s/m).at(-1).replace(/\\\n/g, ' ');
+  const finalStage = dockerfile
+    .split(/^FROM\s/m)
+    .at(-1)
+    .replace(/\\\n/g, ' ');
   const vars = new Map();
   for (const line of finalStage.split('\n')) {
     if (!/^\s*ENV\s/.test(line)) continue;
-    for (const m of line.replace(/^\s*ENV\s+/, '').matchAll(/([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|(\S*))/g)) vars.set(m[1], m[2] ?? m[3] ?? '');
+    for (const m of line.replace(/^\s*ENV\s+/, '').matchAll(/([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|(\S*))/g))
+      vars.set(m[1], m[2] ?? m[3] ?? '');
   }
   return vars;
 }

@@ -19,7 +19,10 @@ const STEPS = [
   ['metrics', ['answered', 'requestEnded', 'observe']],
   ['log', ['info', 'write', 'asJson']],
 ];
-const LEAF = new Map([['(garbage collector)', 'garbage collector'], ['(program)', '(program): V8 and native, unattributed']]);
+const LEAF = new Map([
+  ['(garbage collector)', 'garbage collector'],
+  ['(program)', '(program): V8 and native, unattributed'],
+]);
 
 const [, , file, usArg] = process.argv;
 const usPerRequest = Number(usArg);
@@ -52,5 +55,7 @@ const order = [...STEPS.map(([s]) => s), ...LEAF.values(), 'other (event loop, t
 console.log(`${busy} busy samples; ${usPerRequest} µs of CPU per request`);
 for (const step of order) {
   const n = counts.get(step) ?? 0;
-  console.log(`${step.padEnd(42)} ${((100 * n) / busy).toFixed(1).padStart(5)} %  ${((usPerRequest * n) / busy).toFixed(1).padStart(5)} µs`);
+  console.log(
+    `${step.padEnd(42)} ${((100 * n) / busy).toFixed(1).padStart(5)} %  ${((usPerRequest * n) / busy).toFixed(1).padStart(5)} µs`,
+  );
 }

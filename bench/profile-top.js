@@ -12,7 +12,8 @@ for (const id of profile.samples) selfSamples.set(id, (selfSamples.get(id) ?? 0)
 const parent = new Map();
 for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
 
-const label = ({ callFrame: f }) => `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(dist|src)\//, '$1/')}:${f.lineNumber + 1}`;
+const label = ({ callFrame: f }) =>
+  `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(dist|src)\//, '$1/')}:${f.lineNumber + 1}`;
 const self = new Map();
 const total = new Map();
 const totalSamples = profile.samples.length;
@@ -31,6 +32,14 @@ const idle = [...self].filter(([name]) => name.startsWith('(idle)')).reduce((a, 
 const busy = totalSamples - idle;
 const pct = (n) => `${((100 * n) / busy).toFixed(1).padStart(5)} %`;
 console.log(`${busy} busy samples of ${totalSamples}\n\nself time (of busy):`);
-for (const [name, n] of [...self].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, rows)) console.log(`${pct(n)}  ${name}`);
-console.log('\ninclusive time of the product\'s own functions:');
-for (const [name, n] of [...total].filter(([k]) => / dist\//.test(k)).sort((a, b) => b[1] - a[1]).slice(0, rows)) console.log(`${pct(n)}  ${name}`);
+for (const [name, n] of [...self]
+  .filter(([k]) => !k.startsWith('(idle)'))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, rows))
+  console.log(`${pct(n)}  ${name}`);
+console.log("\ninclusive time of the product's own functions:");
+for (const [name, n] of [...total]
+  .filter(([k]) => / dist\//.test(k))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, rows))
+  console.log(`${pct(n)}  ${name}`);

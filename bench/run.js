@@ -59,7 +59,12 @@ const SCENARIOS = {
   'get-1k-dpop': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, dpop: 'ES256' },
   'get-1k-dpop-eddsa': { method: 'GET', path: '/api/v1/tickets', connections: 50, bodyBytes: 0, dpop: 'EdDSA' },
 };
-const scenarioNames = (env.BENCH_SCENARIOS ?? Object.keys(SCENARIOS).filter((n) => !SCENARIOS[n].basic).join(',')).split(',');
+const scenarioNames = (
+  env.BENCH_SCENARIOS ??
+  Object.keys(SCENARIOS)
+    .filter((n) => !SCENARIOS[n].basic)
+    .join(',')
+).split(',');
 const BASELINE = 'undici-minimal';
 const productNodeOptions = env.BENCH_PRODUCT_NODE_OPTIONS ?? imageNodeOptions();
 const productAllocator = imageAllocatorEnv(env);
@@ -72,11 +77,16 @@ const BEARER = 'bearer';
 /** The CPU per request DPoP may cost with the default key, against the Bearer path's. */
 const DPOP_CPU_TARGET = 2;
 /** `NAME=value NAME2=` → { NAME: 'value', NAME2: '' } (an empty value unsets LD_PRELOAD, say). */
-const beforeEnv = Object.fromEntries((env.BENCH_BEFORE_ENV ?? '').split(/\s+/).filter(Boolean).map((pair) => {
-  const at = pair.indexOf('=');
-  if (at < 1) throw new Error(`BENCH_BEFORE_ENV: "${pair}" is not NAME=value`);
-  return [pair.slice(0, at), pair.slice(at + 1)];
-}));
+const beforeEnv = Object.fromEntries(
+  (env.BENCH_BEFORE_ENV ?? '')
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((pair) => {
+      const at = pair.indexOf('=');
+      if (at < 1) throw new Error(`BENCH_BEFORE_ENV: "${pair}" is not NAME=value`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+);
 const beforeMain = env.BENCH_BEFORE ? resolvePath(env.BENCH_BEFORE) : env.BENCH_BEFORE_ENV ? join(root, 'dist/main.js') : undefined;
 if (beforeMain && !existsSync(beforeMain)) throw new Error(`BENCH_BEFORE: ${beforeMain} does not exist (give a build's dist/main.js)`);
 
@@ -105,7 +115,10 @@ function pinned(cpu, command, args) {
 
 /** Starts a node process and resolves once `ready` says so (a line on stdout, or a poll). */
 function startNode(name, args, { env: extraEnv = {}, readyLine = /^ready /m, ready } = {}) {
-  const [command, argv] = pinned(name === 'upstream' || name === 'upstream-tls' ? LOAD_CPU : PROXY_CPU, process.execPath, [...nodeFlags, ...args]);
+  const [command, argv] = pinned(name === 'upstream' || name === 'upstream-tls' ? LOAD_CPU : PROXY_CPU, process.execPath, [
+    ...nodeFlags,
+    ...args,
+  ]);
   const child = spawn(command, argv, {
     cwd: root,
     env: { ...env, NODE_OPTIONS: '', ...extraEnv },
@@ -196,7 +209,7 @@ function geometricMeanInterval(ratios) {
   if (logs.length === 0) return { mean: NaN, low: NaN, high: NaN };
   const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
   let seed = 1;
-  const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+  const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
   const means = [];
   for (let i = 0; i < 2000; i++) means.push(mean(logs.map(() => logs[Math.floor(random() * logs.length)])));
   means.sort((a, b) => a - b);
@@ -299,11 +312,25 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile, tls, sc
     });
   const [minimal, httpProxy, product, before, bearer] = await Promise.all([
     // The DPoP scenarios hold the product against itself with DPoP off, not against the baselines.
-    dpop ? undefined : startNode(BASELINE, [...profileFlags(BASELINE), 'bench/baselines/undici-minimal.js', upstreamOrigin, String(minimalPort), staticToken], {
-      env: tls ? { NODE_EXTRA_CA_CERTS: tls.caFile } : {},
-    }),
+    dpop
+      ? undefined
+      : startNode(
+          BASELINE,
+          [...profileFlags(BASELINE), 'bench/baselines/undici-minimal.js', upstreamOrigin, String(minimalPort), staticToken],
+          {
+            env: tls ? { NODE_EXTRA_CA_CERTS: tls.caFile } : {},
+          },
+        ),
     // http-proxy is held against the plain-HTTP scenarios only.
-    tls || dpop ? undefined : startNode('http-proxy', [...profileFlags('http-proxy'), 'bench/baselines/http-proxy.js', upstreamOrigin, String(httpProxyPort), staticToken]),
+    tls || dpop
+      ? undefined
+      : startNode('http-proxy', [
+          ...profileFlags('http-proxy'),
+          'bench/baselines/http-proxy.js',
+          upstreamOrigin,
+          String(httpProxyPort),
+          staticToken,
+        ]),
     startProduct(PRODUCT, 'dist/main.js', productPort, adminPort, 'bench-client', dpopEnv),
     beforePort ? startProduct(BEFORE, beforeMain, beforePort, beforeAdminPort, 'bench-before', beforeEnv) : undefined,
     dpop ? startProduct(BEARER, 'dist/main.js', bearerPort, bearerAdminPort, 'bench-bearer') : undefined,
@@ -313,8 +340,7 @@ async function startCandidates(upstreamOrigin, tokenService, secretFile, tls, sc
   product.url = `http://127.0.0.1:${productPort}`;
   if (before) before.url = `http://127.0.0.1:${beforePort}`;
   if (bearer) bearer.url = `http://127.0.0.1:${bearerPort}`;
-  const fetchesBy = (clientId) => () =>
-    tokenService.tokenRequests.slice(tokenFetchesBefore).filter((r) => r.clientId === clientId).length;
+  const fetchesBy = (clientId) => () => tokenService.tokenRequests.slice(tokenFetchesBefore).filter((r) => r.clientId === clientId).length;
   product.tokenFetches = fetchesBy('bench-client');
   if (before) before.tokenFetches = fetchesBy('bench-before');
   if (bearer) bearer.tokenFetches = fetchesBy('bench-bearer');
@@ -403,7 +429,8 @@ async function runScenario(name, upstreams, tokenService, secretFile) {
     }
     // Ratios per round (the machine's speed drifts within a run), then their median.
     // Only the rounds both ran: a candidate that exited has no figures for the rounds after.
-    const perRound = (other, key) => samples[PRODUCT].flatMap((x, i) => (samples[other][i] === undefined ? [] : [x[key] / samples[other][i][key]]));
+    const perRound = (other, key) =>
+      samples[PRODUCT].flatMap((x, i) => (samples[other][i] === undefined ? [] : [x[key] / samples[other][i][key]]));
     const ratios = {};
     for (const other of [BEFORE, BEARER, BASELINE, 'http-proxy'].filter((n) => samples[n])) {
       const cpuPerRound = perRound(other, 'cpuUsPerRequest');
@@ -433,7 +460,9 @@ function report(results, machine) {
     `${machine.cpu} × ${machine.cores}, ${machine.memGiB} GiB, Node ${machine.node}, load: ${machine.load}, upstream: ${machine.upstream}, ` +
       `${rounds} rounds × ${durationS} s after ${warmupS} s warm-up${nodeFlags.length ? `, node ${nodeFlags.join(' ')}` : ''}; ` +
       (PIN ? `the proxies pinned to processor ${PROXY_CPU}, the load and the upstream to ${LOAD_CPU}; ` : '') +
-      (beforeMain ? `"${BEFORE}" is ${beforeMain}, run as the product is${env.BENCH_BEFORE_ENV ? ` but with ${env.BENCH_BEFORE_ENV}` : ''}; ` : '') +
+      (beforeMain
+        ? `"${BEFORE}" is ${beforeMain}, run as the product is${env.BENCH_BEFORE_ENV ? ` but with ${env.BENCH_BEFORE_ENV}` : ''}; `
+        : '') +
       `the product with NODE_OPTIONS=${productNodeOptions ? `"${productNodeOptions}"` : '(none)'} and ${productAllocator.description}`,
     '',
   );
@@ -443,18 +472,28 @@ function report(results, machine) {
     lines.push('| candidate | req/s | p50 ms | p99 ms | CPU µs/req | peak RSS MB | errors |');
     lines.push('|---|--:|--:|--:|--:|--:|--:|');
     for (const [name, s] of Object.entries(summary)) {
-      lines.push(`| ${name} | ${fmt(s.rps)} | ${fmt(s.p50Ms, 2)} | ${fmt(s.p99Ms, 2)} | ${fmt(s.cpuUsPerRequest, 1)} | ${fmt(s.peakRssMb)} | ${s.errors} |`);
+      lines.push(
+        `| ${name} | ${fmt(s.rps)} | ${fmt(s.p50Ms, 2)} | ${fmt(s.p99Ms, 2)} | ${fmt(s.cpuUsPerRequest, 1)} | ${fmt(s.peakRssMb)} | ${s.errors} |`,
+      );
     }
     for (const [name, s] of Object.entries(summary)) {
-      if (s.exitedInRound !== undefined) lines.push('', `**${name}'s process exited during round ${s.exitedInRound}**: its figures are of the rounds before.`);
-      if (s.stalledRounds) lines.push('', `**${name} answered no request in ${s.stalledRounds} of ${s.rounds.length} rounds**: it stopped serving; its figures are of the rounds it served.`);
+      if (s.exitedInRound !== undefined)
+        lines.push('', `**${name}'s process exited during round ${s.exitedInRound}**: its figures are of the rounds before.`);
+      if (s.stalledRounds)
+        lines.push(
+          '',
+          `**${name} answered no request in ${s.stalledRounds} of ${s.rounds.length} rounds**: it stopped serving; its figures are of the rounds it served.`,
+        );
     }
     lines.push('');
     lines.push('| product / | CPU per request | CPU: geometric mean (95 % interval) | req/s | p99 | peak RSS | CPU ratio per round |');
     lines.push('|---|--:|--:|--:|--:|--:|---|');
     for (const [other, r] of Object.entries(ratios)) {
       const interval = `${fmt(r.cpuInterval.mean, 2)} (${fmt(r.cpuInterval.low, 2)}-${fmt(r.cpuInterval.high, 2)})`;
-      const spread = r.cpuSpread.length > 12 ? `${r.cpuSpread.length} rounds, ${fmt(Math.min(...r.cpuSpread), 2)}-${fmt(Math.max(...r.cpuSpread), 2)}` : r.cpuSpread.map((x) => fmt(x, 2)).join(' ');
+      const spread =
+        r.cpuSpread.length > 12
+          ? `${r.cpuSpread.length} rounds, ${fmt(Math.min(...r.cpuSpread), 2)}-${fmt(Math.max(...r.cpuSpread), 2)}`
+          : r.cpuSpread.map((x) => fmt(x, 2)).join(' ');
       lines.push(`| ${other} | ${fmt(r.cpu, 2)} | ${interval} | ${fmt(r.rps, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.peakRss, 2)} | ${spread} |`);
     }
     const before = summary[BEFORE] ? `; by the build before it: ${summary[BEFORE].tokenFetches}` : '';
@@ -487,7 +526,8 @@ function report(results, machine) {
 function dpopBinding(counts) {
   const { requests, withProof, dpopScheme } = counts;
   const seen = `The upstream received ${withProof} requests with a DPoP proof and ${dpopScheme} with \`Authorization: DPoP\`, of ${requests} the product forwarded`;
-  if (withProof === 0) return `${seen}: **the token endpoint issued Bearer tokens, so no proof was signed**; these figures are the Bearer path's with DPOP=on, not DPoP's cost.`;
+  if (withProof === 0)
+    return `${seen}: **the token endpoint issued Bearer tokens, so no proof was signed**; these figures are the Bearer path's with DPOP=on, not DPoP's cost.`;
   // The upstream also counts the requests still in flight when the load generator stopped, which
   // the load generator does not: more proofs than requests is every request.
   return `${seen}${withProof >= requests && dpopScheme >= requests ? '' : ' (**not all of them**)'}: the tokens were DPoP-bound.`;
@@ -504,11 +544,23 @@ function dpopTargets(results, get1k) {
     const product = summary[PRODUCT];
     const bound = product.dpop.withProof > 0;
     const toBearer = ratios[BEARER];
-    const target = scenario.dpop === 'ES256' ? ` (target ≤ ${DPOP_CPU_TARGET}× with the default key: ${bound ? verdict(toBearer.cpu <= DPOP_CPU_TARGET) : 'not measured, the tokens were Bearer'})` : '';
-    lines.push(`- ${scenario.name} (${scenario.dpop}${scenario.dpop === 'ES256' ? ', the default generated key' : ''}): CPU per request ${fmt(product.cpuUsPerRequest, 1)} µs`);
-    lines.push(`  - against the product with DPoP off in the same rounds (${fmt(summary[BEARER].cpuUsPerRequest, 1)} µs): ${fmt(toBearer.cpu, 2)}×${target}`);
-    if (bearerGet1k !== undefined) lines.push(`  - against get-1k's product (Bearer) in this run (${fmt(bearerGet1k, 1)} µs): ${fmt(product.cpuUsPerRequest / bearerGet1k, 2)}×`);
-    lines.push(`  - peak RSS ${fmt(product.peakRssMb)} MB, ${fmt(toBearer.peakRss, 2)}× the product with DPoP off; req/s ${fmt(toBearer.rps, 2)}×, p99 ${fmt(toBearer.p99, 2)}×`);
+    const target =
+      scenario.dpop === 'ES256'
+        ? ` (target ≤ ${DPOP_CPU_TARGET}× with the default key: ${bound ? verdict(toBearer.cpu <= DPOP_CPU_TARGET) : 'not measured, the tokens were Bearer'})`
+        : '';
+    lines.push(
+      `- ${scenario.name} (${scenario.dpop}${scenario.dpop === 'ES256' ? ', the default generated key' : ''}): CPU per request ${fmt(product.cpuUsPerRequest, 1)} µs`,
+    );
+    lines.push(
+      `  - against the product with DPoP off in the same rounds (${fmt(summary[BEARER].cpuUsPerRequest, 1)} µs): ${fmt(toBearer.cpu, 2)}×${target}`,
+    );
+    if (bearerGet1k !== undefined)
+      lines.push(
+        `  - against get-1k's product (Bearer) in this run (${fmt(bearerGet1k, 1)} µs): ${fmt(product.cpuUsPerRequest / bearerGet1k, 2)}×`,
+      );
+    lines.push(
+      `  - peak RSS ${fmt(product.peakRssMb)} MB, ${fmt(toBearer.peakRss, 2)}× the product with DPoP off; req/s ${fmt(toBearer.rps, 2)}×, p99 ${fmt(toBearer.p99, 2)}×`,
+    );
     if (!bound) lines.push('  - **the tokens were Bearer: no proof was signed**');
   }
   lines.push('');
@@ -587,10 +639,42 @@ async function startTlsUpstream() {
     if (r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${r.stderr}`);
   };
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=bench CA', '-days', '2', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign');
+  ssl(
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-subj',
+    '/CN=bench CA',
+    '-days',
+    '2',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+  );
   ssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost');
   writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
-  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'ext.cnf');
+  ssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'ext.cnf',
+  );
   const upstream = await startNode('upstream-tls', ['bench/upstream.js', '0'], {
     env: { BENCH_UPSTREAM_TLS_KEY: join(dir, 'server.key'), BENCH_UPSTREAM_TLS_CERT: join(dir, 'server.crt') },
   });
@@ -621,7 +705,9 @@ async function main() {
     load: loadTool === 'wrk' ? 'wrk -t1' : 'autocannon (1 worker)',
     upstream: upstreamKind,
   };
-  process.stderr.write(`bench: ${machine.load} against ${upstreamKind}, ${rounds} rounds × ${durationS} s, scenarios ${scenarioNames.join(', ')}\n`);
+  process.stderr.write(
+    `bench: ${machine.load} against ${upstreamKind}, ${rounds} rounds × ${durationS} s, scenarios ${scenarioNames.join(', ')}\n`,
+  );
   const results = [];
   try {
     for (const name of scenarioNames) results.push(await runScenario(name, upstreams, tokenService, secretFile));
@@ -638,7 +724,27 @@ async function main() {
   const dir = join(root, 'bench/results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ machine, settings: { durationS, rounds, warmupS, pinned: PIN, nodeFlags, productNodeOptions, productAllocator: productAllocator.description, before: beforeMain }, results }, null, 2) + '\n');
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        machine,
+        settings: {
+          durationS,
+          rounds,
+          warmupS,
+          pinned: PIN,
+          nodeFlags,
+          productNodeOptions,
+          productAllocator: productAllocator.description,
+          before: beforeMain,
+        },
+        results,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
   process.stderr.write(`bench: ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}\n`);
 }
 

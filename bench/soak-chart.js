@@ -32,7 +32,9 @@ export function drawSoak(samples, windows, { title }) {
     for (const w of windows) {
       const x1 = x(w.from);
       const x2 = x(w.to ?? tMax);
-      out.push(`<rect x="${x1.toFixed(1)}" y="${y0}" width="${Math.max(1, x2 - x1).toFixed(1)}" height="${PH}" fill="#f4c7c3" opacity="0.6"/>`);
+      out.push(
+        `<rect x="${x1.toFixed(1)}" y="${y0}" width="${Math.max(1, x2 - x1).toFixed(1)}" height="${PH}" fill="#f4c7c3" opacity="0.6"/>`,
+      );
       if (i === 0) out.push(`<text x="${x1.toFixed(1)}" y="${y0 - 4}" font-size="9" fill="#a33">${esc(w.name)}</text>`);
     }
     out.push(`<rect x="${L}" y="${y0}" width="${W - L - R}" height="${PH}" fill="none" stroke="#999"/>`);

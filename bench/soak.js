@@ -40,10 +40,13 @@ process.on('exit', () => {
   rmSync(work, { recursive: true, force: true });
 });
 process.on('SIGINT', () => process.exit(130));
-const hardStop = setTimeout(() => {
-  console.error('soak: did not finish in time; stopping');
-  process.exit(1);
-}, (RUN_S + 120) * 1000);
+const hardStop = setTimeout(
+  () => {
+    console.error('soak: did not finish in time; stopping');
+    process.exit(1);
+  },
+  (RUN_S + 120) * 1000,
+);
 hardStop.unref();
 
 const gateway = await createMockTicketService({ clients: { soak: 'soak-secret-1' }, tokenTtlS: TOKEN_TTL_S });
@@ -91,30 +94,77 @@ const scale = Math.min(1, RUN_S / 1800);
 const len = (s) => Math.max(6, Math.round(s * scale));
 /** Each: name, start (s), length (s), begin and end actions, the statuses/causes it explains. */
 const FAULTS = [
-  { name: 'token endpoint 503', len: len(45), explains: ['503 token_unavailable'],
-    begin: () => gateway.setTokenFault({ status: 503, body: { error: 'temporarily_unavailable' }, times: Infinity }), end: () => gateway.clearTokenFaults() },
-  { name: 'gateway 401', len: len(20), explains: ['401'], begin: () => gateway.rejectAllTokens(true), end: () => gateway.rejectAllTokens(false) },
-  { name: 'token endpoint hangs', len: len(45), explains: ['503 token_unavailable'],
-    begin: () => gateway.setTokenFault({ kind: 'hang', times: Infinity }), end: () => gateway.clearTokenFaults() },
+  {
+    name: 'token endpoint 503',
+    len: len(45),
+    explains: ['503 token_unavailable'],
+    begin: () => gateway.setTokenFault({ status: 503, body: { error: 'temporarily_unavailable' }, times: Infinity }),
+    end: () => gateway.clearTokenFaults(),
+  },
+  {
+    name: 'gateway 401',
+    len: len(20),
+    explains: ['401'],
+    begin: () => gateway.rejectAllTokens(true),
+    end: () => gateway.rejectAllTokens(false),
+  },
+  {
+    name: 'token endpoint hangs',
+    len: len(45),
+    explains: ['503 token_unavailable'],
+    begin: () => gateway.setTokenFault({ kind: 'hang', times: Infinity }),
+    end: () => gateway.clearTokenFaults(),
+  },
   // A reset after the request went out is `upstream_disconnected` (the gateway may have acted);
   // one before it, `upstream_unreachable`. A GET is sent once more first, and meets the reset again.
-  { name: 'gateway resets', len: len(20), explains: ['502 upstream_disconnected', '502 upstream_unreachable', 'error'], begin: () => gateway.setApiFault({ kind: 'reset' }), end: () => gateway.setApiFault(undefined) },
+  {
+    name: 'gateway resets',
+    len: len(20),
+    explains: ['502 upstream_disconnected', '502 upstream_unreachable', 'error'],
+    begin: () => gateway.setApiFault({ kind: 'reset' }),
+    end: () => gateway.setApiFault(undefined),
+  },
   // Each time: the IdP takes a new secret, and the secret file catches up when the window ends.
-  { name: 'secret rejected, then rotated', len: len(45), explains: ['503 token_unavailable'],
+  {
+    name: 'secret rejected, then rotated',
+    len: len(45),
+    explains: ['503 token_unavailable'],
     begin: () => gateway.setClientSecret('soak', `soak-secret-${secretGeneration + 1}`),
-    end: () => writeFileSync(secretFile, `soak-secret-${++secretGeneration}\n`) },
-  { name: 'slow gateway headers', len: len(20), explains: ['504 upstream_timeout'],
-    begin: () => gateway.setApiFault({ kind: 'delay', ms: UPSTREAM_TIMEOUT_MS + 1000 }), end: () => gateway.setApiFault(undefined) },
+    end: () => writeFileSync(secretFile, `soak-secret-${++secretGeneration}\n`),
+  },
+  {
+    name: 'slow gateway headers',
+    len: len(20),
+    explains: ['504 upstream_timeout'],
+    begin: () => gateway.setApiFault({ kind: 'delay', ms: UPSTREAM_TIMEOUT_MS + 1000 }),
+    end: () => gateway.setApiFault(undefined),
+  },
   // The token endpoint lives on the gateway: a token that runs out while it is down is this fault's too.
-  { name: 'gateway down', len: len(30), explains: ['502 upstream_unreachable', '503 token_unavailable', 'error'], begin: () => gateway.setDown(true), end: () => gateway.setDown(false) },
+  {
+    name: 'gateway down',
+    len: len(30),
+    explains: ['502 upstream_unreachable', '503 token_unavailable', 'error'],
+    begin: () => gateway.setDown(true),
+    end: () => gateway.setDown(false),
+  },
 ];
 // The first sixth is the baseline, the last sixth recovery. In a run of 10 minutes or more every
 // fault comes twice: a first round before a third of the run, a second spread over the judged
 // span (the last two thirds). A first visit of a fault path sizes the allocator and V8's heap to
 // what it needs; a leak shows as growth across the second visits, which the slope judges.
-const rounds = RUN_S >= 600 ? [[RUN_S / 12, RUN_S / 3], [RUN_S / 3, (RUN_S * 5) / 6]] : [[RUN_S / 6, (RUN_S * 5) / 6]];
+const rounds =
+  RUN_S >= 600
+    ? [
+        [RUN_S / 12, RUN_S / 3],
+        [RUN_S / 3, (RUN_S * 5) / 6],
+      ]
+    : [[RUN_S / 6, (RUN_S * 5) / 6]];
 const SCHEDULE = rounds.flatMap(([from, to], round) =>
-  FAULTS.map((f, i) => ({ ...f, name: rounds.length > 1 ? `${f.name} (${round + 1})` : f.name, start: Math.round(from + (i * (to - from)) / FAULTS.length) })),
+  FAULTS.map((f, i) => ({
+    ...f,
+    name: rounds.length > 1 ? `${f.name} (${round + 1})` : f.name,
+    start: Math.round(from + (i * (to - from)) / FAULTS.length),
+  })),
 );
 const windows = [];
 for (const f of SCHEDULE) {
@@ -122,10 +172,13 @@ for (const f of SCHEDULE) {
     f.begin();
     windows.push({ name: f.name, from: t(), to: undefined, explains: f.explains });
   }, f.start * 1000);
-  setTimeout(() => {
-    f.end();
-    windows.find((w) => w.name === f.name).to = t();
-  }, (f.start + f.len) * 1000);
+  setTimeout(
+    () => {
+      f.end();
+      windows.find((w) => w.name === f.name).to = t();
+    },
+    (f.start + f.len) * 1000,
+  );
 }
 
 // --- load -----------------------------------------------------------------------------------
@@ -145,8 +198,19 @@ function call(kind) {
   }
   inflight++;
   const began = performance.now();
-  const opts = { host: '127.0.0.1', port: ports.proxy, agent: kind === 'fresh' ? false : keepAlive, method: 'GET', path: '/api/v1/tickets' };
-  if (kind === 'post') Object.assign(opts, { method: 'POST', path: '/api/v1/upload', headers: { 'content-type': 'application/octet-stream', 'content-length': POST_BODY.length } });
+  const opts = {
+    host: '127.0.0.1',
+    port: ports.proxy,
+    agent: kind === 'fresh' ? false : keepAlive,
+    method: 'GET',
+    path: '/api/v1/tickets',
+  };
+  if (kind === 'post')
+    Object.assign(opts, {
+      method: 'POST',
+      path: '/api/v1/upload',
+      headers: { 'content-type': 'application/octet-stream', 'content-length': POST_BODY.length },
+    });
   if (kind === 'download') Object.assign(opts, { path: `/api/v1/download?bytes=${5 * 1024 * 1024}`, agent: false });
   if (kind === 'abort') Object.assign(opts, { path: `/api/v1/download?bytes=${5 * 1024 * 1024}`, agent: false });
   let finished = false;
@@ -298,12 +362,21 @@ const heap = slope('heapMB');
 // the slope is judged on the fds besides connections (the raw count is drawn and its peak reported).
 const fds = slope('otherFds');
 // Tolerance: over the last two thirds, growth by the fitted slope within 10 % of the mean (RSS, heap) and within 10 fds.
-check(rss.growth <= Math.max(8, rss.mean * 0.1), `RSS slope ${rss.perMin.toFixed(3)} MB/min (growth ${rss.growth.toFixed(1)} MB over the last two thirds; tolerance 10 % of ${rss.mean.toFixed(0)} MB)`);
-check(heap.growth <= Math.max(4, heap.mean * 0.1), `heap slope ${heap.perMin.toFixed(3)} MB/min (growth ${heap.growth.toFixed(1)} MB; tolerance 10 % of ${heap.mean.toFixed(0)} MB)`);
+check(
+  rss.growth <= Math.max(8, rss.mean * 0.1),
+  `RSS slope ${rss.perMin.toFixed(3)} MB/min (growth ${rss.growth.toFixed(1)} MB over the last two thirds; tolerance 10 % of ${rss.mean.toFixed(0)} MB)`,
+);
+check(
+  heap.growth <= Math.max(4, heap.mean * 0.1),
+  `heap slope ${heap.perMin.toFixed(3)} MB/min (growth ${heap.growth.toFixed(1)} MB; tolerance 10 % of ${heap.mean.toFixed(0)} MB)`,
+);
 check(fds.growth <= 10, `slope of fds besides connections ${fds.perMin.toFixed(2)}/min (growth ${fds.growth.toFixed(1)}; tolerance 10)`);
 const idleStart = samples[0].rssMB;
 const quietEnd = samples.at(-1).rssMB;
-check(quietEnd <= idleStart + 35, `RSS ${QUIET_S} s after the load: ${quietEnd.toFixed(0)} MB against ${idleStart.toFixed(0)} MB idle at the start (tolerance + 35 MB, the footprint budget's allowance after a burst)`);
+check(
+  quietEnd <= idleStart + 35,
+  `RSS ${QUIET_S} s after the load: ${quietEnd.toFixed(0)} MB against ${idleStart.toFixed(0)} MB idle at the start (tolerance + 35 MB, the footprint budget's allowance after a burst)`,
+);
 const base = samples.filter((s) => s.t >= 5 && s.t <= SCHEDULE[0].start);
 const median = (a) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)] ?? NaN;
 const baseFds = median(base.map((s) => s.otherFds));
@@ -312,7 +385,10 @@ for (const w of windows) {
   const after = samples.filter((s) => s.t >= (w.to ?? RUN_S) + 10 && s.t <= (w.to ?? RUN_S) + 40);
   // fds less one per caller connection and per upstream connection: what nothing explains.
   const back = after.some((s) => s.otherFds <= baseFds + 5 && s.upstream <= baseUp * 1.5 + 10);
-  check(back, `after "${w.name}": fds and upstream connections back to baseline (${baseFds} fds besides connections, ${baseUp} upstream; within + 5 / 1.5x + 10)`);
+  check(
+    back,
+    `after "${w.name}": fds and upstream connections back to baseline (${baseFds} fds besides connections, ${baseUp} upstream; within + 5 / 1.5x + 10)`,
+  );
 }
 check(expiredSeen === 0, `requests reaching the gateway with an expired token: ${expiredSeen}`);
 const explained = (r) =>
@@ -320,7 +396,10 @@ const explained = (r) =>
 const unexplained = results.nonOk.filter((r) => !explained(r));
 const causes = {};
 for (const r of results.nonOk) causes[r.cause] = (causes[r.cause] ?? 0) + 1;
-check(unexplained.length === 0, `non-2xx answers: ${results.nonOk.length}, unexplained by a fault: ${unexplained.length}${unexplained.length ? ` (first: ${JSON.stringify(unexplained.slice(0, 3))})` : ''}`);
+check(
+  unexplained.length === 0,
+  `non-2xx answers: ${results.nonOk.length}, unexplained by a fault: ${unexplained.length}${unexplained.length ? ` (first: ${JSON.stringify(unexplained.slice(0, 3))})` : ''}`,
+);
 const starts = new Set(samples.map((s) => s.startTime).filter(Number.isFinite));
 check(exited === null && starts.size === 1, `proxy restarts: ${exited === null ? starts.size - 1 : 'exited ' + JSON.stringify(exited)}`);
 
@@ -330,15 +409,37 @@ mkdirSync(join(root, 'bench/results'), { recursive: true });
 const base_ = join(root, 'bench/results', `soak-${stamp}`);
 const peak = (k) => Math.max(...samples.map((s) => s[k]).filter(Number.isFinite));
 const summary = {
-  minutes: MINUTES, rate: RATE, nodeOptions: imageNodeOptions(), allocator: allocator.description, requests: results.done, ok: results.ok, aborted: results.aborted, skipped: results.skipped,
-  nonOk: results.nonOk.length, causes, expiredSeen, windows,
-  peaks: { rssMB: peak('rssMB'), heapMB: peak('heapMB'), fds: peak('fds'), handles: peak('handles'), loopP99ms: peak('loopP99ms'), upstream: peak('upstream') },
-  slopes: { rssMBPerMin: rss.perMin, heapMBPerMin: heap.perMin, fdsPerMin: fds.perMin }, baseline: { fds: baseFds, upstream: baseUp },
+  minutes: MINUTES,
+  rate: RATE,
+  nodeOptions: imageNodeOptions(),
+  allocator: allocator.description,
+  requests: results.done,
+  ok: results.ok,
+  aborted: results.aborted,
+  skipped: results.skipped,
+  nonOk: results.nonOk.length,
+  causes,
+  expiredSeen,
+  windows,
+  peaks: {
+    rssMB: peak('rssMB'),
+    heapMB: peak('heapMB'),
+    fds: peak('fds'),
+    handles: peak('handles'),
+    loopP99ms: peak('loopP99ms'),
+    upstream: peak('upstream'),
+  },
+  slopes: { rssMBPerMin: rss.perMin, heapMBPerMin: heap.perMin, fdsPerMin: fds.perMin },
+  baseline: { fds: baseFds, upstream: baseUp },
   rss: { idleStartMB: idleStart, quietEndMB: quietEnd },
-  verdicts, pass,
+  verdicts,
+  pass,
 };
 writeFileSync(`${base_}.json`, JSON.stringify({ summary, samples, nonOk: results.nonOk }, null, 1));
-writeFileSync(`${base_}.svg`, drawSoak(samples, windows, { title: `ticket-auth-proxy soak: ${MINUTES} min at ${RATE} req/s, ${pass ? 'PASS' : 'FAIL'}` }));
+writeFileSync(
+  `${base_}.svg`,
+  drawSoak(samples, windows, { title: `ticket-auth-proxy soak: ${MINUTES} min at ${RATE} req/s, ${pass ? 'PASS' : 'FAIL'}` }),
+);
 console.log(`the proxy ran with NODE_OPTIONS=${imageNodeOptions() || '(none)'} and ${allocator.description}`);
 for (const v of verdicts) console.log(`${v.ok ? 'ok  ' : 'FAIL'} ${v.text}`);
 console.log(`samples and chart: ${base_}.json, ${base_}.svg`);

@@ -57,7 +57,16 @@ async function main(): Promise<void> {
   for (const w of warnings) log.warn({ variable: w.variable, setting: w.setting }, w.message);
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
   // Signals are handled from before the listeners open: a SIGTERM during start-up still drains.
-  const app = startApp({ config, tls: checked.tls, token: checked.token, dpop: checked.dpop, log, clock: systemClock, random: Math.random, registry: new Registry() });
+  const app = startApp({
+    config,
+    tls: checked.tls,
+    token: checked.token,
+    dpop: checked.dpop,
+    log,
+    clock: systemClock,
+    random: Math.random,
+    registry: new Registry(),
+  });
   app.catch((err: unknown) => {
     log.error({ reason: (err as Error).message }, 'start failed');
     fail((err as Error).message, 1);

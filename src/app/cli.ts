@@ -30,7 +30,14 @@ export function parseArgs(argv: readonly string[]): CliArgs {
 
 /** The settings as a table: environment name, file key, default; each column as wide as its longest entry. */
 function settingsTable(): string[] {
-  const rows = [['ENV', 'FILE KEY', ''], ...SETTINGS.map((s) => [s.env, s.envOnly ? '(environment only)' : s.key, s.default === undefined ? '' : `default ${String(s.default)}`])];
+  const rows = [
+    ['ENV', 'FILE KEY', ''],
+    ...SETTINGS.map((s) => [
+      s.env,
+      s.envOnly ? '(environment only)' : s.key,
+      s.default === undefined ? '' : `default ${String(s.default)}`,
+    ]),
+  ];
   const envWidth = Math.max(...rows.map((r) => r[0]!.length));
   const keyWidth = Math.max(...rows.map((r) => r[1]!.length));
   return rows.map(([env, key, def]) => `  ${env!.padEnd(envWidth)}  ${key!.padEnd(keyWidth)}  ${def!}`.trimEnd());

@@ -42,7 +42,17 @@ export function createTokenSources(deps: TokenSourceDeps): { configured: TokenSo
   if (dpop !== undefined && keyFile !== undefined && deps.dpop.keyText !== undefined) {
     const { clock, log } = deps;
     const onRotate = (): void => configured?.refreshNow('DPoP key changed');
-    deps.stops.add(watchDpopKeyFile({ path: keyFile, initialText: deps.dpop.keyText, alg: deps.config.dpopAlg, prover: dpop.prover, onRotate, clock, log }));
+    deps.stops.add(
+      watchDpopKeyFile({
+        path: keyFile,
+        initialText: deps.dpop.keyText,
+        alg: deps.config.dpopAlg,
+        prover: dpop.prover,
+        onRotate,
+        clock,
+        log,
+      }),
+    );
   }
   return { configured, passthrough: passthroughCache(deps, dpop) };
 }
@@ -57,7 +67,10 @@ export function dpopClient(
   return createDpopClient({ mode: startup.mode, key: startup.key, baseUrl: config.baseUrl, ...deps });
 }
 
-function configuredSource({ config, token, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps, dpop: DpopClient | undefined): TokenSource | undefined {
+function configuredSource(
+  { config, token, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps,
+  dpop: DpopClient | undefined,
+): TokenSource | undefined {
   // How the configured client proves who it is (TOKEN_AUTH_METHOD).
   const auth = configuredCredential(config, { clock, log, startup: token });
   if (auth.credential === undefined) return undefined;
@@ -81,7 +94,10 @@ function configuredSource({ config, token, clock, log, random, metrics, dispatch
 }
 
 /** Callers' own Basic credentials, each with a token source of its own. */
-function passthroughCache({ config, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps, dpop: DpopClient | undefined): SourceCache | undefined {
+function passthroughCache(
+  { config, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps,
+  dpop: DpopClient | undefined,
+): SourceCache | undefined {
   if (!config.passthroughBasic) return undefined;
   const cache = createSourceCache({
     max: config.tokenCacheMax,

@@ -2,12 +2,7 @@ import type { LogLevel } from '../core/log.js';
 
 /** How the client proves who it is at the token endpoint (`TOKEN_AUTH_METHOD`). */
 export type TokenAuthMethod =
-  | 'client_secret_post'
-  | 'client_secret_basic'
-  | 'private_key_jwt'
-  | 'tls_client_auth'
-  | 'client_assertion_file'
-  | 'client_secret_jwt';
+  'client_secret_post' | 'client_secret_basic' | 'private_key_jwt' | 'tls_client_auth' | 'client_assertion_file' | 'client_secret_jwt';
 
 /** Sender-constrained tokens (`DPOP`, RFC 9449): off, proofs sent (a Bearer answer still used), or a DPoP-bound token required. */
 export type DpopMode = 'off' | 'on' | 'required';
@@ -117,15 +112,34 @@ export const SETTINGS: readonly Setting[] = [
   {
     env: 'TOKEN_AUTH_METHOD',
     key: 'tokenAuthMethod',
-    kind: { type: 'enum', values: ['client_secret_post', 'client_secret_basic', 'private_key_jwt', 'tls_client_auth', 'client_assertion_file', 'client_secret_jwt'] },
+    kind: {
+      type: 'enum',
+      values: [
+        'client_secret_post',
+        'client_secret_basic',
+        'private_key_jwt',
+        'tls_client_auth',
+        'client_assertion_file',
+        'client_secret_jwt',
+      ],
+    },
     default: 'client_secret_post',
   },
   { env: 'TOKEN_PARAMS', key: 'tokenParams', kind: { type: 'params' } },
   { env: 'CLIENT_ASSERTION_KEY_FILE', key: 'clientAssertionKeyFile', kind: { type: 'path' } },
   { env: 'CLIENT_ASSERTION_KID', key: 'clientAssertionKid', kind: { type: 'string' } },
-  { env: 'CLIENT_ASSERTION_ALG', key: 'clientAssertionAlg', kind: { type: 'enum', values: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'] } },
+  {
+    env: 'CLIENT_ASSERTION_ALG',
+    key: 'clientAssertionAlg',
+    kind: { type: 'enum', values: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'] },
+  },
   { env: 'CLIENT_ASSERTION_FILE', key: 'clientAssertionFile', kind: { type: 'path' } },
-  { env: 'CLIENT_ASSERTION_TYPE', key: 'clientAssertionType', kind: { type: 'string' }, default: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer' },
+  {
+    env: 'CLIENT_ASSERTION_TYPE',
+    key: 'clientAssertionType',
+    kind: { type: 'string' },
+    default: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+  },
   { env: 'DPOP', key: 'dpop', kind: { type: 'enum', values: ['off', 'on', 'required'] }, default: 'off' },
   { env: 'DPOP_KEY_FILE', key: 'dpopKeyFile', kind: { type: 'path' } },
   { env: 'DPOP_ALG', key: 'dpopAlg', kind: { type: 'enum', values: DPOP_ALGS } },

@@ -105,7 +105,12 @@ function apiRootProblem(baseUrl: string, tokenUrlGiven: boolean, name: string): 
 }
 
 /** BASE_URL and TOKEN_URL: absolute, http(s), http only for loopback unless allowed. */
-function endpoints(out: Record<string, unknown>, given: (key: string) => boolean, name: (key: keyof Config) => string, problems: string[]): void {
+function endpoints(
+  out: Record<string, unknown>,
+  given: (key: string) => boolean,
+  name: (key: keyof Config) => string,
+  problems: string[],
+): void {
   const insecure = out.allowInsecureHttp as boolean;
   if (out.baseUrl === undefined) {
     if (!given('baseUrl')) problems.push('BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com');
@@ -158,7 +163,9 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
     given: (key) => raw.has(key),
     name,
     bothSet: (a, b) =>
-      raw.has(b) ? `${BY_KEY.get(a)!.env} and ${BY_KEY.get(b)!.env} are both set (${origin(a)}, ${origin(b)})` : `${BY_KEY.get(a)!.env} is set (${origin(a)})`,
+      raw.has(b)
+        ? `${BY_KEY.get(a)!.env} and ${BY_KEY.get(b)!.env} are both set (${origin(a)}, ${origin(b)})`
+        : `${BY_KEY.get(a)!.env} is set (${origin(a)})`,
     problem: (message) => problems.push(message),
     readFile: (key) => {
       if (!read.has(key)) {

@@ -60,7 +60,9 @@ export function parseValue(kind: Kind, value: unknown, name: string, problems: s
     case 'proxy': {
       const url = typeof value === 'string' || typeof value === 'number' ? proxyUrl(String(value).trim()) : undefined;
       if (url !== undefined) return url;
-      problems.push(`${name} must be a proxy URL such as http://proxy.example.com:3128 (got ${JSON.stringify(withoutUserinfo(String(value)))})`);
+      problems.push(
+        `${name} must be a proxy URL such as http://proxy.example.com:3128 (got ${JSON.stringify(withoutUserinfo(String(value)))})`,
+      );
       return undefined;
     }
     case 'enum': {

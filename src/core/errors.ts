@@ -5,14 +5,7 @@
  */
 
 /** Outcome of one token request, as counted by `ticket_auth_proxy_token_fetches_total`. */
-export type FetchOutcome =
-  | 'success'
-  | 'rejected'
-  | 'rate_limited'
-  | 'server_error'
-  | 'network_error'
-  | 'timeout'
-  | 'invalid_response';
+export type FetchOutcome = 'success' | 'rejected' | 'rate_limited' | 'server_error' | 'network_error' | 'timeout' | 'invalid_response';
 
 export class ProxyError extends Error {
   readonly code: string = 'proxy_error';

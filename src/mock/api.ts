@@ -64,7 +64,13 @@ const ROUTES: Record<string, (call: Call) => void> = {
     json(res, 200, { workspace, tickets: TICKETS }, { ETag: '"tickets-v1"', 'X-Ticket-Count': String(TICKETS.length) });
   },
   '/echo': ({ req, res, record }) =>
-    json(res, 200, { method: req.method, url: req.url, headers: req.headers, bodyLength: record.bodyLength, bodySha256: record.bodySha256 }),
+    json(res, 200, {
+      method: req.method,
+      url: req.url,
+      headers: req.headers,
+      bodyLength: record.bodyLength,
+      bodySha256: record.bodySha256,
+    }),
   '/upload': ({ res, record }) => json(res, 200, { length: record.bodyLength, sha256: record.bodySha256 }),
   '/download': ({ res, query }) => download(res, Number(query.get('bytes') ?? 1024)),
   '/slow': ({ res, query }) => {
@@ -113,21 +119,41 @@ function download(res: ServerResponse, total: number): void {
 }
 
 /** Answers one API call whose body was read; `rest` is the path below `/api/v1`. */
-export type ApiHandler = (req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, rest: string, query: URLSearchParams) => void;
+export type ApiHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  record: ApiRequestRecord,
+  rest: string,
+  query: URLSearchParams,
+) => void;
 
 /**
  * RFC 9449 §7: a request with `Authorization: DPoP`, or presenting a DPoP-bound token, is checked
  * strictly (proof, `ath`, the token's `cnf.jkt`); a bound token presented as `Bearer` is refused.
  * Undefined when the request may go on; else the 401 is sent and the record tells why.
  */
-async function refusedProof(options: ApiOptions, req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, token: IssuedToken | undefined): Promise<boolean> {
+async function refusedProof(
+  options: ApiOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  record: ApiRequestRecord,
+  token: IssuedToken | undefined,
+): Promise<boolean> {
   const [scheme = '', value] = (req.headers.authorization ?? '').split(' ');
   const isDpop = scheme.toLowerCase() === 'dpop';
   if (!isDpop && token?.jkt === undefined) return false;
-  const verdict = await options.dpop.verify({ rawHeaders: req.rawHeaders, method: req.method ?? 'GET', url: `${options.origin()}${req.url ?? '/'}`, accessToken: value, boundJkt: token?.jkt });
+  const verdict = await options.dpop.verify({
+    rawHeaders: req.rawHeaders,
+    method: req.method ?? 'GET',
+    url: `${options.origin()}${req.url ?? '/'}`,
+    accessToken: value,
+    boundJkt: token?.jkt,
+  });
   record.dpop = verdict.ok ? { ok: isDpop, jkt: verdict.jkt } : { ok: false, error: verdict.error };
   if (verdict.ok && isDpop) return false;
-  const refusal: Extract<DpopVerdict, { ok: false }> = verdict.ok ? { ok: false, error: 'invalid_token', description: 'a DPoP-bound token presented as Bearer' } : verdict;
+  const refusal: Extract<DpopVerdict, { ok: false }> = verdict.ok
+    ? { ok: false, error: 'invalid_token', description: 'a DPoP-bound token presented as Bearer' }
+    : verdict;
   if (verdict.ok) record.dpop.error = 'invalid_token';
   const nonce: Record<string, string> = refusal.nonce === undefined ? {} : { 'dpop-nonce': refusal.nonce };
   json(res, 401, { error: refusal.error }, { 'www-authenticate': dpopChallenge(refusal), ...nonce });
@@ -136,7 +162,15 @@ async function refusedProof(options: ApiOptions, req: IncomingMessage, res: Serv
 
 /** Creates the API's handler. */
 export function createApi(options: ApiOptions): ApiHandler {
-  const serve = (req: IncomingMessage, res: ServerResponse, record: ApiRequestRecord, rest: string, query: URLSearchParams, delayed = false, proven = false): void => {
+  const serve = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    record: ApiRequestRecord,
+    rest: string,
+    query: URLSearchParams,
+    delayed = false,
+    proven = false,
+  ): void => {
     const presented = options.presented(req);
     if (!proven && !delayed && (presented?.jkt !== undefined || /^dpop /i.test(req.headers.authorization ?? ''))) {
       void refusedProof(options, req, res, record, presented).then((refused) => {

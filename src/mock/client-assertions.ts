@@ -96,7 +96,12 @@ export function createAssertionClients(): AssertionClients {
       const key = clientId === undefined ? undefined : keys.get(clientId);
       if (!key || type !== JWT_BEARER) return refuse(clientId, 'private_key_jwt', 'unknown client or assertion type');
       try {
-        const { payload } = await jwtVerify(assertion, key, { issuer: clientId, subject: clientId, audience: tokenUrl, requiredClaims: ['exp', 'jti'] });
+        const { payload } = await jwtVerify(assertion, key, {
+          issuer: clientId,
+          subject: clientId,
+          audience: tokenUrl,
+          requiredClaims: ['exp', 'jti'],
+        });
         // RFC 7523 §3 item 7: a jti is accepted once.
         if (usedJti.has(payload.jti!)) return refuse(clientId, 'private_key_jwt', 'jti already used');
         usedJti.add(payload.jti!);

@@ -14,7 +14,12 @@ export type DpopErrorCode = 'invalid_dpop_proof' | 'use_dpop_nonce' | 'invalid_t
 /** A proof that passed (with its key's thumbprint, to bind a token to), or why it did not. */
 export type DpopVerdict =
   | { ok: true; jkt: string }
-  | { ok: false; error: DpopErrorCode; description: string; /** With `use_dpop_nonce`: the nonce to send in `DPoP-Nonce`. */ nonce?: string };
+  | {
+      ok: false;
+      error: DpopErrorCode;
+      description: string;
+      /** With `use_dpop_nonce`: the nonce to send in `DPoP-Nonce`. */ nonce?: string;
+    };
 
 export interface DpopRequest {
   /** The request's headers as received, name and value alternating (Node's `rawHeaders`). */
@@ -88,7 +93,8 @@ function decodeJson(part: string): Record<string, unknown> | undefined {
 /** The header's problem, or undefined when `typ`, `alg` and `jwk` are as RFC 9449 §4.2 wants. */
 function headerProblem(header: Record<string, unknown>): string | undefined {
   if (header.typ !== 'dpop+jwt') return `typ must be dpop+jwt (got ${JSON.stringify(header.typ)})`;
-  if (typeof header.alg !== 'string' || !ALGS.has(header.alg)) return `alg must be an asymmetric algorithm (got ${JSON.stringify(header.alg)})`;
+  if (typeof header.alg !== 'string' || !ALGS.has(header.alg))
+    return `alg must be an asymmetric algorithm (got ${JSON.stringify(header.alg)})`;
   const jwk = header.jwk;
   if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) return 'jwk must be the public key as a JWK';
   const members = PRIVATE_MEMBERS.filter((m) => m in jwk);
@@ -121,13 +127,14 @@ export function createDpopVerifier(options: DpopVerifierOptions = {}): DpopVerif
     rotateNonce: () => (currentNonce = randomBytes(16).toString('base64url')),
     async verify(request) {
       const values = dpopHeaders(request.rawHeaders);
-      if (values.length !== 1) return fail(values.length === 0 ? 'no DPoP header' : `${values.length} DPoP headers; exactly one is allowed`);
+      if (values.length !== 1)
+        return fail(values.length === 0 ? 'no DPoP header' : `${values.length} DPoP headers; exactly one is allowed`);
       const proof = values[0]!;
       const parts = proof.split('.');
       if (parts.length !== 3) return fail('the DPoP header is not a compact JWS');
       const header = decodeJson(parts[0]!);
       const payload = decodeJson(parts[1]!);
-      if (header === undefined || payload === undefined) return fail('the proof\'s header or claims are not JSON objects');
+      if (header === undefined || payload === undefined) return fail("the proof's header or claims are not JSON objects");
       const problem = headerProblem(header);
       if (problem !== undefined) return fail(problem);
       const jwk = header.jwk as JWK;
@@ -135,7 +142,7 @@ export function createDpopVerifier(options: DpopVerifierOptions = {}): DpopVerif
       try {
         await compactVerify(proof, await importJWK(jwk, alg), { algorithms: [alg] });
       } catch {
-        return fail('the proof\'s signature does not verify with its jwk');
+        return fail("the proof's signature does not verify with its jwk");
       }
       const { jti, htm, htu, iat, ath, nonce } = payload;
       if (typeof jti !== 'string' || jti === '') return fail('jti is missing');
@@ -147,9 +154,15 @@ export function createDpopVerifier(options: DpopVerifierOptions = {}): DpopVerif
         return fail(`htu ${JSON.stringify(htu)} is not the request's URL ${expected ?? request.url}`);
       }
       const t = now();
-      if (typeof iat !== 'number' || !Number.isFinite(iat) || Math.abs(iat * 1000 - t) > skewMs) return fail('iat is missing or not within a minute of now');
+      if (typeof iat !== 'number' || !Number.isFinite(iat) || Math.abs(iat * 1000 - t) > skewMs)
+        return fail('iat is missing or not within a minute of now');
       if (verifier.requireNonce && nonce !== currentNonce) {
-        return { ok: false, error: 'use_dpop_nonce', description: nonce === undefined ? 'a nonce is required' : 'the nonce is not the current one', nonce: currentNonce };
+        return {
+          ok: false,
+          error: 'use_dpop_nonce',
+          description: nonce === undefined ? 'a nonce is required' : 'the nonce is not the current one',
+          nonce: currentNonce,
+        };
       }
       forget(t);
       if (seen.has(jti)) return fail('jti was used before');
@@ -159,7 +172,8 @@ export function createDpopVerifier(options: DpopVerifierOptions = {}): DpopVerif
         if (ath !== want) return fail(ath === undefined ? 'ath is missing' : 'ath is not the hash of the presented token');
       }
       const jkt = await calculateJwkThumbprint(jwk, 'sha256');
-      if (request.boundJkt !== undefined && request.boundJkt !== jkt) return fail('the token is bound to another key (cnf.jkt)', 'invalid_token');
+      if (request.boundJkt !== undefined && request.boundJkt !== jkt)
+        return fail('the token is bound to another key (cnf.jkt)', 'invalid_token');
       return { ok: true, jkt };
     },
   };

@@ -13,7 +13,13 @@ import { createAssertionClients, type AssertionClients } from './client-assertio
 import { createDpopVerifier, type DpopVerifier } from './dpop-verifier.js';
 import { listen, type MockTls } from './listener.js';
 import { json } from './respond.js';
-import { createTokenEndpoint, type TokenEndpoint, type TokenFault, type TokenRefusalStyle, type TokenRequestRecord } from './token-endpoint.js';
+import {
+  createTokenEndpoint,
+  type TokenEndpoint,
+  type TokenFault,
+  type TokenRefusalStyle,
+  type TokenRequestRecord,
+} from './token-endpoint.js';
 
 export type { ApiFault, ApiRequestRecord } from './api.js';
 export type { MockTls } from './listener.js';

@@ -159,7 +159,8 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
   /** A refused client: 401 invalid_client, or as the configured style answers. */
   const refuse = (res: ServerResponse, authMethod: TokenRequest['authMethod'], description: string): void => {
     const status = style.status ?? 401;
-    const challenge: Record<string, string> = authMethod === 'basic' && status === 401 ? { 'www-authenticate': 'Basic realm="tickets"' } : {};
+    const challenge: Record<string, string> =
+      authMethod === 'basic' && status === 401 ? { 'www-authenticate': 'Basic realm="tickets"' } : {};
     if (style.bare) {
       res.writeHead(status, { ...NO_STORE, ...challenge, 'content-length': '0' });
       res.end();
@@ -173,10 +174,12 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
     } else if (style.scopeRequired && !form.has('scope')) {
       refuse(res, authMethod, 'scope is required');
     } else if (authMethod === 'client_secret_jwt') {
-      void assertionClients.verifyWithSecret(form, options.audience(), (id) => clients.get(id)).then((v) => {
-        if (v.ok) grant(res, v.clientId!);
-        else refuse(res, authMethod, v.description ?? 'client authentication failed');
-      });
+      void assertionClients
+        .verifyWithSecret(form, options.audience(), (id) => clients.get(id))
+        .then((v) => {
+          if (v.ok) grant(res, v.clientId!);
+          else refuse(res, authMethod, v.description ?? 'client authentication failed');
+        });
     } else if (authMethod === 'client_assertion' || assertionClients.isFederated(clientId)) {
       // A federated client has no secret: only its issuer's assertion is accepted.
       void assertionClients.verify(form, options.audience()).then((v) => {
@@ -211,7 +214,12 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
       record.dpop = verdict.ok ? { ok: true, jkt: verdict.jkt } : { ok: false, error: verdict.error };
       if (verdict.ok) return answer(res, { ...request, jkt: verdict.jkt });
       const nonce: Record<string, string> = verdict.nonce === undefined ? {} : { 'dpop-nonce': verdict.nonce };
-      json(res, 400, { error: verdict.error === 'use_dpop_nonce' ? 'use_dpop_nonce' : 'invalid_dpop_proof', error_description: verdict.description }, { ...NO_STORE, ...nonce });
+      json(
+        res,
+        400,
+        { error: verdict.error === 'use_dpop_nonce' ? 'use_dpop_nonce' : 'invalid_dpop_proof', error_description: verdict.description },
+        { ...NO_STORE, ...nonce },
+      );
     });
   };
 

@@ -68,7 +68,9 @@ export function watchTlsFiles(options: TlsWatchOptions): () => void {
       watchFile({
         path: certFile,
         what: 'TLS_CLIENT_CERT_FILE/TLS_CLIENT_KEY_FILE',
-        ...(initial.certText !== undefined && initial.keyText !== undefined ? { initialText: pairText(initial.certText, initial.keyText) } : {}),
+        ...(initial.certText !== undefined && initial.keyText !== undefined
+          ? { initialText: pairText(initial.certText, initial.keyText) }
+          : {}),
         read: async () => pairText(await read(certFile), await read(keyFile)),
         parse: parsePair,
         onChange: (pair) => {

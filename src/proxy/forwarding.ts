@@ -39,7 +39,14 @@ type ResponseWithForwarding = ServerResponse & { [kForwarding]?: Forwarding };
  * connection whose request body is still unread is closed after the answer rather than read to
  * its end (a refused upload is not taken in); one whose request had no body stays open.
  */
-export function answerProblem(ctx: ForwardContext, req: IncomingMessage, res: ServerResponse, err: unknown, started: number, hasBody: boolean): void {
+export function answerProblem(
+  ctx: ForwardContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: unknown,
+  started: number,
+  hasBody: boolean,
+): void {
   if (hasBody && !req.complete) res.shouldKeepAlive = false;
   const status = sendProblem(res, err);
   ctx.recorder.answered(req, status, started);
@@ -193,7 +200,14 @@ export class Forwarding implements Dispatcher.DispatchHandler {
       // The client refused the request itself (a header or method it will not send).
       this.finished = true;
       const code = (err as { code?: string }).code ?? 'invalid';
-      answerProblem(this.ctx, this.req, this.res, new BadRequestError(`the request cannot be forwarded (${code})`, { cause: err }), this.started, this.headers.hasBody);
+      answerProblem(
+        this.ctx,
+        this.req,
+        this.res,
+        new BadRequestError(`the request cannot be forwarded (${code})`, { cause: err }),
+        this.started,
+        this.headers.hasBody,
+      );
     }
   }
 
@@ -252,7 +266,10 @@ export class Forwarding implements Dispatcher.DispatchHandler {
         this.ctx.recorder.answered(this.req, this.status, this.started);
         return;
       }
-      this.ctx.log.warn({ status: this.status, reason: (err as { code?: string }).code ?? err.message }, 'gateway response failed midway; closing the caller connection');
+      this.ctx.log.warn(
+        { status: this.status, reason: (err as { code?: string }).code ?? err.message },
+        'gateway response failed midway; closing the caller connection',
+      );
       this.res.destroy();
       this.ctx.recorder.answered(this.req, this.status, this.started);
       return;

@@ -58,7 +58,14 @@ export function readRequestHeaders(raw: readonly string[]): RequestHeaders {
   const named = connection === undefined ? undefined : connectionNamed(connection);
   if (upgrade !== undefined && (named === undefined || !named.has('upgrade') || isH2cOffer(upgrade))) upgrade = undefined;
   const hasBody = (contentLength !== undefined && contentLength !== '0') || transferEncoding;
-  return { forward: named === undefined ? forward : without(forward, named, true), contentLength, transferEncoding, hasBody, host, upgrade };
+  return {
+    forward: named === undefined ? forward : without(forward, named, true),
+    contentLength,
+    transferEncoding,
+    hasBody,
+    host,
+    upgrade,
+  };
 }
 
 /** `Upgrade: h2c` (every protocol offered is h2c): HTTP/2 over cleartext, which the proxy ignores. */

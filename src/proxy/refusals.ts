@@ -13,8 +13,7 @@ export type Refusal = (req: IncomingMessage, headers: RequestHeaders, res: Serve
  * (`CONNECT` never reaches the forwarder: Node hands it to the listener's `connect` event, which
  * refuses it in server.ts.)
  */
-export const refuseTrace: Refusal = (req) =>
-  req.method === 'TRACE' ? new MethodNotAllowedError('TRACE is not forwarded') : undefined;
+export const refuseTrace: Refusal = (req) => (req.method === 'TRACE' ? new MethodNotAllowedError('TRACE is not forwarded') : undefined);
 
 /** Protocol upgrades (WebSocket and the like) are not forwarded; the connection closes after the answer. */
 export const refuseUpgrade: Refusal = (_req, headers, res) => {
@@ -34,7 +33,12 @@ export const REFUSALS: readonly Refusal[] = [refuseTrace, refuseUpgrade, guardTa
  * the request (select-source.ts), which may itself refuse it (`credentials_required`,
  * `invalid_client`). Returns the source, or the error to answer with.
  */
-export function admit(req: IncomingMessage, headers: RequestHeaders, res: ServerResponse, selectSource: SelectSource): TokenSource | ProxyError {
+export function admit(
+  req: IncomingMessage,
+  headers: RequestHeaders,
+  res: ServerResponse,
+  selectSource: SelectSource,
+): TokenSource | ProxyError {
   for (let i = 0; i < REFUSALS.length; i++) {
     const refusal = REFUSALS[i]!(req, headers, res);
     if (refusal !== undefined) return refusal;

@@ -40,7 +40,11 @@ export class ReplayingForwarding extends Forwarding {
     else this.copy.push(chunk);
   }
 
-  override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: Record<string, string | string[] | undefined>): void {
+  override onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    parsed: Record<string, string | string[] | undefined>,
+  ): void {
     // A DPoP-bound token's answers carry the gateway's nonces (Bearer: one property read).
     const nonceAsked = this.auth?.answered?.(statusCode, parsed) === true;
     if (nonceAsked && !this.finished) {

@@ -43,7 +43,11 @@ export class RetryingForwarding extends ReplayingForwarding {
     super.onRequestStart(controller);
   }
 
-  override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: Record<string, string | string[] | undefined>): void {
+  override onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    parsed: Record<string, string | string[] | undefined>,
+  ): void {
     this.answering = true;
     super.onResponseStart(controller, statusCode, parsed);
   }

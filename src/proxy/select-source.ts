@@ -19,7 +19,8 @@ export type SelectSource = (req: IncomingMessage) => TokenSource | ProxyError;
  * credential.
  */
 export function createSourceSelector(configured: TokenSource | undefined, passthrough: SourceCache | undefined): SelectSource {
-  const fallback: TokenSource | ProxyError = configured ?? new CredentialsRequiredError('no credentials are configured; send Basic credentials');
+  const fallback: TokenSource | ProxyError =
+    configured ?? new CredentialsRequiredError('no credentials are configured; send Basic credentials');
   if (passthrough === undefined) return () => fallback;
   return (req) => {
     const basic = parseBasicCredentials(req.headers.authorization);

@@ -5,7 +5,11 @@ import { networkFailureReason } from '../net/failure-reason.js';
  * The problem for a failure before the answer head reached the caller. `sent`: the request was
  * handed to an open connection (undici starts a request only on one), so the gateway may have it.
  */
-export function upstreamError(err: Error, ctx: { readonly upstreamTimeoutMs: number; readonly upstreamIdleTimeoutMs: number }, sent: boolean): ProxyError {
+export function upstreamError(
+  err: Error,
+  ctx: { readonly upstreamTimeoutMs: number; readonly upstreamIdleTimeoutMs: number },
+  sent: boolean,
+): ProxyError {
   const code = (err as { code?: string }).code;
   if (code === 'UND_ERR_HEADERS_TIMEOUT') {
     return new UpstreamTimeoutError(`the gateway sent no response headers within ${ctx.upstreamTimeoutMs} ms`, { cause: err });

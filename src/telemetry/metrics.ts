@@ -92,9 +92,18 @@ function tokenMetrics(registry: Registry): Pick<Metrics, 'configuredToken' | 'pa
     registers: [registry],
   });
   const gauge = (name: string, help: string): Gauge => zeroGauge(registry, name, help);
-  const expiry = gauge('ticket_auth_proxy_token_expiry_timestamp_seconds', "Unix time at which the configured credential's token expires; 0 when none is held.");
-  const lastSuccess = gauge('ticket_auth_proxy_token_last_success_timestamp_seconds', "Unix time of the configured credential's last successful token fetch; 0 before the first.");
-  const failures = gauge('ticket_auth_proxy_token_consecutive_failures', "The configured credential's failed token fetches since its last success.");
+  const expiry = gauge(
+    'ticket_auth_proxy_token_expiry_timestamp_seconds',
+    "Unix time at which the configured credential's token expires; 0 when none is held.",
+  );
+  const lastSuccess = gauge(
+    'ticket_auth_proxy_token_last_success_timestamp_seconds',
+    "Unix time of the configured credential's last successful token fetch; 0 before the first.",
+  );
+  const failures = gauge(
+    'ticket_auth_proxy_token_consecutive_failures',
+    "The configured credential's failed token fetches since its last success.",
+  );
 
   const fetchChildren = new Map(OUTCOMES.map((o) => [o, { count: fetches.labels(o), duration: fetchDuration.labels(o) }]));
   // Known series are exported at 0 from the start (binding a label child does not create one), so
@@ -150,7 +159,7 @@ function requestMetrics(registry: Registry): ProxyObserver {
 
   const stalls = new Counter({
     name: 'ticket_auth_proxy_upstream_stalls_total',
-    help: 'Exchanges ended because a body stayed silent longer than UPSTREAM_IDLE_TIMEOUT_MS, by direction: the caller\'s request body or the gateway\'s answer.',
+    help: "Exchanges ended because a body stayed silent longer than UPSTREAM_IDLE_TIMEOUT_MS, by direction: the caller's request body or the gateway's answer.",
     labelNames: ['direction'] as const,
     registers: [registry],
   });

@@ -32,7 +32,8 @@ export function summarizeAssertion(jwt: string): AssertionSummary {
   } catch {
     throw new Error('not a compact JWT (its payload is not JSON)');
   }
-  if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) throw new Error('not a compact JWT (its payload is not a JSON object)');
+  if (claims === null || typeof claims !== 'object' || Array.isArray(claims))
+    throw new Error('not a compact JWT (its payload is not a JSON object)');
   const { iss, sub, aud, exp } = claims as Record<string, unknown>;
   const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
   const audience = Array.isArray(aud) ? aud.filter((a) => typeof a === 'string').join(', ') : text(aud);

@@ -32,14 +32,18 @@ export function loadAssertionKey(pem: string, alg: string | undefined): Assertio
   const details = key.asymmetricKeyDetails ?? {};
   let kind: string;
   if (key.asymmetricKeyType === 'rsa') {
-    if ((details.modulusLength ?? 0) < 2048) throw new Error(`holds an RSA key of ${details.modulusLength ?? 0} bits; at least 2048 are required`);
+    if ((details.modulusLength ?? 0) < 2048)
+      throw new Error(`holds an RSA key of ${details.modulusLength ?? 0} bits; at least 2048 are required`);
     kind = 'rsa';
   } else if (key.asymmetricKeyType === 'ec' && (details.namedCurve === 'prime256v1' || details.namedCurve === 'secp384r1')) {
     kind = details.namedCurve === 'prime256v1' ? 'P-256' : 'P-384';
   } else if (key.asymmetricKeyType === 'ed25519') {
     kind = 'ed25519';
   } else {
-    const what = key.asymmetricKeyType === 'ec' ? `an EC key on ${details.namedCurve ?? 'an unknown curve'}` : `a ${key.asymmetricKeyType ?? 'an unknown'} key`;
+    const what =
+      key.asymmetricKeyType === 'ec'
+        ? `an EC key on ${details.namedCurve ?? 'an unknown curve'}`
+        : `a ${key.asymmetricKeyType ?? 'an unknown'} key`;
     throw new Error(`holds ${what}; use RSA (2048 bits or more), EC P-256 or P-384, or Ed25519`);
   }
   const fits = ALGS_BY_KEY[kind]!;

@@ -116,7 +116,14 @@ export function clientSecretJwt(options: ClientSecretJwtOptions): ClientAuth {
   return (credential, tokenUrl) => {
     const iat = Math.floor(options.now() / 1000);
     const part = (v: object): string => Buffer.from(JSON.stringify(v)).toString('base64url');
-    const claims = { iss: credential.clientId, sub: credential.clientId, aud: tokenUrl, jti: randomId(), iat, exp: iat + ASSERTION_LIFETIME_S };
+    const claims = {
+      iss: credential.clientId,
+      sub: credential.clientId,
+      aud: tokenUrl,
+      jti: randomId(),
+      iat,
+      exp: iat + ASSERTION_LIFETIME_S,
+    };
     const input = `${part({ alg: 'HS256', typ: 'JWT' })}.${part(claims)}`;
     const signature = createHmac('sha256', Buffer.from(credential.clientSecret, 'utf8')).update(input).digest('base64url');
     return {
@@ -126,7 +133,8 @@ export function clientSecretJwt(options: ClientSecretJwtOptions): ClientAuth {
         ['client_assertion_type', JWT_BEARER],
         ['client_assertion', `${input}.${signature}`],
       ],
-      credentials: 'CLIENT_ID and the secret the assertion is signed with (CLIENT_SECRET_FILE or CLIENT_SECRET); the identity provider must allow client_secret_jwt for this client',
+      credentials:
+        'CLIENT_ID and the secret the assertion is signed with (CLIENT_SECRET_FILE or CLIENT_SECRET); the identity provider must allow client_secret_jwt for this client',
     };
   };
 }
@@ -192,7 +200,8 @@ export function privateKeyJwt(options: PrivateKeyJwtOptions): ClientAuth {
         ['client_assertion_type', JWT_BEARER],
         ['client_assertion', assertion],
       ],
-      credentials: 'CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE, CLIENT_ASSERTION_KID) whose public key the identity provider has registered for it',
+      credentials:
+        'CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE, CLIENT_ASSERTION_KID) whose public key the identity provider has registered for it',
     };
   };
 }

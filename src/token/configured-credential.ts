@@ -88,7 +88,9 @@ function withSecret(config: Config, deps: Deps): ConfiguredCredential {
       });
     },
     describe: () =>
-      config.tokenAuthMethod === 'client_secret_jwt' ? ['client authentication: client_secret_jwt, an assertion signed HS256 with the secret (never sent)'] : [],
+      config.tokenAuthMethod === 'client_secret_jwt'
+        ? ['client authentication: client_secret_jwt, an assertion signed HS256 with the secret (never sent)']
+        : [],
   };
 }
 
@@ -110,14 +112,19 @@ function withKey(config: Config, deps: Deps): ConfiguredCredential {
           try {
             key = loadAssertionKey(next, config.clientAssertionAlg);
           } catch (err) {
-            deps.log.warn({ path, reason: (err as Error).message }, 'assertion key file changed but cannot be used; keeping the current key');
+            deps.log.warn(
+              { path, reason: (err as Error).message },
+              'assertion key file changed but cannot be used; keeping the current key',
+            );
             return;
           }
           deps.log.info({ path }, 'assertion key changed; fetching a token with it');
           target.refreshNow('assertion key changed');
         },
       }),
-    describe: () => [`client authentication: private_key_jwt signed ${key.alg}${kid === undefined ? '' : ` (kid ${kid})`} with the key in ${path}`],
+    describe: () => [
+      `client authentication: private_key_jwt signed ${key.alg}${kid === undefined ? '' : ` (kid ${kid})`} with the key in ${path}`,
+    ],
   };
 }
 
@@ -138,8 +145,13 @@ function withAssertionFile(config: Config, deps: Deps): ConfiguredCredential {
     describe: (nowMs) => {
       try {
         const s = summarizeAssertion(deps.read(path).trim());
-        const life = s.expiresAt === undefined ? 'no exp claim' : `${Math.round(s.expiresAt - nowMs / 1000)} s left (expires ${new Date(s.expiresAt * 1000).toISOString()})`;
-        return [`client assertion in ${path}: issuer ${s.issuer ?? '(none)'}, subject ${s.subject ?? '(none)'}, audience ${s.audience ?? '(none)'}, ${life}`];
+        const life =
+          s.expiresAt === undefined
+            ? 'no exp claim'
+            : `${Math.round(s.expiresAt - nowMs / 1000)} s left (expires ${new Date(s.expiresAt * 1000).toISOString()})`;
+        return [
+          `client assertion in ${path}: issuer ${s.issuer ?? '(none)'}, subject ${s.subject ?? '(none)'}, audience ${s.audience ?? '(none)'}, ${life}`,
+        ];
       } catch (err) {
         return [`client assertion in ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`];
       }

@@ -60,7 +60,9 @@ const OAUTH_HINTS: Readonly<Record<string, (r: RefusalContext) => string>> = {
   invalid_client: (r) => `check the client credentials: ${r.credentials ?? ANY_CREDENTIALS}${alternative(r)}`,
   invalid_grant: (r) => `check the client credentials (${r.credentials ?? ANY_CREDENTIALS}) and the grant the IdP expects`,
   invalid_scope: (r) =>
-    r.scopeSet ? 'check TOKEN_SCOPE: the IdP does not grant this scope to this client' : 'check TOKEN_SCOPE: it is not set, and this IdP may want one',
+    r.scopeSet
+      ? 'check TOKEN_SCOPE: the IdP does not grant this scope to this client'
+      : 'check TOKEN_SCOPE: it is not set, and this IdP may want one',
   invalid_target: () => 'check TOKEN_PARAMS (resource/audience): the IdP does not know this target',
   unauthorized_client: () => "check the client's allowed grants at the IdP: it must allow client_credentials",
   unsupported_grant_type: () => `check the token URL (${WRONG_URL}): this endpoint does not take client_credentials`,
@@ -69,7 +71,8 @@ const OAUTH_HINTS: Readonly<Record<string, (r: RefusalContext) => string>> = {
   invalid_token: () => NOT_TOKEN_ENDPOINT,
   // RFC 9449 §8: asked for a nonce again right after the proxy sent the one it was given.
   use_dpop_nonce: () => 'the token endpoint refused the DPoP nonce it had just given; check DPOP and the clock of this host',
-  invalid_dpop_proof: () => 'the token endpoint refused the DPoP proof: check DPOP_KEY_FILE and DPOP_ALG (the algorithms the identity provider accepts) and the clock of this host',
+  invalid_dpop_proof: () =>
+    'the token endpoint refused the DPoP proof: check DPOP_KEY_FILE and DPOP_ALG (the algorithms the identity provider accepts) and the clock of this host',
 };
 
 const ANY_CREDENTIALS = 'CLIENT_ID and the secret, key or assertion';
@@ -129,7 +132,8 @@ export function diagnoseTokenFailure(err: unknown, tokenUrl: string): TokenDiagn
     tokenUrl: url,
     message: error instanceof ClientAssertionError ? error.message : `${error.message} (token URL ${url})`,
     hint: expected ? hintFor(error) : undefined,
-    credentialsRejected: error.outcome === 'rejected' && (error.oauthError === undefined || code === 'invalid_client' || code === 'invalid_grant'),
+    credentialsRejected:
+      error.outcome === 'rejected' && (error.oauthError === undefined || code === 'invalid_client' || code === 'invalid_grant'),
   };
 }
 
@@ -156,7 +160,10 @@ export function logFetchFailure(log: Log, label: string, tokenUrl: string | unde
   const diagnosis = tokenUrl === undefined ? undefined : diagnoseTokenFailure(err, tokenUrl);
   const fields = {
     credential: label,
-    outcome: error.outcome, status: error.status, error: error.oauthError, errorDescription: error.oauthErrorDescription,
+    outcome: error.outcome,
+    status: error.status,
+    error: error.oauthError,
+    errorDescription: error.oauthErrorDescription,
     reason: error.message,
     ...(diagnosis === undefined ? {} : { tokenUrl: diagnosis.tokenUrl, hint: diagnosis.hint }),
     ...retry,

@@ -79,9 +79,13 @@ async function send(options: TokenFetcherOptions, headers: Record<string, string
       size += (chunk as Buffer).length;
       if (size > MAX_BODY_BYTES) {
         res.body.destroy();
-        throw new TokenFetchError('invalid_response', `token endpoint answered ${res.statusCode} with a body over ${MAX_BODY_BYTES} bytes`, {
-          status: res.statusCode,
-        });
+        throw new TokenFetchError(
+          'invalid_response',
+          `token endpoint answered ${res.statusCode} with a body over ${MAX_BODY_BYTES} bytes`,
+          {
+            status: res.statusCode,
+          },
+        );
       }
       chunks.push(chunk as Buffer);
     }
@@ -144,17 +148,17 @@ export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
 
 /** RFC 9449 §8: a `400` `use_dpop_nonce` that carries the nonce to use. */
 function asksForTokenNonce(err: unknown, answer: Answer): boolean {
-  return err instanceof TokenFetchError && answer.statusCode === 400 && err.oauthError === 'use_dpop_nonce' && answer.headers['dpop-nonce'] !== undefined;
+  return (
+    err instanceof TokenFetchError &&
+    answer.statusCode === 400 &&
+    err.oauthError === 'use_dpop_nonce' &&
+    answer.headers['dpop-nonce'] !== undefined
+  );
 }
 
 function classify(err: unknown, timeoutMs: number, signal: AbortSignal, tokenUrl: string): TokenFetchError {
   const code = (err as { code?: string }).code;
-  if (
-    signal.aborted ||
-    code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    code === 'UND_ERR_BODY_TIMEOUT' ||
-    code === 'UND_ERR_CONNECT_TIMEOUT'
-  ) {
+  if (signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
     return new TokenFetchError('timeout', `token request timed out after ${timeoutMs} ms`, { cause: err });
   }
   const reason = networkFailureReason(err);

@@ -124,9 +124,13 @@ export function parseTokenResponse(
           ? Number(r.expires_in)
           : NaN;
     if (!Number.isFinite(n) || n <= 0) {
-      throw new TokenFetchError('invalid_response', `token response has expires_in ${JSON.stringify(r.expires_in)}, not a positive number`, {
-        status,
-      });
+      throw new TokenFetchError(
+        'invalid_response',
+        `token response has expires_in ${JSON.stringify(r.expires_in)}, not a positive number`,
+        {
+          status,
+        },
+      );
     }
     lifetimeMs = n * 1000;
   }

@@ -42,11 +42,17 @@ function secretRules(ctx: SettingsCheckContext): string | undefined {
 
 function privateKeyJwtRules(ctx: SettingsCheckContext, secretKey: 'clientSecret' | 'clientSecretFile'): TokenStartup['assertionKey'] {
   const methodName = 'TOKEN_AUTH_METHOD=private_key_jwt';
-  if (ctx.given(secretKey)) ctx.problem(`${ctx.bothSet(secretKey, 'clientAssertionKeyFile')}: ${methodName} signs with the key and sends no secret; remove the secret`);
-  if (ctx.given('clientAssertionFile')) ctx.problem(`${ctx.name('clientAssertionFile')} is set with ${methodName}: it belongs to TOKEN_AUTH_METHOD=client_assertion_file`);
+  if (ctx.given(secretKey))
+    ctx.problem(
+      `${ctx.bothSet(secretKey, 'clientAssertionKeyFile')}: ${methodName} signs with the key and sends no secret; remove the secret`,
+    );
+  if (ctx.given('clientAssertionFile'))
+    ctx.problem(`${ctx.name('clientAssertionFile')} is set with ${methodName}: it belongs to TOKEN_AUTH_METHOD=client_assertion_file`);
   const path = ctx.config.clientAssertionKeyFile;
   if (!ctx.given('clientAssertionKeyFile')) {
-    ctx.problem(`${ctx.name('clientAssertionKeyFile')} is required with ${methodName}: a PEM private key (RSA 2048+, EC P-256/P-384 or Ed25519)`);
+    ctx.problem(
+      `${ctx.name('clientAssertionKeyFile')} is required with ${methodName}: a PEM private key (RSA 2048+, EC P-256/P-384 or Ed25519)`,
+    );
   }
   if (path === undefined) return undefined;
   const text = ctx.readFile('clientAssertionKeyFile');
@@ -61,8 +67,14 @@ function privateKeyJwtRules(ctx: SettingsCheckContext, secretKey: 'clientSecret'
 
 function assertionFileRules(ctx: SettingsCheckContext, secretKey: 'clientSecret' | 'clientSecretFile'): string | undefined {
   const methodName = 'TOKEN_AUTH_METHOD=client_assertion_file';
-  if (ctx.given(secretKey)) ctx.problem(`${ctx.bothSet(secretKey, 'clientAssertionFile')}: ${methodName} sends the file's assertion and no secret; remove the secret`);
-  if (ctx.given('clientAssertionKeyFile')) ctx.problem(`${ctx.bothSet('clientAssertionKeyFile', 'clientAssertionFile')}: ${methodName} sends the file's assertion; remove the key`);
+  if (ctx.given(secretKey))
+    ctx.problem(
+      `${ctx.bothSet(secretKey, 'clientAssertionFile')}: ${methodName} sends the file's assertion and no secret; remove the secret`,
+    );
+  if (ctx.given('clientAssertionKeyFile'))
+    ctx.problem(
+      `${ctx.bothSet('clientAssertionKeyFile', 'clientAssertionFile')}: ${methodName} sends the file's assertion; remove the key`,
+    );
   const path = ctx.config.clientAssertionFile;
   if (!ctx.given('clientAssertionFile')) {
     ctx.problem(`${ctx.name('clientAssertionFile')} is required with ${methodName}: the file a projected token or JWT-SVID is written to`);
@@ -105,9 +117,15 @@ export function checkTokenSettings(ctx: SettingsCheckContext): TokenStartup {
         `${ctx.name('tokenAuthMethod')}=tls_client_auth needs TLS_CLIENT_CERT_FILE and TLS_CLIENT_KEY_FILE: the client certificate is what proves the client`,
       );
     }
-    if (method === 'tls_client_auth' && ctx.given(secretKey)) ctx.problem(`${ctx.name(secretKey)} is set with TOKEN_AUTH_METHOD=${method}: the client certificate proves the client; remove the secret`);
+    if (method === 'tls_client_auth' && ctx.given(secretKey))
+      ctx.problem(
+        `${ctx.name(secretKey)} is set with TOKEN_AUTH_METHOD=${method}: the client certificate proves the client; remove the secret`,
+      );
     for (const key of ['clientAssertionKeyFile', 'clientAssertionFile'] as const) {
-      if (ctx.given(key)) ctx.problem(`${ctx.name(key)} is set but TOKEN_AUTH_METHOD is ${method}; set TOKEN_AUTH_METHOD=${key === 'clientAssertionFile' ? 'client_assertion_file' : 'private_key_jwt'} or remove it`);
+      if (ctx.given(key))
+        ctx.problem(
+          `${ctx.name(key)} is set but TOKEN_AUTH_METHOD is ${method}; set TOKEN_AUTH_METHOD=${key === 'clientAssertionFile' ? 'client_assertion_file' : 'private_key_jwt'} or remove it`,
+        );
     }
   }
   if (method !== 'private_key_jwt') {

@@ -224,7 +224,10 @@ export class TokenSource {
     this.nextAttemptAt = undefined;
     this.opts.observer?.onFetch?.('success', (now - startedAt) / 1000);
     this.publishState();
-    this.opts.log.info({ credential: this.opts.label, lifetimeS: Math.round(lifetime / 1000), durationMs: now - startedAt }, 'token fetched');
+    this.opts.log.info(
+      { credential: this.opts.label, lifetimeS: Math.round(lifetime / 1000), durationMs: now - startedAt },
+      'token fetched',
+    );
     this.settle((w) => w.resolve(auth));
     if (generation !== this.generation) {
       this.fetchNow();
@@ -233,10 +236,13 @@ export class TokenSource {
     const offset = this.schedule.refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random, !this.refreshedOnce);
     this.refreshedOnce = true;
     const refreshAt = Math.min(startedAt + offset, this.usableUntil);
-    this.refreshTimer = this.clock.setTimeout(() => {
-      this.refreshTimer = undefined;
-      this.fetchNow();
-    }, Math.max(0, refreshAt - now));
+    this.refreshTimer = this.clock.setTimeout(
+      () => {
+        this.refreshTimer = undefined;
+        this.fetchNow();
+      },
+      Math.max(0, refreshAt - now),
+    );
   }
 
   private onFailure(err: unknown, startedAt: number, generation: number): void {
@@ -262,10 +268,17 @@ export class TokenSource {
       this.retryTimer = undefined;
       this.fetchNow();
     }, delay);
-    logFetchFailure(this.opts.log, this.opts.label, this.opts.tokenUrl, err, { attempt: this.failures, retryInMs: delay, tokenValidForMs: validForMs });
+    logFetchFailure(this.opts.log, this.opts.label, this.opts.tokenUrl, err, {
+      attempt: this.failures,
+      retryInMs: delay,
+      tokenValidForMs: validForMs,
+    });
     // Requests that would still be waiting when the next attempt starts get their 503 now.
     const nextAttemptAt = now + delay;
-    this.settle((w) => w.reject(this.unavailable(`no valid token; ${error.message}`, delay / 1000)), (w) => w.deadline < nextAttemptAt);
+    this.settle(
+      (w) => w.reject(this.unavailable(`no valid token; ${error.message}`, delay / 1000)),
+      (w) => w.deadline < nextAttemptAt,
+    );
   }
 
   private unavailable(message: string, retryAfterS: number): TokenUnavailableError {

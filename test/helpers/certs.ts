@@ -60,7 +60,10 @@ export async function createCa(cn = 'Test CA'): Promise<Ca> {
     key: await keyPem(pair.privateKey),
     async issue(o) {
       const leaf = await keys();
-      const alt = [...(o.dns ?? []).map((value) => ({ type: 'dns' as const, value })), ...(o.ips ?? []).map((value) => ({ type: 'ip' as const, value }))];
+      const alt = [
+        ...(o.dns ?? []).map((value) => ({ type: 'dns' as const, value })),
+        ...(o.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+      ];
       const cert = await x509.X509CertificateGenerator.create({
         subject: `CN=${o.cn}`,
         issuer: name,

@@ -10,7 +10,9 @@ import type { MockTicketService } from '../../src/mock/ticket-service.js';
 /** Runs a client program to completion and resolves with its stdout (rejects with its stderr). */
 export function run(cmd: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { timeout: 20_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${cmd}: ${err.message} ${stderr}`)) : resolve(stdout)));
+    execFile(cmd, args, { timeout: 20_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${cmd}: ${err.message} ${stderr}`)) : resolve(stdout),
+    );
   });
 }
 

@@ -119,7 +119,9 @@ export function startProxy(env: Record<string, string>, options: { args?: string
   const waitForExit = (timeoutMs: number) =>
     Promise.race([
       exited,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`proxy did not exit within ${timeoutMs} ms`)), timeoutMs).unref()),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`proxy did not exit within ${timeoutMs} ms`)), timeoutMs).unref(),
+      ),
     ]);
 
   return waitForLog((l) => l.msg === 'listeners up', 15_000).then((up) => {
@@ -144,7 +146,11 @@ export function startProxy(env: Record<string, string>, options: { args?: string
 }
 
 /** Runs `node dist/main.js ...args` to completion with exactly `env` (plus PATH). */
-export function runCli(args: string[], env: Record<string, string>, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 15_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(child);

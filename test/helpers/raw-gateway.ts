@@ -127,7 +127,9 @@ export async function startRawGateway(options: RawGatewayOptions): Promise<RawGa
           }
         } else if ('stallAfterHalf' in action) {
           const half = Math.floor(action.stallAfterHalf / 2);
-          socket.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${action.stallAfterHalf}\r\n\r\n${'x'.repeat(half)}`);
+          socket.write(
+            `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${action.stallAfterHalf}\r\n\r\n${'x'.repeat(half)}`,
+          );
           return;
         } else if ('close' in action) {
           closedHere = true;

@@ -23,6 +23,7 @@ if (typeof R.getMetadata !== 'function') {
     }
     return undefined;
   };
-  R.hasMetadata = (key: unknown, target: object) => R.getMetadata !== undefined && (R.getMetadata as (k: unknown, t: object) => unknown)(key, target) !== undefined;
+  R.hasMetadata = (key: unknown, target: object) =>
+    R.getMetadata !== undefined && (R.getMetadata as (k: unknown, t: object) => unknown)(key, target) !== undefined;
   R.metadata = () => () => undefined;
 }

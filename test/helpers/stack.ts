@@ -13,7 +13,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { expect, test as base } from 'vitest';
-import { createMockTicketService, type MockTicketService, type MockTicketServiceOptions, type TokenFault } from '../../src/mock/ticket-service.js';
+import {
+  createMockTicketService,
+  type MockTicketService,
+  type MockTicketServiceOptions,
+  type TokenFault,
+} from '../../src/mock/ticket-service.js';
 import { pollUntil, startProxy, type ProxyHandle } from './index.js';
 
 export interface StackOptions {
@@ -96,7 +101,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const named = (value: string | RegExp): Leak => ['a value the test named secret', value];
   const leaks: Leak[] = [];
   if (options.credentials !== false) {
-    leaks.push(['the client secret', secret], ['the client secret in base64', b64(secret)], ['the Basic credentials', b64(`${clientId}:${secret}`)]);
+    leaks.push(
+      ['the client secret', secret],
+      ['the client secret in base64', b64(secret)],
+      ['the Basic credentials', b64(`${clientId}:${secret}`)],
+    );
   }
   let proxy: ProxyHandle | undefined;
   let stopped = false;
@@ -116,7 +125,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   try {
     if (options.tokenFault) gateway.setTokenFault(options.tokenFault);
     const credentials: Record<string, string> = options.credentials === false ? {} : { CLIENT_ID: clientId, CLIENT_SECRET: secret };
-    proxy = await startProxy({ BASE_URL: gateway.url, ...credentials, ...(typeof options.env === 'function' ? options.env(gateway) : options.env) }, { args: options.args });
+    proxy = await startProxy(
+      { BASE_URL: gateway.url, ...credentials, ...(typeof options.env === 'function' ? options.env(gateway) : options.env) },
+      { args: options.args },
+    );
     if (options.ready !== false) await untilReady(proxy, options.readyTimeoutMs);
   } catch (err) {
     await stop().catch(() => {});

@@ -31,7 +31,9 @@ function freePort(): Promise<number> {
 }
 
 /** Starts tinyproxy; `basicAuth` demands those credentials, `extra` adds configuration lines. */
-export async function startTinyproxy(options: { basicAuth?: { user: string; password: string }; extra?: string[] } = {}): Promise<Tinyproxy> {
+export async function startTinyproxy(
+  options: { basicAuth?: { user: string; password: string }; extra?: string[] } = {},
+): Promise<Tinyproxy> {
   const dir = mkdtempSync(join(tmpdir(), 'tap-tinyproxy-'));
   chmodSync(dir, 0o777); // tinyproxy started as root runs as nobody and still writes its log here
   const port = await freePort();
@@ -78,7 +80,10 @@ export async function startTinyproxy(options: { basicAuth?: { user: string; pass
     url: `http://127.0.0.1:${port}`,
     port,
     log,
-    count: (pattern) => log().split('\n').filter((l) => l.includes(pattern)).length,
+    count: (pattern) =>
+      log()
+        .split('\n')
+        .filter((l) => l.includes(pattern)).length,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;

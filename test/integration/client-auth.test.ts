@@ -46,7 +46,13 @@ describe('private_key_jwt', () => {
       g.assertionClients.setPublicKey('client', k.publicKey);
       const d = dir();
       writeFileSync(join(d, 'key.pem'), k.pem);
-      const p = await proxy({ BASE_URL: g.url, CLIENT_ID: 'client', TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_ASSERTION_KEY_FILE: join(d, 'key.pem'), LOG_LEVEL: 'trace' });
+      const p = await proxy({
+        BASE_URL: g.url,
+        CLIENT_ID: 'client',
+        TOKEN_AUTH_METHOD: 'private_key_jwt',
+        CLIENT_ASSERTION_KEY_FILE: join(d, 'key.pem'),
+        LOG_LEVEL: 'trace',
+      });
       await untilReady(p, 10_000);
       expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
       expect(g.tokenRequests[0]).toMatchObject({ clientId: 'client', authMethod: 'client_assertion' });
@@ -60,7 +66,12 @@ describe('private_key_jwt', () => {
     g.assertionClients.setPublicKey('client', a.publicKey);
     const d = dir();
     writeFileSync(join(d, 'key.pem'), a.pem);
-    const p = await proxy({ BASE_URL: g.url, CLIENT_ID: 'client', TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_ASSERTION_KEY_FILE: join(d, 'key.pem') });
+    const p = await proxy({
+      BASE_URL: g.url,
+      CLIENT_ID: 'client',
+      TOKEN_AUTH_METHOD: 'private_key_jwt',
+      CLIENT_ASSERTION_KEY_FILE: join(d, 'key.pem'),
+    });
     await untilReady(p, 10_000);
     g.assertionClients.setPublicKey('client', b.publicKey);
     writeFileSync(join(d, 'key.tmp'), b.pem);
@@ -72,7 +83,12 @@ describe('private_key_jwt', () => {
   it('sends TOKEN_PARAMS with &, =, +, spaces and non-ASCII intact', async () => {
     const g = await gateway();
     g.setClientSecret('client', 'pw');
-    const p = await proxy({ BASE_URL: g.url, CLIENT_ID: 'client', CLIENT_SECRET: 'pw', TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi%3Fa%3D1%26b&resource=a+b%2Bc&resource=Z%C3%BCrich' });
+    const p = await proxy({
+      BASE_URL: g.url,
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: 'pw',
+      TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi%3Fa%3D1%26b&resource=a+b%2Bc&resource=Z%C3%BCrich',
+    });
     await untilReady(p, 10_000);
     expect(g.tokenRequests[0]!.form.filter(([k]) => k === 'audience' || k === 'resource')).toEqual([
       ['audience', 'https://api?a=1&b'],
@@ -161,7 +177,9 @@ describe('client_assertion_file', () => {
     publish(await sign(600));
     const ok = await runCli(['check'], env);
     expect(ok.code).toBe(0);
-    expect(ok.stdout).toMatch(new RegExp(`client assertion in ${file}: issuer ${issuer}, subject ${subject}, audience ${audience}, (59\\d|600) s left`));
+    expect(ok.stdout).toMatch(
+      new RegExp(`client assertion in ${file}: issuer ${issuer}, subject ${subject}, audience ${audience}, (59\\d|600) s left`),
+    );
     expect(ok.stdout).toContain('ok: token obtained');
     publish(await sign(-5));
     const expired = await runCli(['check'], env);

@@ -77,7 +77,8 @@ describe('client_secret_jwt against the mock', () => {
     const env = { BASE_URL: g.url, CLIENT_ID: 'app', CLIENT_SECRET: SECRET, TOKEN_AUTH_METHOD: 'client_secret_jwt' };
     const check = await runCli(['check'], env);
     expect(check.code).toBe(1);
-    const named = 'check the client credentials: CLIENT_ID and the secret the assertion is signed with (CLIENT_SECRET_FILE or CLIENT_SECRET)';
+    const named =
+      'check the client credentials: CLIENT_ID and the secret the assertion is signed with (CLIENT_SECRET_FILE or CLIENT_SECRET)';
     expect(check.stderr).toContain('check failed: rejected: token endpoint answered 401 invalid_client');
     expect(check.stderr).toContain(named);
     expect(check.stdout).toContain('client_secret_jwt');
@@ -105,7 +106,13 @@ describe('client_secret_jwt against the mock', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('CLIENT_ID is required');
     expect(result.stderr).toContain('CLIENT_SECRET_FILE (or CLIENT_SECRET) is required');
-    const reserved = await runCli(['check'], { BASE_URL: 'http://127.0.0.1:1', CLIENT_ID: 'app', CLIENT_SECRET: SECRET, TOKEN_AUTH_METHOD: 'client_secret_jwt', TOKEN_PARAMS: 'client_assertion=x' });
+    const reserved = await runCli(['check'], {
+      BASE_URL: 'http://127.0.0.1:1',
+      CLIENT_ID: 'app',
+      CLIENT_SECRET: SECRET,
+      TOKEN_AUTH_METHOD: 'client_secret_jwt',
+      TOKEN_PARAMS: 'client_assertion=x',
+    });
     expect(reserved.code).toBe(2);
     expect(reserved.stderr).toContain('TOKEN_PARAMS may not set client_assertion');
     expect(reserved.stdout + reserved.stderr).not.toContain(SECRET);

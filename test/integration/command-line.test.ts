@@ -81,7 +81,10 @@ describe('the command line', () => {
     expect(line).toMatchObject({ host: '0.0.0.0' });
   });
 
-  it('is ready at once with only pass-through credentials, and answers a request without Basic credentials 401 credentials_required', async ({ shared: { gateway }, stack }) => {
+  it('is ready at once with only pass-through credentials, and answers a request without Basic credentials 401 credentials_required', async ({
+    shared: { gateway },
+    stack,
+  }) => {
     const { proxy } = await stack({ gateway, credentials: false, env: { PASSTHROUGH_BASIC: 'true' }, ready: false });
     expect((await fetch(`${proxy.adminUrl}/readyz`)).status).toBe(200);
     const res = await fetch(`${proxy.proxyUrl}/api/v1/tickets`);

@@ -84,7 +84,7 @@ describe('DPoP at the token endpoint and the gateway', () => {
     expect(g.apiRequests.map((r) => r.dpop?.error ?? 'ok')).toEqual(['ok', 'invalid_dpop_proof', 'invalid_dpop_proof']);
   });
 
-  it('does not forward a caller\'s own DPoP header beside the proxy\'s proof', async ({ stack }) => {
+  it("does not forward a caller's own DPoP header beside the proxy's proof", async ({ stack }) => {
     const s = await dpopStack(stack);
     expect((await tickets(s, { headers: { dpop: 'caller.proof.value' } })).status).toBe(200);
     expect(s.gateway.apiRequests.at(-1)!.dpop?.ok).toBe(true);
@@ -105,7 +105,7 @@ describe('DPoP at the token endpoint and the gateway', () => {
     expect(await s.metric(/ticket_auth_proxy_upstream_unauthorized_total\{replayed="true"\} (\d+)/)).toBe(0);
   });
 
-  it('replays a POST once, body and all, with a new proof carrying the gateway\'s new nonce, keeping the token', async ({ stack }) => {
+  it("replays a POST once, body and all, with a new proof carrying the gateway's new nonce, keeping the token", async ({ stack }) => {
     const s = await dpopStack(stack, { mock: { dpop: { gatewayNonce: true } } });
     const g = s.gateway;
     expect((await tickets(s)).status).toBe(200);
@@ -193,10 +193,18 @@ describe('DPoP at the token endpoint and the gateway', () => {
     expect(g.apiRequests[0]!.dpop?.ok).toBe(true);
   });
 
-  it('binds pass-through credentials\' tokens to the same key', async ({ stack, mock }) => {
+  it("binds pass-through credentials' tokens to the same key", async ({ stack, mock }) => {
     const g = await mock({ clients: { a: 'secret-a', b: 'secret-b' } });
-    const s = await dpopStack(stack, { gateway: g, credentials: false, env: { PASSTHROUGH_BASIC: 'true' }, mustNotLeak: ['secret-a', 'secret-b'] });
-    for (const [id, secret] of [['a', 'secret-a'], ['b', 'secret-b']]) {
+    const s = await dpopStack(stack, {
+      gateway: g,
+      credentials: false,
+      env: { PASSTHROUGH_BASIC: 'true' },
+      mustNotLeak: ['secret-a', 'secret-b'],
+    });
+    for (const [id, secret] of [
+      ['a', 'secret-a'],
+      ['b', 'secret-b'],
+    ]) {
       const res = await tickets(s, { headers: { authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}` } });
       expect(res.status).toBe(200);
     }
@@ -213,7 +221,10 @@ describe('DPoP against an identity provider that answers Bearer', () => {
     const s = await dpopStack(stack, { mock: { dpop: { bearerOnly: true } } });
     expect((await tickets(s)).status).toBe(200);
     expect((await tickets(s)).status).toBe(200);
-    expect(s.gateway.apiRequests.map((r) => /^Bearer /.test(String(r.headers.authorization)) && r.headers.dpop === undefined)).toEqual([true, true]);
+    expect(s.gateway.apiRequests.map((r) => /^Bearer /.test(String(r.headers.authorization)) && r.headers.dpop === undefined)).toEqual([
+      true,
+      true,
+    ]);
     expect(s.proxy.lines().filter((l) => /answered a DPoP token request with a Bearer token/.test(String(l.msg)))).toHaveLength(1);
     const check = await runCli(['check'], { BASE_URL: s.gateway.url, CLIENT_ID: s.clientId, CLIENT_SECRET: s.secret, DPOP: 'on' });
     expect(check.code).toBe(0);
@@ -223,11 +234,14 @@ describe('DPoP against an identity provider that answers Bearer', () => {
   it('DPOP=required refuses the Bearer answer: /readyz and check fail naming DPOP', async ({ stack }) => {
     const s = await dpopStack(stack, { dpop: 'required', ready: false, mock: { dpop: { bearerOnly: true } } });
     let body = '';
-    await pollUntil(async () => {
-      const res = await fetch(`${s.proxy.adminUrl}/readyz`);
-      body = await res.text();
-      return res.status === 503 && body.includes('invalid_response');
-    }, { timeoutMs: 10_000 });
+    await pollUntil(
+      async () => {
+        const res = await fetch(`${s.proxy.adminUrl}/readyz`);
+        body = await res.text();
+        return res.status === 503 && body.includes('invalid_response');
+      },
+      { timeoutMs: 10_000 },
+    );
     expect(body).toContain('DPOP=required');
     expect((await tickets(s)).status).toBe(503);
     expect(s.proxy.lines().some((l) => l.outcome === 'invalid_response' && /DPOP/.test(String(l.hint)))).toBe(true);
@@ -246,7 +260,13 @@ describe('the DPoP key', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tap-dpop-'));
     writeFileSync(join(dir, 'dpop.pem'), key.pem);
     const jkt = await calculateJwkThumbprint(key.jwk, 'sha256');
-    const check = await runCli(['check'], { BASE_URL: g.url, CLIENT_ID: 'client', CLIENT_SECRET: 'sek', DPOP: 'on', DPOP_KEY_FILE: join(dir, 'dpop.pem') });
+    const check = await runCli(['check'], {
+      BASE_URL: g.url,
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: 'sek',
+      DPOP: 'on',
+      DPOP_KEY_FILE: join(dir, 'dpop.pem'),
+    });
     expect(check.code).toBe(0);
     expect(check.stdout).toContain(`DPoP: on, proofs signed EdDSA, key thumbprint (RFC 7638) ${jkt}`);
     expect(check.stdout).toContain(`token type: DPoP (bound to the key ${jkt})`);

@@ -11,7 +11,11 @@ const SECRET = `s-${randomBytes(6).toString('hex')}`;
 const PROXY_USER = 'egress';
 const PROXY_PASSWORD = `p-${randomBytes(6).toString('hex')}`;
 /** Nothing of the egress proxy's credentials in any output: neither the password nor the Basic value. */
-const PROXY_CREDENTIALS = [PROXY_PASSWORD, Buffer.from(`${PROXY_USER}:${PROXY_PASSWORD}`).toString('base64'), /proxy-authorization: basic/i];
+const PROXY_CREDENTIALS = [
+  PROXY_PASSWORD,
+  Buffer.from(`${PROXY_USER}:${PROXY_PASSWORD}`).toString('base64'),
+  /proxy-authorization: basic/i,
+];
 const files = tempDir();
 let ca: Ca;
 let server: Pem;
@@ -50,7 +54,8 @@ function gateway(mock: StartMock, tls = true): Promise<MockTicketService> {
 
 /** A proxy whose token endpoint is `g`; the stack's leak check covers its tokens, the secret and the egress proxy's credentials. */
 async function proxyFor(stack: StartStack, g: MockTicketService, env: Record<string, string>): Promise<ProxyHandle> {
-  return (await stack({ gateway: g, secret: SECRET, env: { CA_FILE: caFile, ...env }, ready: false, mustNotLeak: PROXY_CREDENTIALS })).proxy;
+  return (await stack({ gateway: g, secret: SECRET, env: { CA_FILE: caFile, ...env }, ready: false, mustNotLeak: PROXY_CREDENTIALS }))
+    .proxy;
 }
 
 const withCredentials = (t: Tinyproxy, password = PROXY_PASSWORD) => `http://${PROXY_USER}:${password}@127.0.0.1:${t.port}`;
@@ -96,19 +101,35 @@ describe.skipIf(lacks('tinyproxy'))(`an egress proxy, through a real tinyproxy${
     await untilReady(p, 10_000);
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
     expect(t.count(`CONNECT 127.0.0.1:${g.port}`)).toBe(2);
-    for (const r of [...g.apiRequests, ...g.tokenRequests]) expect(JSON.stringify(r.headers).toLowerCase()).not.toContain('proxy-authorization');
-    const out = await runCli(['check'], { CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CA_FILE: caFile, BASE_URL: g.url, HTTPS_PROXY: withCredentials(t) });
+    for (const r of [...g.apiRequests, ...g.tokenRequests])
+      expect(JSON.stringify(r.headers).toLowerCase()).not.toContain('proxy-authorization');
+    const out = await runCli(['check'], {
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: SECRET,
+      CA_FILE: caFile,
+      BASE_URL: g.url,
+      HTTPS_PROXY: withCredentials(t),
+    });
     expect(out.code).toBe(0);
     expectNoProxyCredentials(out.stdout + out.stderr);
   });
 
-  it('answers 502 naming the status when the proxy refuses the tunnel, and the token fetch is a network_error', async ({ mock, stack, tinyproxy }) => {
+  it('answers 502 naming the status when the proxy refuses the tunnel, and the token fetch is a network_error', async ({
+    mock,
+    stack,
+    tinyproxy,
+  }) => {
     const tokenEndpoint = await gateway(mock);
     const g = await gateway(mock);
     const t = await tinyproxy({ basicAuth: { user: PROXY_USER, password: PROXY_PASSWORD } });
     const wrong = withCredentials(t, 'wrong-password');
     // The token endpoint goes direct (NO_PROXY with its port): the gateway meets the refusal.
-    const p = await proxyFor(stack, tokenEndpoint, { BASE_URL: g.url, TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`, HTTPS_PROXY: wrong, NO_PROXY: `127.0.0.1:${tokenEndpoint.port}` });
+    const p = await proxyFor(stack, tokenEndpoint, {
+      BASE_URL: g.url,
+      TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`,
+      HTTPS_PROXY: wrong,
+      NO_PROXY: `127.0.0.1:${tokenEndpoint.port}`,
+    });
     await untilReady(p, 10_000);
     const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
     expect(res.status).toBe(502);
@@ -119,7 +140,13 @@ describe.skipIf(lacks('tinyproxy'))(`an egress proxy, through a real tinyproxy${
     expect(String((await p.waitForLog((l) => l.msg === 'forwarding failed', 5_000)).reason)).toMatch(/egress proxy refused: 40[17]/);
     expect(g.apiRequests).toHaveLength(0);
 
-    const out = await runCli(['check'], { CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CA_FILE: caFile, BASE_URL: g.url, HTTPS_PROXY: wrong });
+    const out = await runCli(['check'], {
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: SECRET,
+      CA_FILE: caFile,
+      BASE_URL: g.url,
+      HTTPS_PROXY: wrong,
+    });
     expect(out.code).toBe(1);
     expect(out.stderr).toMatch(/network_error: .*egress proxy refused: 40[17]/);
     expect(out.stderr).not.toContain('wrong-password');
@@ -128,7 +155,13 @@ describe.skipIf(lacks('tinyproxy'))(`an egress proxy, through a real tinyproxy${
   it('names 403 when the proxy refuses the port', async ({ mock, tinyproxy }) => {
     const g = await gateway(mock);
     const t = await tinyproxy({ extra: ['ConnectPort 443'] });
-    const out = await runCli(['check'], { CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CA_FILE: caFile, BASE_URL: g.url, HTTPS_PROXY: t.url });
+    const out = await runCli(['check'], {
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: SECRET,
+      CA_FILE: caFile,
+      BASE_URL: g.url,
+      HTTPS_PROXY: t.url,
+    });
     expect(out.code).toBe(1);
     expect(out.stderr).toMatch(/network_error: .*egress proxy refused: 403/);
   });

@@ -133,7 +133,9 @@ describe('forwarding', () => {
   });
 
   it('passes response headers back less the hop-by-hop ones', async () => {
-    const res = await get('/api/v1/headers?set=X-Kept:yes&set=Connection:X-Drop&set=X-Drop:no&set=Keep-Alive:timeout%3D9&set=Set-Cookie:a%3D1&set=Set-Cookie:b%3D2');
+    const res = await get(
+      '/api/v1/headers?set=X-Kept:yes&set=Connection:X-Drop&set=X-Drop:no&set=Keep-Alive:timeout%3D9&set=Set-Cookie:a%3D1&set=Set-Cookie:b%3D2',
+    );
     expect(res.status).toBe(200);
     expect(res.headers['x-kept']).toBe('yes');
     expect(res.headers['x-drop']).toBeUndefined();
@@ -141,7 +143,9 @@ describe('forwarding', () => {
   });
 
   it('rewrites a Location into the base URL to the origin the caller used, and leaves others alone', async () => {
-    const inside = await get(`/api/v1/redirect?to=${encodeURIComponent(`${gateway.url}/api/v1/tickets?page=2`)}`, { host: 'app.local:8180' });
+    const inside = await get(`/api/v1/redirect?to=${encodeURIComponent(`${gateway.url}/api/v1/tickets?page=2`)}`, {
+      host: 'app.local:8180',
+    });
     expect(inside.status).toBe(302);
     expect(inside.headers.location).toBe('http://app.local:8180/api/v1/tickets?page=2');
     const outside = await get(`/api/v1/redirect?to=${encodeURIComponent('https://elsewhere.example/x')}`);
@@ -192,9 +196,11 @@ describe('forwarding', () => {
     const chunk = Buffer.alloc(1024 * 1024, 3);
     const peakKb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${proxy.child.pid}/status`, 'utf8'))![1]);
     const before = peakKb();
-    const body = Readable.from((function* () {
-      for (let sent = 0; sent < size; sent += chunk.length) yield chunk;
-    })());
+    const body = Readable.from(
+      (function* () {
+        for (let sent = 0; sent < size; sent += chunk.length) yield chunk;
+      })(),
+    );
     const res = await request(`${proxy.proxyUrl}/api/v1/upload`, { dispatcher: agent, method: 'PUT', body });
     expect(res.statusCode).toBe(200);
     const hash = createHash('sha256');

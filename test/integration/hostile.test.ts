@@ -6,7 +6,10 @@ const SECRET = 'hostile-secret-5e5e';
 const it = sharedStack({ secret: SECRET, mock: { tokenTtlS: 60 }, env: { LOG_LEVEL: 'trace', ACCESS_LOG: 'true' } });
 
 const SHAPES: [string, string][] = [
-  ['Content-Length with Transfer-Encoding', 'POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /api/v1/oauth2/token HTTP/1.1\r\nHost: x\r\n\r\n'],
+  [
+    'Content-Length with Transfer-Encoding',
+    'POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /api/v1/oauth2/token HTTP/1.1\r\nHost: x\r\n\r\n',
+  ],
   ['two differing Content-Lengths', 'POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 40\r\n\r\nabc'],
   ['an obfuscated Transfer-Encoding', 'POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n'],
   ['a bad chunk size', 'POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n'],
@@ -28,12 +31,16 @@ describe('hostile raw requests', () => {
   });
 
   it('refuses absurdly large headers with 431 and keeps serving', async ({ shared: { proxy } }) => {
-    const res = await rawRequest(proxy.proxyPort, `GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, { timeoutMs: 5000 });
+    const res = await rawRequest(proxy.proxyPort, `GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, {
+      timeoutMs: 5000,
+    });
     expect(res).toMatch(/^HTTP\/1\.1 431 /);
   });
 
   it('answers a malformed request with problem+json', async ({ shared: { proxy } }) => {
-    const res = await rawRequest(proxy.proxyPort, 'POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', { timeoutMs: 5000 });
+    const res = await rawRequest(proxy.proxyPort, 'POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', {
+      timeoutMs: 5000,
+    });
     expect(res).toMatch(/^HTTP\/1\.1 400/);
     expect(res).toContain('application/problem+json');
   });

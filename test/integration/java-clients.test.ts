@@ -13,7 +13,10 @@ describe.skipIf(lacks('javac'))(`Java 17 HttpClient (offers h2c) and HttpURLConn
     const token = await directToken(gateway, clientId, secret);
     // One JVM start for all four calls; C1 only: the calls are few, the start is what costs.
     const out = await run('java', ['-XX:TieredStopAtLevel=1', '-Xshare:auto', source, proxy.proxyUrl, gateway.url, token]);
-    const lines = out.trim().split('\n').map((l) => l.split(' '));
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' '));
     const by = (client: string, target: string): string[] => lines.find((l) => l[0] === client && l[1] === target)!.slice(2);
     expect(by('HttpClient', 'proxy')).toEqual(['200', 'HTTP_1_1', '"tickets-v1"', 'true']);
     expect(by('HttpURLConnection', 'proxy')).toEqual(['200', 'HTTP_1_1', '"tickets-v1"', 'true']);

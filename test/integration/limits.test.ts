@@ -104,7 +104,13 @@ describe('limits under abuse', () => {
   });
 
   it('a flood of requests while no token can be had is answered 503 token_unavailable and never reaches the gateway', async ({ stack }) => {
-    const { gateway, proxy } = await stack({ secret: SECRET, mock: { tokenTtlS: 60 }, tokenFault: { kind: 'hang', times: Infinity }, env: { TOKEN_WAIT_TIMEOUT_MS: '1000' }, ready: false });
+    const { gateway, proxy } = await stack({
+      secret: SECRET,
+      mock: { tokenTtlS: 60 },
+      tokenFault: { kind: 'hang', times: Infinity },
+      env: { TOKEN_WAIT_TIMEOUT_MS: '1000' },
+      ready: false,
+    });
     const answers = await Promise.all(
       Array.from({ length: 1000 }, () =>
         rawRequest(proxy.proxyPort, 'GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { timeoutMs: 20_000 }),

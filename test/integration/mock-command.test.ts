@@ -7,7 +7,10 @@ const MOCK_MAIN = new URL('../../dist/mock/main.js', import.meta.url).pathname;
 
 describe('npm run mock', () => {
   it('prints its URL and the lines that point a proxy at it, and check succeeds with those lines', async () => {
-    const mock = spawn(process.execPath, [MOCK_MAIN], { env: { PATH: process.env.PATH, MOCK_PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const mock = spawn(process.execPath, [MOCK_MAIN], {
+      env: { PATH: process.env.PATH, MOCK_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     mock.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
     const exited = new Promise<number | null>((resolve) => mock.on('exit', (code) => resolve(code)));
@@ -30,7 +33,11 @@ describe('npm run mock', () => {
   it('says which port is taken and how to choose another', async ({ stack }) => {
     // A running stack holds the mock's port.
     const { gateway } = await stack();
-    const result = spawnSync(process.execPath, [MOCK_MAIN], { env: { PATH: process.env.PATH, MOCK_PORT: String(gateway.port) }, encoding: 'utf8', timeout: 15_000 });
+    const result = spawnSync(process.execPath, [MOCK_MAIN], {
+      env: { PATH: process.env.PATH, MOCK_PORT: String(gateway.port) },
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(`cannot listen on 127.0.0.1:${gateway.port} (EADDRINUSE); choose another port with MOCK_PORT`);
   });

@@ -62,7 +62,12 @@ async function provider(requireNonce: boolean): Promise<string> {
   p.on('grant.success', (ctx: Ctx) => {
     const token = ctx.body?.access_token ?? '';
     const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString() || '{}') as { cnf?: { jkt?: string } };
-    issued.push({ issuer, clientId: ctx.oidc?.client?.clientId ?? '', method: ctx.oidc?.client?.clientAuthMethod ?? '', jkt: claims.cnf?.jkt });
+    issued.push({
+      issuer,
+      clientId: ctx.oidc?.client?.clientId ?? '',
+      method: ctx.oidc?.client?.clientAuthMethod ?? '',
+      jkt: claims.cnf?.jkt,
+    });
   });
   p.on('grant.error', (_ctx: Ctx, error: Error & { error?: string }) => errors.push({ issuer, error: error.error ?? error.message }));
   server.on('request', p.callback());
@@ -93,11 +98,21 @@ const METHODS: Record<string, Record<string, string>> = {
 };
 
 describe('DPoP against a real identity provider (oidc-provider)', () => {
-  for (const [label, tokenUrl] of [['without a nonce', () => plain], ['with a nonce demanded', () => withNonce]] as const) {
+  for (const [label, tokenUrl] of [
+    ['without a nonce', () => plain],
+    ['with a nonce demanded', () => withNonce],
+  ] as const) {
     for (const [clientId, env] of Object.entries(METHODS)) {
       it(`obtains a token bound to the proxy key ${label}, with ${env.TOKEN_AUTH_METHOD}`, async () => {
         const url = tokenUrl();
-        const r = await runCli(['check'], { BASE_URL: 'http://127.0.0.1:9', TOKEN_URL: url, CLIENT_ID: clientId, TOKEN_SCOPE: 'tickets:read', DPOP: 'required', ...env });
+        const r = await runCli(['check'], {
+          BASE_URL: 'http://127.0.0.1:9',
+          TOKEN_URL: url,
+          CLIENT_ID: clientId,
+          TOKEN_SCOPE: 'tickets:read',
+          DPOP: 'required',
+          ...env,
+        });
         expect(r.stderr).toBe('');
         expect(r.code).toBe(0);
         const thumbprint = /key thumbprint \(RFC 7638\) (\S+)/.exec(r.stdout)?.[1];

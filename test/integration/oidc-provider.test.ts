@@ -10,7 +10,14 @@ const RESOURCE = 'https://tickets.example';
 /** A client_secret_jwt client's secret: 32 octets and more, with characters Basic would encode. */
 const JWT_SECRET = 'idp-jwt-s3cret+/=~!-0123456789abcdef';
 /** What the provider reported of each token request: its client authentication, as it verified it. */
-const grants: { event: string; clientId: string | undefined; method: string | undefined; assertionType: unknown; secretSent: boolean; error?: string }[] = [];
+const grants: {
+  event: string;
+  clientId: string | undefined;
+  method: string | undefined;
+  assertionType: unknown;
+  secretSent: boolean;
+  error?: string;
+}[] = [];
 let server: Server;
 let gateway: MockTicketService;
 let tokenUrl = '';
@@ -21,7 +28,14 @@ beforeAll(async () => {
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const provider = new Provider(issuer, {
     clients: [
-      { client_id: 'app', client_secret: 'idp-s3cret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: 'tickets:read' },
+      {
+        client_id: 'app',
+        client_secret: 'idp-s3cret',
+        grant_types: ['client_credentials'],
+        redirect_uris: [],
+        response_types: [],
+        scope: 'tickets:read',
+      },
       {
         client_id: 'jwt-app',
         client_secret: JWT_SECRET,
@@ -47,7 +61,10 @@ beforeAll(async () => {
       },
     },
   });
-  type Ctx = { headers: Record<string, string | undefined>; oidc?: { client?: { clientId: string; clientAuthMethod: string }; params?: Record<string, unknown> } };
+  type Ctx = {
+    headers: Record<string, string | undefined>;
+    oidc?: { client?: { clientId: string; clientAuthMethod: string }; params?: Record<string, unknown> };
+  };
   const record = (event: string, ctx: Ctx, error?: Error) =>
     grants.push({
       event,
@@ -115,7 +132,13 @@ describe('client_secret_jwt against a real identity provider (oidc-provider)', (
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`ok: token obtained from ${tokenUrl}`);
     expect(grants).toEqual([
-      { event: 'grant.success', clientId: 'jwt-app', method: 'client_secret_jwt', assertionType: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', secretSent: false },
+      {
+        event: 'grant.success',
+        clientId: 'jwt-app',
+        method: 'client_secret_jwt',
+        assertionType: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+        secretSent: false,
+      },
     ]);
     expect(r.stdout + r.stderr).not.toContain(JWT_SECRET);
   });

@@ -59,7 +59,11 @@ describe('pass-through credentials', () => {
   });
 
   it('fetches pass-through tokens with TOKEN_AUTH_METHOD=client_secret_basic, TOKEN_SCOPE and TOKEN_PARAMS', async ({ stack }) => {
-    const { clients, gateway, get } = await setup(stack, { TOKEN_AUTH_METHOD: 'client_secret_basic', TOKEN_SCOPE: 'tickets.read', TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi' });
+    const { clients, gateway, get } = await setup(stack, {
+      TOKEN_AUTH_METHOD: 'client_secret_basic',
+      TOKEN_SCOPE: 'tickets.read',
+      TOKEN_PARAMS: 'audience=https%3A%2F%2Fapi',
+    });
     expect((await get(basic('beta', clients.beta))).status).toBe(200);
     expect(gateway.tokenRequests[0]).toMatchObject({ clientId: 'beta', authMethod: 'basic', scope: 'tickets.read' });
     expect(gateway.tokenRequests[0]!.form).toContainEqual(['audience', 'https://api']);
@@ -90,7 +94,12 @@ describe('pass-through credentials', () => {
 
   it('answers malformed Basic credentials 401 invalid_client without asking the token endpoint', async ({ stack }) => {
     const { gateway, get } = await setup(stack);
-    const malformed = ['Basic !!!not-base64', `Basic ${Buffer.from('no-colon').toString('base64')}`, `Basic ${Buffer.from(':secret').toString('base64')}`, 'Basic'];
+    const malformed = [
+      'Basic !!!not-base64',
+      `Basic ${Buffer.from('no-colon').toString('base64')}`,
+      `Basic ${Buffer.from(':secret').toString('base64')}`,
+      'Basic',
+    ];
     for (const header of malformed) {
       const res = await get(header);
       expect(res.status, header).toBe(401);

@@ -15,9 +15,21 @@ describe('a connection the proxy decided to close', () => {
   });
 
   it.for([
-    ['after a 404 not_proxied with an unread body', 'POST /elsewhere HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /api/v1/tickets?pipelined HTTP/1.1\r\nHost: x\r\n\r\n', [404]],
-    ['after a 400 bad_path with an unread body', 'POST /api/v1/../x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /api/v1/tickets?pipelined HTTP/1.1\r\nHost: x\r\n\r\n', [400]],
-    ['after a request with Connection: close', 'GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /api/v1/tickets?pipelined HTTP/1.1\r\nHost: x\r\n\r\n', [200]],
+    [
+      'after a 404 not_proxied with an unread body',
+      'POST /elsewhere HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /api/v1/tickets?pipelined HTTP/1.1\r\nHost: x\r\n\r\n',
+      [404],
+    ],
+    [
+      'after a 400 bad_path with an unread body',
+      'POST /api/v1/../x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /api/v1/tickets?pipelined HTTP/1.1\r\nHost: x\r\n\r\n',
+      [400],
+    ],
+    [
+      'after a request with Connection: close',
+      'GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /api/v1/tickets?pipelined HTTP/1.1\r\nHost: x\r\n\r\n',
+      [200],
+    ],
   ] as const)('forwards nothing pipelined %s', async ([_name, raw, expected], { shared: { gateway, proxy } }) => {
     const before = gateway.apiRequests.length;
     const res = await rawUntilClose(proxy.proxyPort, raw);
@@ -40,11 +52,17 @@ describe('a connection whose request without a body was refused', () => {
     ['a 400 bad_path to a GET', 'GET /api/v1/%2e%2e/x HTTP/1.1\r\nHost: x\r\n\r\n', 400],
     ['a 405 to a TRACE', 'TRACE /api/v1/tickets HTTP/1.1\r\nHost: x\r\n\r\n', 405],
     ['a 404 to a POST with an empty body', 'POST /elsewhere HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n', 404],
-  ] as const)('stays open after %s, and forwards the next request on it', async ([_name, refused, status], { shared: { gateway, proxy } }) => {
-    const before = gateway.apiRequests.length;
-    const res = await rawUntilClose(proxy.proxyPort, `${refused}GET /api/v1/tickets?kept HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-    expect(statuses(res)).toEqual([status, 200]);
-    expect(res.slice(0, res.indexOf('\r\n\r\n'))).toMatch(/\r\nConnection: keep-alive\r\n/i);
-    expect(gateway.apiRequests.slice(before).map((r) => r.url)).toEqual(['/api/v1/tickets?kept']);
-  });
+  ] as const)(
+    'stays open after %s, and forwards the next request on it',
+    async ([_name, refused, status], { shared: { gateway, proxy } }) => {
+      const before = gateway.apiRequests.length;
+      const res = await rawUntilClose(
+        proxy.proxyPort,
+        `${refused}GET /api/v1/tickets?kept HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      expect(statuses(res)).toEqual([status, 200]);
+      expect(res.slice(0, res.indexOf('\r\n\r\n'))).toMatch(/\r\nConnection: keep-alive\r\n/i);
+      expect(gateway.apiRequests.slice(before).map((r) => r.url)).toEqual(['/api/v1/tickets?kept']);
+    },
+  );
 });

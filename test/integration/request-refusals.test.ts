@@ -5,13 +5,16 @@ import { sharedStack } from '../helpers/stack.js';
 const it = sharedStack({ mock: { tokenTtlS: 60 } });
 
 describe('a raw # in the target', () => {
-  it.for([['/api/v1/oauth2#/token'], ['/api/v1/..#x'], ['/api/v1/tickets#frag'], ['/api/v1/tickets?q=a#b']])('refuses %s with 400 bad_path and forwards nothing', async ([target], { shared: { gateway, proxy } }) => {
-    const before = gateway.apiRequests.length;
-    const res = await rawRequest(proxy.proxyPort, `GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`);
-    expect(res).toMatch(/^HTTP\/1\.1 400 /);
-    expect(res).toContain('"code":"bad_path"');
-    expect(gateway.apiRequests.length).toBe(before);
-  });
+  it.for([['/api/v1/oauth2#/token'], ['/api/v1/..#x'], ['/api/v1/tickets#frag'], ['/api/v1/tickets?q=a#b']])(
+    'refuses %s with 400 bad_path and forwards nothing',
+    async ([target], { shared: { gateway, proxy } }) => {
+      const before = gateway.apiRequests.length;
+      const res = await rawRequest(proxy.proxyPort, `GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      expect(res).toMatch(/^HTTP\/1\.1 400 /);
+      expect(res).toContain('"code":"bad_path"');
+      expect(gateway.apiRequests.length).toBe(before);
+    },
+  );
 });
 
 describe('refusals of the HTTP parser', () => {

@@ -19,11 +19,24 @@ it.beforeAll(({ shared }) => {
 describe('a variable that resembles a setting', () => {
   it('is named back in a warning at start, and the proxy listens where the settings say, on the default port', async ({ stack }) => {
     // LISTEN_PORT empty is as if unset: the proxy takes its default, and the slip LISTEN_PROT is ignored.
-    const { proxy } = await stack({ gateway, secret: SECRET, env: { LISTEN_PORT: '', LISTEN_PROT: '9180', PORT_ADMIN: '9181' }, ready: false });
+    const { proxy } = await stack({
+      gateway,
+      secret: SECRET,
+      env: { LISTEN_PORT: '', LISTEN_PROT: '9180', PORT_ADMIN: '9181' },
+      ready: false,
+    });
     const warnings = proxy.lines().filter((l) => l.level === 40 && typeof l.variable === 'string');
     expect(warnings).toEqual([
-      expect.objectContaining({ variable: 'LISTEN_PROT', setting: 'LISTEN_PORT', msg: 'LISTEN_PROT is not a setting and is ignored; did you mean LISTEN_PORT?' }),
-      expect.objectContaining({ variable: 'PORT_ADMIN', setting: 'ADMIN_PORT', msg: 'PORT_ADMIN is not a setting and is ignored; did you mean ADMIN_PORT?' }),
+      expect.objectContaining({
+        variable: 'LISTEN_PROT',
+        setting: 'LISTEN_PORT',
+        msg: 'LISTEN_PROT is not a setting and is ignored; did you mean LISTEN_PORT?',
+      }),
+      expect.objectContaining({
+        variable: 'PORT_ADMIN',
+        setting: 'ADMIN_PORT',
+        msg: 'PORT_ADMIN is not a setting and is ignored; did you mean ADMIN_PORT?',
+      }),
     ]);
     expect(proxy.proxyPort).toBe(DEFAULT_PORT);
     expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
@@ -48,7 +61,12 @@ describe('a variable that resembles a setting', () => {
   });
 
   it('is named by check as well, which still fetches its token', async () => {
-    const res = await runCli(['check'], { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, CLIENT_SECERT_FILE: '/run/secret' });
+    const res = await runCli(['check'], {
+      BASE_URL: gateway.url,
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: SECRET,
+      CLIENT_SECERT_FILE: '/run/secret',
+    });
     expect(res.code).toBe(0);
     expect(res.stderr).toContain('warning: CLIENT_SECERT_FILE is not a setting and is ignored; did you mean CLIENT_SECRET_FILE?');
     expect(res.stdout).toMatch(/^ok: token obtained/m);

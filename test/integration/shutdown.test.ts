@@ -8,7 +8,10 @@ const SECRET = 'proc-secret-77aa';
 const it = sharedStack({ secret: SECRET, mock: { tokenTtlS: 900 } });
 
 describe('shutdown', () => {
-  it('turns unready at once, keeps serving through the delay, lets an in-flight request finish and exits 0', async ({ shared: { gateway }, stack }) => {
+  it('turns unready at once, keeps serving through the delay, lets an in-flight request finish and exits 0', async ({
+    shared: { gateway },
+    stack,
+  }) => {
     // A port outside the ephemeral range, so no other process of the suite can take it over once closed.
     const port = 20_000 + Math.floor(Math.random() * 10_000);
     const { proxy } = await stack({ gateway, secret: SECRET, env: { SHUTDOWN_DELAY_S: '1', LISTEN_PORT: String(port) } });

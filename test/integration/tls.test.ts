@@ -70,7 +70,11 @@ describe('HTTPS to the gateway and the token endpoint', () => {
     const tokenEndpoint = await gateway(mock, server);
     const bad = await gateway(mock, await make(ca));
     const caFile = files.write('ca.pem', ca.cert);
-    const p = await proxyFor(stack, tokenEndpoint, { BASE_URL: bad.url, TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`, CA_FILE: caFile });
+    const p = await proxyFor(stack, tokenEndpoint, {
+      BASE_URL: bad.url,
+      TOKEN_URL: `${tokenEndpoint.url}/api/v1/oauth2/token`,
+      CA_FILE: caFile,
+    });
     await untilReady(p, 10_000);
     const res = await fetch(`${p.proxyUrl}/api/v1/tickets`);
     expect(res.status).toBe(502);
@@ -114,7 +118,12 @@ describe('client certificates', () => {
     expect(without.code).toBe(1);
     expect(without.stderr).toMatch(/network_error: .*(CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE|requires a client certificate)/);
 
-    const env = { BASE_URL: g.url, CA_FILE: caFile, TLS_CLIENT_CERT_FILE: files.write('client.crt', mine.cert), TLS_CLIENT_KEY_FILE: files.write('client.key', mine.key) };
+    const env = {
+      BASE_URL: g.url,
+      CA_FILE: caFile,
+      TLS_CLIENT_CERT_FILE: files.write('client.crt', mine.cert),
+      TLS_CLIENT_KEY_FILE: files.write('client.key', mine.key),
+    };
     const withCert = await check(env);
     expect(withCert.stderr).toBe('');
     expect(withCert.code).toBe(0);
@@ -166,7 +175,12 @@ describe('rotation without a restart', () => {
     const g = await gateway(mock, { ...server, ca: clientCa.cert, requestCert: true });
     const certFile = files.write('tls.crt', first.cert);
     const keyFile = files.write('tls.key', first.key);
-    const p = await proxyFor(stack, g, { BASE_URL: g.url, CA_FILE: files.write('ca.pem', ca.cert), TLS_CLIENT_CERT_FILE: certFile, TLS_CLIENT_KEY_FILE: keyFile });
+    const p = await proxyFor(stack, g, {
+      BASE_URL: g.url,
+      CA_FILE: files.write('ca.pem', ca.cert),
+      TLS_CLIENT_CERT_FILE: certFile,
+      TLS_CLIENT_KEY_FILE: keyFile,
+    });
     await untilReady(p, 10_000);
     expect(g.tokenRequests).toHaveLength(1);
 

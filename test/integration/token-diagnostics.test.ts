@@ -10,14 +10,20 @@ it.beforeEach(({ mock, stack }) => {
 });
 
 async function gateway(tokenRefusal?: TokenRefusalStyle, secret = 's3cret'): Promise<MockTicketService> {
-  current.gateway = await current.mock({ clients: { app: secret }, tokenTtlS: 600, ...(tokenRefusal === undefined ? {} : { tokenRefusal }) });
+  current.gateway = await current.mock({
+    clients: { app: secret },
+    tokenTtlS: 600,
+    ...(tokenRefusal === undefined ? {} : { tokenRefusal }),
+  });
   return current.gateway;
 }
 
 const isFailure = (l: LogLine) => l.msg === 'token fetch failed' || l.msg === 'token endpoint rejected the client credentials';
 
 /** What a user sees of one mistake: `check`'s output, the running proxy's log line, its /readyz reason and metrics. */
-async function observe(env: Record<string, string>): Promise<{ check: string; line: LogLine; readyz: string; up: LogLine; metrics: string }> {
+async function observe(
+  env: Record<string, string>,
+): Promise<{ check: string; line: LogLine; readyz: string; up: LogLine; metrics: string }> {
   const full = { CLIENT_ID: 'app', CLIENT_SECRET: 's3cret', ...env };
   const check = await runCli(['check'], full);
   expect(check.code).toBe(1);
@@ -38,7 +44,9 @@ describe('token endpoint failures name the endpoint and the likely mistake', () 
     const g = await gateway();
     const result = await runCli(['check'], { BASE_URL: `${g.url}/api/v1`, CLIENT_ID: 'app', CLIENT_SECRET: 's3cret' });
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain(`BASE_URL ends in /api/v1 (got "${g.url}/api/v1"): the proxy adds /api/v1 itself, so set it to the gateway's base URL, ${g.url}`);
+    expect(result.stderr).toContain(
+      `BASE_URL ends in /api/v1 (got "${g.url}/api/v1"): the proxy adds /api/v1 itself, so set it to the gateway's base URL, ${g.url}`,
+    );
     expect(g.tokenRequests).toHaveLength(0);
   });
 
@@ -108,27 +116,39 @@ function fetches(metrics: string, outcome: string): number {
   return m ? Number(m[1]) : 0;
 }
 
-const CREDENTIALS_FIRST = 'the token endpoint refused the client without an error code: check the client credentials first: CLIENT_ID and the secret (CLIENT_SECRET_FILE or CLIENT_SECRET)';
+const CREDENTIALS_FIRST =
+  'the token endpoint refused the client without an error code: check the client credentials first: CLIENT_ID and the secret (CLIENT_SECRET_FILE or CLIENT_SECRET)';
 const NO_SCOPE = 'TOKEN_SCOPE is not set, and some identity providers refuse a request without a scope the same way';
 
 describe('refusals as identity providers answer them: a bare 400, 401 or 403', () => {
-  it.each([403, 401, 400] as const)('counts a wrong secret answered with a bare %i as rejected and names the credentials first', async (status) => {
-    const g = await gateway({ status, bare: true });
-    g.setClientSecret('app', 'another');
-    const seen = await observe({ BASE_URL: g.url });
-    const tokenUrl = `${g.url}/api/v1/oauth2/token`;
-    expect(seen.check).toContain(`check failed: rejected: token endpoint answered ${status} (token URL ${tokenUrl}); ${CREDENTIALS_FIRST}`);
-    for (const text of [seen.check, seen.readyz, String(seen.line.hint)]) {
-      expect(text).toContain(CREDENTIALS_FIRST);
-      expect(text).toContain(NO_SCOPE);
-      expect(text).not.toContain('does not look like a token endpoint');
-      expect(text).not.toContain('client_secret_post');
-    }
-    expect(seen.readyz).toContain(`last fetch: rejected: token endpoint answered ${status}`);
-    expect(seen.line).toMatchObject({ msg: 'token endpoint rejected the client credentials', outcome: 'rejected', status, level: 50, tokenUrl });
-    expect(fetches(seen.metrics, 'rejected')).toBeGreaterThanOrEqual(1);
-    expect(fetches(seen.metrics, 'server_error')).toBe(0);
-  });
+  it.each([403, 401, 400] as const)(
+    'counts a wrong secret answered with a bare %i as rejected and names the credentials first',
+    async (status) => {
+      const g = await gateway({ status, bare: true });
+      g.setClientSecret('app', 'another');
+      const seen = await observe({ BASE_URL: g.url });
+      const tokenUrl = `${g.url}/api/v1/oauth2/token`;
+      expect(seen.check).toContain(
+        `check failed: rejected: token endpoint answered ${status} (token URL ${tokenUrl}); ${CREDENTIALS_FIRST}`,
+      );
+      for (const text of [seen.check, seen.readyz, String(seen.line.hint)]) {
+        expect(text).toContain(CREDENTIALS_FIRST);
+        expect(text).toContain(NO_SCOPE);
+        expect(text).not.toContain('does not look like a token endpoint');
+        expect(text).not.toContain('client_secret_post');
+      }
+      expect(seen.readyz).toContain(`last fetch: rejected: token endpoint answered ${status}`);
+      expect(seen.line).toMatchObject({
+        msg: 'token endpoint rejected the client credentials',
+        outcome: 'rejected',
+        status,
+        level: 50,
+        tokenUrl,
+      });
+      expect(fetches(seen.metrics, 'rejected')).toBeGreaterThanOrEqual(1);
+      expect(fetches(seen.metrics, 'server_error')).toBe(0);
+    },
+  );
 
   it('mentions no TOKEN_SCOPE when one is set, and a provider that wants one is satisfied by setting it', async () => {
     const g = await gateway({ status: 403, bare: true, scopeRequired: true });
@@ -148,7 +168,12 @@ describe('refusals as identity providers answer them: a bare 400, 401 or 403', (
   it('suggests client_secret_post when a provider compares Basic credentials undecoded, never showing the secret', async () => {
     const secret = 'p+ss/w:rd=&%~!';
     const g = await gateway({ status: 403, bare: true, basicAsSent: true }, secret);
-    const seen = await observe({ BASE_URL: g.url, CLIENT_SECRET: secret, TOKEN_AUTH_METHOD: 'client_secret_basic', TOKEN_SCOPE: 'tickets' });
+    const seen = await observe({
+      BASE_URL: g.url,
+      CLIENT_SECRET: secret,
+      TOKEN_AUTH_METHOD: 'client_secret_basic',
+      TOKEN_SCOPE: 'tickets',
+    });
     const suggestion = 'which some identity providers compare without decoding: try TOKEN_AUTH_METHOD=client_secret_post';
     for (const text of [seen.check, seen.readyz, String(seen.line.hint)]) {
       expect(text).toContain(CREDENTIALS_FIRST);
@@ -156,7 +181,12 @@ describe('refusals as identity providers answer them: a bare 400, 401 or 403', (
       expect(text).not.toContain('p+ss');
     }
     expect(fetches(seen.metrics, 'rejected')).toBeGreaterThanOrEqual(1);
-    const post = await runCli(['check'], { BASE_URL: g.url, CLIENT_ID: 'app', CLIENT_SECRET: secret, TOKEN_AUTH_METHOD: 'client_secret_post' });
+    const post = await runCli(['check'], {
+      BASE_URL: g.url,
+      CLIENT_ID: 'app',
+      CLIENT_SECRET: secret,
+      TOKEN_AUTH_METHOD: 'client_secret_post',
+    });
     expect(post.code).toBe(0);
     expect(post.stdout + post.stderr).not.toContain('p+ss');
   });
@@ -169,7 +199,11 @@ describe('refusals as identity providers answer them: a bare 400, 401 or 403', (
       expect(text).toContain('token endpoint answered 400 scope_invalid');
       expect(text).toContain('scope_invalid (read as invalid_scope): check TOKEN_SCOPE');
     }
-    expect(seen.line).toMatchObject({ outcome: 'rejected', error: 'scope_invalid', hint: 'scope_invalid (read as invalid_scope): check TOKEN_SCOPE: the IdP does not grant this scope to this client' });
+    expect(seen.line).toMatchObject({
+      outcome: 'rejected',
+      error: 'scope_invalid',
+      hint: 'scope_invalid (read as invalid_scope): check TOKEN_SCOPE: the IdP does not grant this scope to this client',
+    });
     expect(fetches(seen.metrics, 'rejected')).toBeGreaterThanOrEqual(1);
   });
 });

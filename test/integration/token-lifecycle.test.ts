@@ -52,13 +52,19 @@ describe('the token lifecycle', () => {
   });
 
   it('answers 503 token_unavailable with Retry-After when no token can be had, and counts the failures', async ({ stack }) => {
-    const { proxy } = await setup(stack, { TOKEN_WAIT_TIMEOUT_MS: '300' }, { fault: { status: 503, body: { error: 'temporarily_unavailable' }, headers: { 'retry-after': '2' }, times: Infinity } });
+    const { proxy } = await setup(
+      stack,
+      { TOKEN_WAIT_TIMEOUT_MS: '300' },
+      { fault: { status: 503, body: { error: 'temporarily_unavailable' }, headers: { 'retry-after': '2' }, times: Infinity } },
+    );
     const res = await fetch(`${proxy.proxyUrl}/api/v1/tickets`);
     expect(res.status).toBe(503);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(await res.json()).toMatchObject({ code: 'token_unavailable', status: 503 });
-    await pollUntil(async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="server_error"\} (\d+)/)) >= 1, { timeoutMs: 5000 });
+    await pollUntil(async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="server_error"\} (\d+)/)) >= 1, {
+      timeoutMs: 5000,
+    });
     expect(await metric(proxy, /ticket_auth_proxy_token_consecutive_failures (\d+)/)).toBeGreaterThanOrEqual(1);
     expect(await metric(proxy, /ticket_auth_proxy_token_expiry_timestamp_seconds (\S+)/)).toBe(0);
     const readyz = await fetch(`${proxy.adminUrl}/readyz`);
@@ -78,10 +84,16 @@ describe('the token lifecycle', () => {
   });
 
   it('logs a rejected client at error level with the OAuth error code', async ({ stack }) => {
-    const { proxy } = await setup(stack, {}, { fault: { status: 401, body: { error: 'invalid_client', error_description: 'unknown client' }, times: Infinity } });
+    const { proxy } = await setup(
+      stack,
+      {},
+      { fault: { status: 401, body: { error: 'invalid_client', error_description: 'unknown client' }, times: Infinity } },
+    );
     const line = await proxy.waitForLog((l) => l.outcome === 'rejected', 5000);
     expect(line).toMatchObject({ level: 50, error: 'invalid_client', status: 401 });
-    await pollUntil(async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="rejected"\} (\d+)/)) >= 1, { timeoutMs: 5000 });
+    await pollUntil(async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="rejected"\} (\d+)/)) >= 1, {
+      timeoutMs: 5000,
+    });
   });
 
   it('replays a small POST once, byte for byte, after a 401 with a fresh token', async ({ stack }) => {
@@ -89,7 +101,11 @@ describe('the token lifecycle', () => {
     await untilReady(proxy, 10_000);
     gateway.revokeAll();
     const body = randomBytes(20_000);
-    const res = await fetch(`${proxy.proxyUrl}/api/v1/upload`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+    const res = await fetch(`${proxy.proxyUrl}/api/v1/upload`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
     expect(res.status).toBe(200);
     const sha = createHash('sha256').update(body).digest('hex');
     expect(await res.json()).toMatchObject({ length: body.length, sha256: sha });

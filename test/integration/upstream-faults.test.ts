@@ -48,14 +48,17 @@ function exchange(
     const text = options.body ?? '';
     const headers = { ...options.headers };
     if (options.body !== undefined) headers['content-length'] = String(Buffer.byteLength(text) + (options.partialBody ?? 0));
-    const req = httpRequest({ host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path, headers, agent: false }, (res) => {
-      status = res.statusCode;
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => finish(res.complete));
-      res.on('error', () => finish(false));
-      res.on('close', () => finish(res.complete));
-    });
+    const req = httpRequest(
+      { host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path, headers, agent: false },
+      (res) => {
+        status = res.statusCode;
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => finish(res.complete));
+        res.on('error', () => finish(false));
+        res.on('close', () => finish(res.complete));
+      },
+    );
     req.on('error', () => finish(false));
     if (options.partialBody !== undefined) req.write(text);
     else req.end(text);
@@ -82,7 +85,10 @@ const stalls = (s: Stack, direction: string): Promise<number> =>
   s.metric(new RegExp(`ticket_auth_proxy_upstream_stalls_total\\{direction="${direction}"\\} (\\d+)`));
 
 describe('a body that goes silent', () => {
-  it('closes the caller connection when the gateway stops halfway through its answer, with a warning and a count', async ({ stack, mock }) => {
+  it('closes the caller connection when the gateway stops halfway through its answer, with a warning and a count', async ({
+    stack,
+    mock,
+  }) => {
     const g = await rawGateway({ act: () => ({ stallAfterHalf: 100 }) });
     const s = await proxyFor(stack, mock, g.url, { UPSTREAM_IDLE_TIMEOUT_MS: '500' });
     const res = await exchange(s.proxy.proxyPort, { path: '/api/v1/tickets?q=private-query', deadlineMs: 10_000 });
@@ -96,10 +102,19 @@ describe('a body that goes silent', () => {
     expect(await stalls(s, 'request')).toBe(0);
   });
 
-  it('closes the caller connection when its request body stops halfway, with a warning and a count, and aborts the upstream request', async ({ stack, mock }) => {
+  it('closes the caller connection when its request body stops halfway, with a warning and a count, and aborts the upstream request', async ({
+    stack,
+    mock,
+  }) => {
     const g = await rawGateway({ act: () => ({ answer: 201 }) });
     const s = await proxyFor(stack, mock, g.url, { UPSTREAM_IDLE_TIMEOUT_MS: '500' });
-    const res = await exchange(s.proxy.proxyPort, { method: 'POST', path: '/api/v1/tickets', body: 'y'.repeat(50), partialBody: 50, deadlineMs: 10_000 });
+    const res = await exchange(s.proxy.proxyPort, {
+      method: 'POST',
+      path: '/api/v1/tickets',
+      body: 'y'.repeat(50),
+      partialBody: 50,
+      deadlineMs: 10_000,
+    });
     expect(res.status).toBeUndefined();
     const warning = await s.proxy.waitForLog((l) => l.msg === 'the request body went silent; closing the caller connection', 5_000);
     expect(warning).toMatchObject({ direction: 'request', method: 'POST', path: '/api/v1/tickets' });
@@ -127,7 +142,10 @@ describe('a kept-alive connection the gateway closes under the next request', ()
   // connection when a second request arrives on it: the race with an idle timeout, made exact.
   const closeSecond: RawGatewayOptions = { act: (r) => (r.onConnection === 1 ? { answer: 200, body: `ok ${r.path}` } : { close: true }) };
 
-  it('sends a GET again on a new connection, invisibly; a POST gets 502 upstream_disconnected and reaches the gateway once; a POST with an Idempotency-Key is sent again', async ({ stack, mock }) => {
+  it('sends a GET again on a new connection, invisibly; a POST gets 502 upstream_disconnected and reaches the gateway once; a POST with an Idempotency-Key is sent again', async ({
+    stack,
+    mock,
+  }) => {
     const g = await rawGateway(closeSecond);
     const s = await proxyFor(stack, mock, g.url);
     const port = s.proxy.proxyPort;
@@ -139,7 +157,12 @@ describe('a kept-alive connection the gateway closes under the next request', ()
     expect(seen('/api/v1/tickets/7').map((r) => r.onConnection)).toEqual([2, 1]);
 
     expect((await exchange(port, { path: '/api/v1/warm-2' })).status).toBe(200);
-    const post = await exchange(port, { method: 'POST', path: '/api/v1/tickets', body: '{"id":"p-1"}', headers: { 'content-type': 'application/json' } });
+    const post = await exchange(port, {
+      method: 'POST',
+      path: '/api/v1/tickets',
+      body: '{"id":"p-1"}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(post.status).toBe(502);
     const problem = JSON.parse(post.body) as { code: string; detail: string };
     expect(problem.code).toBe('upstream_disconnected');
@@ -147,7 +170,12 @@ describe('a kept-alive connection the gateway closes under the next request', ()
     expect(seen('/api/v1/tickets').map((r) => r.body)).toEqual(['{"id":"p-1"}']);
 
     expect((await exchange(port, { path: '/api/v1/warm-3' })).status).toBe(200);
-    const keyed = await exchange(port, { method: 'POST', path: '/api/v1/orders', body: '{"id":"p-2"}', headers: { 'idempotency-key': 'k-2' } });
+    const keyed = await exchange(port, {
+      method: 'POST',
+      path: '/api/v1/orders',
+      body: '{"id":"p-2"}',
+      headers: { 'idempotency-key': 'k-2' },
+    });
     expect(keyed).toMatchObject({ status: 200, body: 'ok /api/v1/orders' });
     expect(seen('/api/v1/orders').map((r) => [r.body, r.headers['idempotency-key']])).toEqual([
       ['{"id":"p-2"}', 'k-2'],
@@ -157,7 +185,10 @@ describe('a kept-alive connection the gateway closes under the next request', ()
     expect(await s.metric(/ticket_auth_proxy_upstream_unauthorized_total\{replayed="true"\} (\d+)/)).toBe(0);
   });
 
-  it('sends a GET again with a fresh DPoP proof for the same bound token, each proof valid where a strict verifier checks it', async ({ stack, mock }) => {
+  it('sends a GET again with a fresh DPoP proof for the same bound token, each proof valid where a strict verifier checks it', async ({
+    stack,
+    mock,
+  }) => {
     const g = await rawGateway(closeSecond);
     const s = await proxyFor(stack, mock, g.url, { DPOP: 'on' });
     expect((await exchange(s.proxy.proxyPort, { path: '/api/v1/warm' })).status).toBe(200);
@@ -190,7 +221,12 @@ describe('a kept-alive connection the gateway closes under the next request', ()
     const s = await proxyFor(stack, mock, g.url, { REPLAY_BODY_LIMIT_BYTES: '16' });
     expect((await exchange(s.proxy.proxyPort, { path: '/api/v1/warm' })).status).toBe(200);
     const body = 'b'.repeat(64);
-    const res = await exchange(s.proxy.proxyPort, { method: 'PUT', path: '/api/v1/tickets/9', body, headers: { 'idempotency-key': 'k-9' } });
+    const res = await exchange(s.proxy.proxyPort, {
+      method: 'PUT',
+      path: '/api/v1/tickets/9',
+      body,
+      headers: { 'idempotency-key': 'k-9' },
+    });
     expect(res.status).toBe(502);
     expect((JSON.parse(res.body) as { code: string }).code).toBe('upstream_disconnected');
     expect(g.seen.filter((r) => r.path === '/api/v1/tickets/9').map((r) => r.body)).toEqual([body]);
@@ -236,7 +272,10 @@ describe('idle connections to the gateway', () => {
     await pollUntil(() => g.closedByPeer.some((c) => c.requests === 1), { timeoutMs: 9_000, intervalMs: 100 });
   });
 
-  it('does not reuse a connection past the hint less a margin: with Keep-Alive: timeout=1 every request gets its own', async ({ stack, mock }) => {
+  it('does not reuse a connection past the hint less a margin: with Keep-Alive: timeout=1 every request gets its own', async ({
+    stack,
+    mock,
+  }) => {
     const g = await rawGateway({ act: () => ({ answer: 200, keepAlive: 1 }), idleCloseMs: 1_000 });
     const s = await proxyFor(stack, mock, g.url);
     for (let i = 0; i < 5; i++) expect((await exchange(s.proxy.proxyPort, { path: `/api/v1/tickets/${i}` })).status).toBe(200);

@@ -24,10 +24,11 @@ function stages(instructions: Instruction[]): Instruction[][] {
 
 /** The ENV of a stage, name to value. */
 const envOf = (stage: Instruction[]): Map<string, string | null> =>
-  new Map(stage.filter((i): i is Env => i instanceof Env).flatMap((e) => e.getProperties().map((p) => [p.getName(), p.getValue()] as const)));
+  new Map(
+    stage.filter((i): i is Env => i instanceof Env).flatMap((e) => e.getProperties().map((p) => [p.getName(), p.getValue()] as const)),
+  );
 
-const runs = (stage: Instruction[]): string[] =>
-  stage.filter((i) => i.getKeyword() === 'RUN').map((i) => i.getArgumentsContent() ?? '');
+const runs = (stage: Instruction[]): string[] => stage.filter((i) => i.getKeyword() === 'RUN').map((i) => i.getArgumentsContent() ?? '');
 
 /**
  * What the image must be: multi-stage, a lockfile install, production
@@ -54,7 +55,8 @@ export function policyViolations(content: string): string[] {
   else if (cmd.getOpeningBracket() === null) violations.push('CMD is in shell form (a shell would be PID 1 and swallow SIGTERM)');
   else {
     const argv = cmd.getJSONStrings().map((s) => s.getJSONValue());
-    if (JSON.stringify(argv) !== JSON.stringify(['node', 'dist/main.js'])) violations.push(`CMD is ${JSON.stringify(argv)}, not ["node","dist/main.js"]`);
+    if (JSON.stringify(argv) !== JSON.stringify(['node', 'dist/main.js']))
+      violations.push(`CMD is ${JSON.stringify(argv)}, not ["node","dist/main.js"]`);
   }
   if (final.some((i) => i instanceof Entrypoint)) violations.push('the final stage has an ENTRYPOINT (node must be PID 1)');
   if (instructions.some((i) => i.getKeyword() === 'HEALTHCHECK')) violations.push('HEALTHCHECK (Kubernetes ignores it; probes do the job)');
@@ -75,9 +77,9 @@ export function policyViolations(content: string): string[] {
   }
 
   for (const i of instructions) {
-    const names =
-      i instanceof Env ? i.getProperties().map((p) => p.getName()) : i instanceof Arg ? [i.getProperty()?.getName() ?? ''] : [];
-    for (const name of names) if (SECRET_NAME.test(name)) violations.push(`${i.getKeyword()} ${name} looks like a secret (image layers are readable)`);
+    const names = i instanceof Env ? i.getProperties().map((p) => p.getName()) : i instanceof Arg ? [i.getProperty()?.getName() ?? ''] : [];
+    for (const name of names)
+      if (SECRET_NAME.test(name)) violations.push(`${i.getKeyword()} ${name} looks like a secret (image layers are readable)`);
   }
 
   const finalEnv = envOf(final);
@@ -189,12 +191,23 @@ CMD ["node", "dist/main.js"]
     ['a HEALTHCHECK', good.replace('CMD', 'HEALTHCHECK CMD node -e 1\nCMD'), /HEALTHCHECK/],
     ['npm install', good.replace('RUN npm ci\n', 'RUN npm install\n'), /npm install/],
     ['dev dependencies at run time', good.replace('--from=deps', '--from=build'), /not from a --omit=dev install/],
-    ['a secret in ENV', good.replace('ENV NODE_ENV=production', 'ENV NODE_ENV=production CLIENT_SECRET=s3cr3t'), /CLIENT_SECRET looks like a secret/],
-    ['a token in ARG', good.replace('FROM node:24-slim AS build', 'FROM node:24-slim AS build\nARG NPM_TOKEN'), /NPM_TOKEN looks like a secret/],
+    [
+      'a secret in ENV',
+      good.replace('ENV NODE_ENV=production', 'ENV NODE_ENV=production CLIENT_SECRET=s3cr3t'),
+      /CLIENT_SECRET looks like a secret/,
+    ],
+    [
+      'a token in ARG',
+      good.replace('FROM node:24-slim AS build', 'FROM node:24-slim AS build\nARG NPM_TOKEN'),
+      /NPM_TOKEN looks like a secret/,
+    ],
     ['no NODE_ENV', good.replace('ENV NODE_ENV=production\n', ''), /NODE_ENV=production/],
     ['a port missing', good.replace('EXPOSE 8180 8181', 'EXPOSE 8180'), /port 8181/],
   ])('refuses %s', (_name, content, message) => {
     const violations = policyViolations(content);
-    expect(violations.some((v) => message.test(v)), violations.join('\n')).toBe(true);
+    expect(
+      violations.some((v) => message.test(v)),
+      violations.join('\n'),
+    ).toBe(true);
   });
 });

@@ -46,7 +46,8 @@ function proxyProblems(env: Record<string, string>): string[] {
     const jwt = ['{"alg":"RS256","typ":"JWT"}', '{"sub":"system:serviceaccount:tickets:proxy","exp":4102444800}']
       .map((part) => Buffer.from(part).toString('base64url'))
       .join('.');
-    const readFile = (path: string): string => (path.endsWith('/token') ? `${jwt}.c2ln` : path.startsWith('/etc/ticket-auth-proxy/dpop/') ? DPOP_KEY : 'a-secret');
+    const readFile = (path: string): string =>
+      path.endsWith('/token') ? `${jwt}.c2ln` : path.startsWith('/etc/ticket-auth-proxy/dpop/') ? DPOP_KEY : 'a-secret';
     loadSettings({ env, readFile });
     return [];
   } catch (err) {
@@ -74,30 +75,105 @@ async function expectRefusedLikeTheProxy(values: Record<string, unknown>, env: R
 
 describe('chart values the proxy refuses at start', () => {
   it.each([
-    ['a baseUrl ending in /api/v1', { baseUrl: 'https://tickets.example.com/api/v1' }, { BASE_URL: 'https://tickets.example.com/api/v1' }, 'baseUrl: BASE_URL ends in /api/v1'],
-    ['a baseUrl ending in /api/v1/ (as normalised)', { baseUrl: 'https://Tickets.Example.com:443/gw/api/v1/' }, { BASE_URL: 'https://Tickets.Example.com:443/gw/api/v1/' }, 'TOKEN_URL='],
-    ['a baseUrl naming the token endpoint, even with a tokenUrl', { baseUrl: 'https://tickets.example.com/api/v1/oauth2/token', tokenUrl: 'https://idp.example/token' }, { BASE_URL: 'https://tickets.example.com/api/v1/oauth2/token', TOKEN_URL: 'https://idp.example/token' }, 'baseUrl:'],
-    ['an http: baseUrl off loopback', { baseUrl: 'http://tickets.example.com' }, { BASE_URL: 'http://tickets.example.com' }, 'allowInsecureHttp: true'],
-    ['an http: tokenUrl off loopback', { tokenUrl: 'http://idp.example/token' }, { TOKEN_URL: 'http://idp.example/token' }, 'tokenUrl: TOKEN_URL uses http:'],
-    ['a baseUrl that is no URL', { baseUrl: 'tickets.example.com' }, { BASE_URL: 'tickets.example.com' }, 'baseUrl: BASE_URL must be an absolute https URL'],
+    [
+      'a baseUrl ending in /api/v1',
+      { baseUrl: 'https://tickets.example.com/api/v1' },
+      { BASE_URL: 'https://tickets.example.com/api/v1' },
+      'baseUrl: BASE_URL ends in /api/v1',
+    ],
+    [
+      'a baseUrl ending in /api/v1/ (as normalised)',
+      { baseUrl: 'https://Tickets.Example.com:443/gw/api/v1/' },
+      { BASE_URL: 'https://Tickets.Example.com:443/gw/api/v1/' },
+      'TOKEN_URL=',
+    ],
+    [
+      'a baseUrl naming the token endpoint, even with a tokenUrl',
+      { baseUrl: 'https://tickets.example.com/api/v1/oauth2/token', tokenUrl: 'https://idp.example/token' },
+      { BASE_URL: 'https://tickets.example.com/api/v1/oauth2/token', TOKEN_URL: 'https://idp.example/token' },
+      'baseUrl:',
+    ],
+    [
+      'an http: baseUrl off loopback',
+      { baseUrl: 'http://tickets.example.com' },
+      { BASE_URL: 'http://tickets.example.com' },
+      'allowInsecureHttp: true',
+    ],
+    [
+      'an http: tokenUrl off loopback',
+      { tokenUrl: 'http://idp.example/token' },
+      { TOKEN_URL: 'http://idp.example/token' },
+      'tokenUrl: TOKEN_URL uses http:',
+    ],
+    [
+      'a baseUrl that is no URL',
+      { baseUrl: 'tickets.example.com' },
+      { BASE_URL: 'tickets.example.com' },
+      'baseUrl: BASE_URL must be an absolute https URL',
+    ],
     ['a baseUrl of another scheme', { baseUrl: 'ftp://tickets.example.com' }, { BASE_URL: 'ftp://tickets.example.com' }, 'baseUrl:'],
     ['a missing baseUrl', { baseUrl: '' }, { BASE_URL: '' }, 'BASE_URL is required'],
     ['a baseUrl of spaces', { baseUrl: '   ' }, { BASE_URL: '   ' }, 'baseUrl:'],
-    ['credentials in the baseUrl', { baseUrl: 'https://user:pw@tickets.example.com' }, { BASE_URL: 'https://user:pw@tickets.example.com' }, 'existingSecret'],
-    ['a query in the tokenUrl', { tokenUrl: 'https://idp.example/token?tenant=a' }, { TOKEN_URL: 'https://idp.example/token?tenant=a' }, 'tokenUrl:'],
+    [
+      'credentials in the baseUrl',
+      { baseUrl: 'https://user:pw@tickets.example.com' },
+      { BASE_URL: 'https://user:pw@tickets.example.com' },
+      'existingSecret',
+    ],
+    [
+      'a query in the tokenUrl',
+      { tokenUrl: 'https://idp.example/token?tenant=a' },
+      { TOKEN_URL: 'https://idp.example/token?tenant=a' },
+      'tokenUrl:',
+    ],
     ['a tokenScope of spaces', { tokenScope: '  ' }, { TOKEN_SCOPE: '  ' }, 'tokenScope:'],
-    ['an egress proxy URL with a path', { egressProxy: { httpsProxy: 'http://proxy.example:3128/x' } }, { HTTPS_PROXY: 'http://proxy.example:3128/x' }, 'egressProxy.httpsProxy:'],
-    ['an egress proxy of another scheme', { egressProxy: { httpProxy: 'socks5://proxy.example:1080' } }, { HTTP_PROXY: 'socks5://proxy.example:1080' }, 'egressProxy.httpProxy:'],
+    [
+      'an egress proxy URL with a path',
+      { egressProxy: { httpsProxy: 'http://proxy.example:3128/x' } },
+      { HTTPS_PROXY: 'http://proxy.example:3128/x' },
+      'egressProxy.httpsProxy:',
+    ],
+    [
+      'an egress proxy of another scheme',
+      { egressProxy: { httpProxy: 'socks5://proxy.example:1080' } },
+      { HTTP_PROXY: 'socks5://proxy.example:1080' },
+      'egressProxy.httpProxy:',
+    ],
   ])('refuses %s', async (_name, values, env, named) => {
     expect(await expectRefusedLikeTheProxy(values, env)).toContain(named);
   });
 
   it.each([
-    ['a DPoP key while DPoP is off', { dpop: { existingSecret: 'dpop-key' } }, { DPOP_KEY_FILE: '/etc/ticket-auth-proxy/dpop/dpop-key.pem' }, 'dpop.existingSecret: DPOP_KEY_FILE is set but DPOP is off'],
+    [
+      'a DPoP key while DPoP is off',
+      { dpop: { existingSecret: 'dpop-key' } },
+      { DPOP_KEY_FILE: '/etc/ticket-auth-proxy/dpop/dpop-key.pem' },
+      'dpop.existingSecret: DPOP_KEY_FILE is set but DPOP is off',
+    ],
     ['a DPoP algorithm while DPoP is off', { dpop: { mode: 'off', alg: 'EdDSA' } }, { DPOP_ALG: 'EdDSA' }, 'dpop.mode: "on" or "required"'],
-    ['a DPoP algorithm the proxy does not know', { dpop: { mode: 'on', alg: 'ES999' } }, { DPOP: 'on', DPOP_ALG: 'ES999' }, 'dpop.alg: DPOP_ALG must be one of'],
-    ['a DPoP key and algorithm from extraEnv without DPOP', { extraEnv: [{ name: 'DPOP_KEY_FILE', value: '/k.pem' }, { name: 'DPOP_ALG', value: 'ES256' }] }, { DPOP_KEY_FILE: '/k.pem', DPOP_ALG: 'ES256' }, 'extraEnv: DPOP_KEY_FILE is set but DPOP is off'],
-    ['an unknown DPOP from extraEnv beside a key', { dpop: { existingSecret: 'dpop-key' }, extraEnv: [{ name: 'DPOP', value: 'always' }] }, { DPOP: 'always', DPOP_KEY_FILE: '/etc/ticket-auth-proxy/dpop/dpop-key.pem' }, 'extraEnv: DPOP must be one of off, on, required'],
+    [
+      'a DPoP algorithm the proxy does not know',
+      { dpop: { mode: 'on', alg: 'ES999' } },
+      { DPOP: 'on', DPOP_ALG: 'ES999' },
+      'dpop.alg: DPOP_ALG must be one of',
+    ],
+    [
+      'a DPoP key and algorithm from extraEnv without DPOP',
+      {
+        extraEnv: [
+          { name: 'DPOP_KEY_FILE', value: '/k.pem' },
+          { name: 'DPOP_ALG', value: 'ES256' },
+        ],
+      },
+      { DPOP_KEY_FILE: '/k.pem', DPOP_ALG: 'ES256' },
+      'extraEnv: DPOP_KEY_FILE is set but DPOP is off',
+    ],
+    [
+      'an unknown DPOP from extraEnv beside a key',
+      { dpop: { existingSecret: 'dpop-key' }, extraEnv: [{ name: 'DPOP', value: 'always' }] },
+      { DPOP: 'always', DPOP_KEY_FILE: '/etc/ticket-auth-proxy/dpop/dpop-key.pem' },
+      'extraEnv: DPOP must be one of off, on, required',
+    ],
   ])('refuses %s', async (_name, values, env, named) => {
     expect(await expectRefusedLikeTheProxy(values, env)).toContain(named);
   });
@@ -106,7 +182,10 @@ describe('chart values the proxy refuses at start', () => {
     for (const [values, env] of [
       [{ dpop: { mode: 'on' } }, { DPOP: 'on' }],
       [{ dpop: { mode: 'required', alg: 'EdDSA' } }, { DPOP: 'required', DPOP_ALG: 'EdDSA' }],
-      [{ dpop: { mode: 'on', existingSecret: 'dpop-key', existingSecretKey: 'tls.key', alg: 'ES256' } }, { DPOP: 'on', DPOP_KEY_FILE: '/etc/ticket-auth-proxy/dpop/tls.key', DPOP_ALG: 'ES256' }],
+      [
+        { dpop: { mode: 'on', existingSecret: 'dpop-key', existingSecretKey: 'tls.key', alg: 'ES256' } },
+        { DPOP: 'on', DPOP_KEY_FILE: '/etc/ticket-auth-proxy/dpop/tls.key', DPOP_ALG: 'ES256' },
+      ],
     ] as const) {
       expect(proxyProblems({ ...CHART_ENV, ...env })).toEqual([]);
       const result = await renderWith(values);
@@ -118,14 +197,22 @@ describe('chart values the proxy refuses at start', () => {
   it('refuses the same port for both listeners, which the proxy cannot open at start', async () => {
     const result = await renderWith({ proxyPort: 9000, adminPort: 9000 });
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain('proxyPort and adminPort are both 9000: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 0.0.0.0:9000 (EADDRINUSE)');
+    expect(result.stderr).toContain(
+      'proxyPort and adminPort are both 9000: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 0.0.0.0:9000 (EADDRINUSE)',
+    );
   });
 
   it('accepts what the proxy accepts: an http: baseUrl on loopback, off loopback with allowInsecureHttp, an egress proxy without a scheme', async () => {
     for (const [values, env] of [
       [{ baseUrl: 'http://127.0.0.1:8080/' }, { BASE_URL: 'http://127.0.0.1:8080/' }],
-      [{ baseUrl: 'http://tickets.internal', allowInsecureHttp: true }, { BASE_URL: 'http://tickets.internal', ALLOW_INSECURE_HTTP: 'true' }],
-      [{ baseUrl: 'https://tickets.example.com/api/v1', tokenUrl: 'https://tickets.example.com/api/v1/api/v1/oauth2/token' }, { BASE_URL: 'https://tickets.example.com/api/v1', TOKEN_URL: 'https://tickets.example.com/api/v1/api/v1/oauth2/token' }],
+      [
+        { baseUrl: 'http://tickets.internal', allowInsecureHttp: true },
+        { BASE_URL: 'http://tickets.internal', ALLOW_INSECURE_HTTP: 'true' },
+      ],
+      [
+        { baseUrl: 'https://tickets.example.com/api/v1', tokenUrl: 'https://tickets.example.com/api/v1/api/v1/oauth2/token' },
+        { BASE_URL: 'https://tickets.example.com/api/v1', TOKEN_URL: 'https://tickets.example.com/api/v1/api/v1/oauth2/token' },
+      ],
       [{ egressProxy: { httpsProxy: 'proxy.example:3128', noProxy: '.svc' } }, { HTTPS_PROXY: 'proxy.example:3128', NO_PROXY: '.svc' }],
     ] as const) {
       expect(proxyProblems({ ...CHART_ENV, ...env })).toEqual([]);
@@ -163,7 +250,9 @@ function badValue(kind: (typeof SETTINGS)[number]['kind']): string | undefined {
 
 describe('extraEnv values the proxy refuses at start', () => {
   it('refuses a bad value of every setting, each with the proxy message', async () => {
-    const extra = SETTINGS.map((s) => ({ name: s.env, value: badValue(s.kind) })).filter((e): e is { name: string; value: string } => e.value !== undefined);
+    const extra = SETTINGS.map((s) => ({ name: s.env, value: badValue(s.kind) })).filter(
+      (e): e is { name: string; value: string } => e.value !== undefined,
+    );
     expect(extra.length).toBeGreaterThan(30);
     const stderr = await expectRefusedLikeTheProxy({ extraEnv: extra }, Object.fromEntries(extra.map((e) => [e.name, e.value])));
     expect(stderr).toContain('extraEnv: UPSTREAM_TIMEOUT_MS must be an integer of at least 1 (got "0")');
@@ -175,9 +264,15 @@ describe('extraEnv values the proxy refuses at start', () => {
     ['an integer with a fraction', [{ name: 'TOKEN_CACHE_MAX', value: '1.5' }]],
     ['a field TOKEN_PARAMS may not set', [{ name: 'TOKEN_PARAMS', value: 'audience=x&grant_type=y' }]],
     ['a client secret beside the mounted file', [{ name: 'CLIENT_SECRET', value: 's' }]],
-    ['a signing key without private_key_jwt', [{ name: 'CLIENT_ASSERTION_KEY_FILE', value: '/k.pem' }, { name: 'CLIENT_ASSERTION_ALG', value: 'ES256' }]],
+    [
+      'a signing key without private_key_jwt',
+      [
+        { name: 'CLIENT_ASSERTION_KEY_FILE', value: '/k.pem' },
+        { name: 'CLIENT_ASSERTION_ALG', value: 'ES256' },
+      ],
+    ],
     ['tls_client_auth without the client certificate', [{ name: 'TOKEN_AUTH_METHOD', value: 'tls_client_auth' }]],
-    ['private_key_jwt beside the chart\'s secret and without a key', [{ name: 'TOKEN_AUTH_METHOD', value: 'private_key_jwt' }]],
+    ["private_key_jwt beside the chart's secret and without a key", [{ name: 'TOKEN_AUTH_METHOD', value: 'private_key_jwt' }]],
     ['a client certificate without its key', [{ name: 'TLS_CLIENT_CERT_FILE', value: '/c.pem' }]],
     ['a percent-encoded field TOKEN_PARAMS may not set', [{ name: 'TOKEN_PARAMS', value: 'client%5Fid=x&%73cope=y' }]],
     ['an egress proxy port out of range', [{ name: 'HTTP_PROXY', value: 'proxy.example:99999' }]],
@@ -191,15 +286,26 @@ describe('extraEnv values the proxy refuses at start', () => {
     expect(stderr).not.toContain('may not set scope');
   });
 
-  it('never shows an egress proxy\'s credentials, with a scheme or without', async () => {
-    const extra = [{ name: 'HTTPS_PROXY', value: 'http://user:pw@proxy.example:3128/x' }, { name: 'HTTP_PROXY', value: 'user:pw@proxy.example:3128/x' }];
-    const stderr = await expectRefusedLikeTheProxy({ extraEnv: extra }, { HTTPS_PROXY: 'http://user:pw@proxy.example:3128/x', HTTP_PROXY: 'user:pw@proxy.example:3128/x' });
-    expect(stderr).toContain('extraEnv: HTTP_PROXY must be a proxy URL such as http://proxy.example.com:3128 (got "***@proxy.example:3128/x")');
+  it("never shows an egress proxy's credentials, with a scheme or without", async () => {
+    const extra = [
+      { name: 'HTTPS_PROXY', value: 'http://user:pw@proxy.example:3128/x' },
+      { name: 'HTTP_PROXY', value: 'user:pw@proxy.example:3128/x' },
+    ];
+    const stderr = await expectRefusedLikeTheProxy(
+      { extraEnv: extra },
+      { HTTPS_PROXY: 'http://user:pw@proxy.example:3128/x', HTTP_PROXY: 'user:pw@proxy.example:3128/x' },
+    );
+    expect(stderr).toContain(
+      'extraEnv: HTTP_PROXY must be a proxy URL such as http://proxy.example.com:3128 (got "***@proxy.example:3128/x")',
+    );
     expect(stderr).not.toContain('pw');
   });
 
   it('accepts the egress proxies the proxy accepts: an IPv6 address, credentials, no scheme', async () => {
-    const extra = [{ name: 'HTTPS_PROXY', value: 'http://[::1]:3128' }, { name: 'HTTP_PROXY', value: 'user:pw@proxy.example:3128/' }];
+    const extra = [
+      { name: 'HTTPS_PROXY', value: 'http://[::1]:3128' },
+      { name: 'HTTP_PROXY', value: 'user:pw@proxy.example:3128/' },
+    ];
     expect(proxyProblems({ ...CHART_ENV, ...Object.fromEntries(extra.map((e) => [e.name, e.value])) })).toEqual([]);
     const result = await renderWith({ extraEnv: extra });
     expect(result.stderr).toBe('');
@@ -207,10 +313,19 @@ describe('extraEnv values the proxy refuses at start', () => {
   });
 
   it('refuses a secret beside the projected token in secretless mode', async () => {
-    const extra = [{ name: 'CLIENT_SECRET', value: 's' }, { name: 'CLIENT_ASSERTION_KID', value: 'k' }];
+    const extra = [
+      { name: 'CLIENT_SECRET', value: 's' },
+      { name: 'CLIENT_ASSERTION_KID', value: 'k' },
+    ];
     await expectRefusedLikeTheProxy(
       { existingSecret: '', clientId: 'ticket-proxy', auth: { serviceAccountToken: { enabled: true, audience: 'a' } }, extraEnv: extra },
-      { TOKEN_AUTH_METHOD: 'client_assertion_file', CLIENT_SECRET_FILE: '', CLIENT_ASSERTION_FILE: '/token', CLIENT_SECRET: 's', CLIENT_ASSERTION_KID: 'k' },
+      {
+        TOKEN_AUTH_METHOD: 'client_assertion_file',
+        CLIENT_SECRET_FILE: '',
+        CLIENT_ASSERTION_FILE: '/token',
+        CLIENT_SECRET: 's',
+        CLIENT_ASSERTION_KID: 'k',
+      },
     );
   });
 
@@ -231,8 +346,8 @@ describe('extraEnv values the proxy refuses at start', () => {
   });
 });
 
-describe('the chart\'s table of settings', () => {
-  it('is the proxy\'s: the same names, kinds, ranges and choices', () => {
+describe("the chart's table of settings", () => {
+  it("is the proxy's: the same names, kinds, ranges and choices", () => {
     const text = readFileSync(join(chart, 'templates', '_validate.tpl'), 'utf8');
     const body = /define "ticket-auth-proxy\.settingKinds" -}}\n([\s\S]*?)\{\{- end -}}/.exec(text)![1]!;
     const table = parseYaml(body) as Record<string, Record<string, unknown>>;

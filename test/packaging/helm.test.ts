@@ -13,7 +13,9 @@ import { envOf as env, findKind as find, KNOWN_ENV, type Obj, parseObjects as pa
 
 const root = join(import.meta.dirname, '..', '..');
 const chart = join(root, 'helm', 'ticket-auth-proxy');
-const ciValues = readdirSync(join(chart, 'ci')).filter((f) => f.endsWith('-values.yaml')).sort();
+const ciValues = readdirSync(join(chart, 'ci'))
+  .filter((f) => f.endsWith('-values.yaml'))
+  .sort();
 
 async function render(args: string[], chartDir = chart): Promise<Obj[]> {
   const result = await helm(['template', 'rel', chartDir, '--namespace', 'tickets', ...args]);
@@ -88,13 +90,33 @@ describe('the chart', () => {
   });
 
   it('has ci values for standalone, sidecar, created-secret and all-options renders', () => {
-    expect(ciValues).toEqual(expect.arrayContaining(['standalone-values.yaml', 'sidecar-values.yaml', 'created-secret-values.yaml', 'standalone-all-options-values.yaml', 'secretless-values.yaml', 'dpop-values.yaml']));
+    expect(ciValues).toEqual(
+      expect.arrayContaining([
+        'standalone-values.yaml',
+        'sidecar-values.yaml',
+        'created-secret-values.yaml',
+        'standalone-all-options-values.yaml',
+        'secretless-values.yaml',
+        'dpop-values.yaml',
+      ]),
+    );
   });
 
   it('switches every optional object on in some ci/ values file, so that `ct lint` of ci/ exercises them all', async () => {
     const rendered = new Set<string>();
-    for (const file of ciValues) for (const o of await render(['-f', join(chart, 'ci', file)])) rendered.add(o.kind === 'ConfigMap' && o.data?.['ticket-auth-proxy.json'] ? 'dashboard ConfigMap' : o.kind);
-    for (const kind of ['ServiceMonitor', 'PrometheusRule', 'dashboard ConfigMap', 'PodDisruptionBudget', 'NetworkPolicy', 'HorizontalPodAutoscaler', 'ServiceAccount', 'Secret']) {
+    for (const file of ciValues)
+      for (const o of await render(['-f', join(chart, 'ci', file)]))
+        rendered.add(o.kind === 'ConfigMap' && o.data?.['ticket-auth-proxy.json'] ? 'dashboard ConfigMap' : o.kind);
+    for (const kind of [
+      'ServiceMonitor',
+      'PrometheusRule',
+      'dashboard ConfigMap',
+      'PodDisruptionBudget',
+      'NetworkPolicy',
+      'HorizontalPodAutoscaler',
+      'ServiceAccount',
+      'Secret',
+    ]) {
       expect(rendered, kind).toContain(kind);
     }
   });
@@ -174,12 +196,18 @@ describe('standalone mode', () => {
     const objects = await render(['-f', join(chart, 'ci', 'standalone-all-options-values.yaml')]);
     const deployment = find(objects, 'Deployment')!;
     expect(deployment.spec.replicas, 'the HPA owns the replica count').toBeUndefined();
-    expect(find(objects, 'HorizontalPodAutoscaler')!.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: deployment.metadata.name });
+    expect(find(objects, 'HorizontalPodAutoscaler')!.spec.scaleTargetRef).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: deployment.metadata.name,
+    });
     expect(find(objects, 'PodDisruptionBudget')!.spec.selector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
     const monitor = find(objects, 'ServiceMonitor')!;
     expect(monitor.metadata.labels.release).toBe('prometheus');
     const container = deployment.spec.template.spec.containers[0];
-    expect(container.image).toBe('registry.example.invalid/ticket-auth-proxy@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
+    expect(container.image).toBe(
+      'registry.example.invalid/ticket-auth-proxy@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef',
+    );
     expect(env(container)).toMatchObject({
       TOKEN_URL: { value: 'https://login.example.com/oauth2/token' },
       TOKEN_SCOPE: { value: 'tickets:read tickets:write' },
@@ -234,7 +262,11 @@ describe('production networks (README, "Production networks")', () => {
   });
 
   it.each([
-    ['a CA from a Secret and a ConfigMap at once', ['--set', 'tls.caSecret=a', '--set', 'tls.caConfigMap=b'], /caSecret or tls.caConfigMap/],
+    [
+      'a CA from a Secret and a ConfigMap at once',
+      ['--set', 'tls.caSecret=a', '--set', 'tls.caConfigMap=b'],
+      /caSecret or tls.caConfigMap/,
+    ],
     ['proxy credentials in plain values', ['--set', 'egressProxy.httpsProxy=http://user:pw@proxy:3128'], /httpsProxy/],
   ])('refuses %s', async (_name, args, message) => {
     expect(await renderError(['--set', 'existingSecret=creds', '--set', 'baseUrl=https://x.example', ...args])).toMatch(message);
@@ -273,7 +305,11 @@ describe('DPoP (README, "DPoP")', () => {
   it.each([
     ['an unknown mode', ['--set', 'dpop.mode=always'], 'dpop.mode must be "off", "on" or "required" (got "always")'],
     ['an empty mode', ['--set', 'dpop.mode='], 'dpop.mode must be "off", "on" or "required" (got "")'],
-    ['a bare on, which YAML reads as true', ['--set-json', 'dpop.mode=true'], 'got the boolean true: YAML reads a bare on, yes or true as a boolean; write the word in quotes, e.g. mode: "on"'],
+    [
+      'a bare on, which YAML reads as true',
+      ['--set-json', 'dpop.mode=true'],
+      'got the boolean true: YAML reads a bare on, yes or true as a boolean; write the word in quotes, e.g. mode: "on"',
+    ],
     ['a bare off, which YAML reads as false', ['--set-json', 'dpop.mode=false'], 'write the word in quotes, e.g. mode: "off"'],
     ['a key while DPoP is off', ['--set', 'dpop.existingSecret=dpop-key'], 'dpop.existingSecret: DPOP_KEY_FILE is set but DPOP is off'],
   ])('refuses %s with a plain message', async (_name, args, message) => {
@@ -296,7 +332,10 @@ function expectSecretless(container: Obj, volumes: Obj[], audience: string): voi
   expect(volume.projected.sources).toEqual([
     { serviceAccountToken: { audience, expirationSeconds: 3600, path: path.slice(mount.mountPath.length + 1) } },
   ]);
-  expect(volumes.some((v) => v.secret !== undefined), 'no Secret is needed').toBe(false);
+  expect(
+    volumes.some((v) => v.secret !== undefined),
+    'no Secret is needed',
+  ).toBe(false);
 }
 
 describe('secretless mode (README, "Run without a secret")', () => {
@@ -324,7 +363,15 @@ describe('secretless mode (README, "Run without a secret")', () => {
     expect(find(byDefault, 'Deployment')!.spec.template.spec.serviceAccountName).toBe(created.metadata.name);
 
     // An existing account: named, not rendered.
-    const existing = await render([...secretless, '--set', 'auth.serviceAccountToken.audience=a', '--set', 'serviceAccount.create=false', '--set', 'serviceAccount.name=federated-proxy']);
+    const existing = await render([
+      ...secretless,
+      '--set',
+      'auth.serviceAccountToken.audience=a',
+      '--set',
+      'serviceAccount.create=false',
+      '--set',
+      'serviceAccount.name=federated-proxy',
+    ]);
     expect(find(existing, 'ServiceAccount')).toBeUndefined();
     expect(find(existing, 'Deployment')!.spec.template.spec.serviceAccountName).toBe('federated-proxy');
 
@@ -332,11 +379,33 @@ describe('secretless mode (README, "Run without a secret")', () => {
     expect(find(await render(['-f', join(chart, 'ci', 'sidecar-values.yaml')]), 'ServiceAccount')).toBeUndefined();
   });
 
-  const secretless = ['--set', 'baseUrl=https://x.example', '--set', 'clientId=ticket-proxy', '--set', 'auth.serviceAccountToken.enabled=true'];
+  const secretless = [
+    '--set',
+    'baseUrl=https://x.example',
+    '--set',
+    'clientId=ticket-proxy',
+    '--set',
+    'auth.serviceAccountToken.enabled=true',
+  ];
   it.each([
-    ['a Secret as well', [...secretless, '--set', 'auth.serviceAccountToken.audience=a', '--set', 'existingSecret=creds'], /auth.serviceAccountToken.enabled needs no Secret: unset existingSecret and createSecret/],
+    [
+      'a Secret as well',
+      [...secretless, '--set', 'auth.serviceAccountToken.audience=a', '--set', 'existingSecret=creds'],
+      /auth.serviceAccountToken.enabled needs no Secret: unset existingSecret and createSecret/,
+    ],
     ['no audience', secretless, /audience/],
-    ['no clientId', ['--set', 'baseUrl=https://x.example', '--set', 'auth.serviceAccountToken.enabled=true', '--set', 'auth.serviceAccountToken.audience=a'], /needs clientId/],
+    [
+      'no clientId',
+      [
+        '--set',
+        'baseUrl=https://x.example',
+        '--set',
+        'auth.serviceAccountToken.enabled=true',
+        '--set',
+        'auth.serviceAccountToken.audience=a',
+      ],
+      /needs clientId/,
+    ],
   ])('refuses %s', async (_name, args, message) => {
     expect(await renderError(args)).toMatch(message);
   });
@@ -346,7 +415,14 @@ describe('http: gateways (ALLOW_INSECURE_HTTP)', () => {
   it('accepts an http: baseUrl on loopback, and off loopback only with allowInsecureHttp, which it passes on', async () => {
     const loopback = await render(['--set', 'existingSecret=creds', '--set', 'baseUrl=http://127.0.0.1:8080']);
     expect(env(find(loopback, 'Deployment')!.spec.template.spec.containers[0]).ALLOW_INSECURE_HTTP).toBeUndefined();
-    const objects = await render(['--set', 'existingSecret=creds', '--set', 'baseUrl=http://tickets.internal', '--set', 'allowInsecureHttp=true']);
+    const objects = await render([
+      '--set',
+      'existingSecret=creds',
+      '--set',
+      'baseUrl=http://tickets.internal',
+      '--set',
+      'allowInsecureHttp=true',
+    ]);
     expect(env(find(objects, 'Deployment')!.spec.template.spec.containers[0]).ALLOW_INSECURE_HTTP.value).toBe('true');
   });
 });
@@ -357,14 +433,30 @@ describe('values.schema.json and the chart refuse bad values, naming them', () =
     ['a missing baseUrl', [...base], /baseUrl/],
     ['a baseUrl that is no URL', [...base, '--set', 'baseUrl=tickets.example.com'], /baseUrl/],
     ['an http: baseUrl for a host off loopback, as the proxy would', [...base, '--set', 'baseUrl=http://tickets.example.com'], /baseUrl/],
-    ['an http: tokenUrl for a host off loopback', [...base, '--set', 'baseUrl=https://x.example', '--set', 'tokenUrl=http://idp.example/token'], /tokenUrl/],
-    ['a string replica count', [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicaCount=two'], /replicaCount.*(integer|string)/],
+    [
+      'an http: tokenUrl for a host off loopback',
+      [...base, '--set', 'baseUrl=https://x.example', '--set', 'tokenUrl=http://idp.example/token'],
+      /tokenUrl/,
+    ],
+    [
+      'a string replica count',
+      [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicaCount=two'],
+      /replicaCount.*(integer|string)/,
+    ],
     ['a port out of range', [...base, '--set', 'baseUrl=https://x.example', '--set', 'proxyPort=70000'], /proxyPort/],
     ['an unknown key', [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicas=3'], /replicas/],
     ['an unknown log level', [...base, '--set', 'baseUrl=https://x.example', '--set', 'logLevel=loud'], /logLevel/],
     ['no credentials', ['--set', 'baseUrl=https://x.example'], /existingSecret/],
-    ['a created Secret without its secret', ['--set', 'baseUrl=https://x.example', '--set', 'createSecret=true', '--set', 'clientId=a'], /clientSecret/],
-    ['a grace period too short to drain', [...base, '--set', 'baseUrl=https://x.example', '--set', 'terminationGracePeriodSeconds=10'], /terminationGracePeriodSeconds/],
+    [
+      'a created Secret without its secret',
+      ['--set', 'baseUrl=https://x.example', '--set', 'createSecret=true', '--set', 'clientId=a'],
+      /clientSecret/,
+    ],
+    [
+      'a grace period too short to drain',
+      [...base, '--set', 'baseUrl=https://x.example', '--set', 'terminationGracePeriodSeconds=10'],
+      /terminationGracePeriodSeconds/,
+    ],
   ])('refuses %s', async (_name, args, message) => {
     expect(await renderError(args)).toMatch(message);
   });
@@ -386,7 +478,14 @@ describe('sidecar mode, through a parent chart', () => {
 
   it('gives the sidecar in a parent pod the same mounts and settings', async () => {
     const objects = await render(
-      ['--set', 'ticket-auth-proxy.tls.caSecret=corp-ca', '--set', 'ticket-auth-proxy.tls.clientCertSecret=client-tls', '--set', 'ticket-auth-proxy.egressProxy.httpsProxy=http://proxy.corp:3128'],
+      [
+        '--set',
+        'ticket-auth-proxy.tls.caSecret=corp-ca',
+        '--set',
+        'ticket-auth-proxy.tls.clientCertSecret=client-tls',
+        '--set',
+        'ticket-auth-proxy.egressProxy.httpsProxy=http://proxy.corp:3128',
+      ],
       parentChart(),
     );
     for (const o of objects) validateObject(o);
@@ -398,22 +497,41 @@ describe('sidecar mode, through a parent chart', () => {
     expect(env(sidecar).HTTPS_PROXY.value).toBe('http://proxy.corp:3128');
   });
 
-
   it('gives the sidecar in a parent pod the projected token instead of a Secret in secretless mode', async () => {
     const objects = await render(
-      ['--set', 'ticket-auth-proxy.existingSecret=', '--set', 'ticket-auth-proxy.clientId=ticket-proxy', '--set', 'ticket-auth-proxy.auth.serviceAccountToken.enabled=true', '--set', 'ticket-auth-proxy.auth.serviceAccountToken.audience=https://kubernetes.example/idp'],
+      [
+        '--set',
+        'ticket-auth-proxy.existingSecret=',
+        '--set',
+        'ticket-auth-proxy.clientId=ticket-proxy',
+        '--set',
+        'ticket-auth-proxy.auth.serviceAccountToken.enabled=true',
+        '--set',
+        'ticket-auth-proxy.auth.serviceAccountToken.audience=https://kubernetes.example/idp',
+      ],
       parentChart(),
     );
     for (const o of objects) validateObject(o);
     const pod = find(objects, 'Deployment')!.spec.template.spec;
-    expectSecretless(pod.initContainers.find((c: Obj) => c.name === 'ticket-auth-proxy'), pod.volumes, 'https://kubernetes.example/idp');
+    expectSecretless(
+      pod.initContainers.find((c: Obj) => c.name === 'ticket-auth-proxy'),
+      pod.volumes,
+      'https://kubernetes.example/idp',
+    );
   });
 
   it.each([
     ['native', [], 'initContainers'],
     ['classic', ['--set', 'ticket-auth-proxy.sidecar.native=false'], 'containers'],
   ])('gives the %s sidecar the DPoP mode, algorithm and key mount', async (_form, args, list) => {
-    const dpop = ['--set', 'ticket-auth-proxy.dpop.mode=on', '--set', 'ticket-auth-proxy.dpop.alg=EdDSA', '--set', 'ticket-auth-proxy.dpop.existingSecret=app-dpop-key'];
+    const dpop = [
+      '--set',
+      'ticket-auth-proxy.dpop.mode=on',
+      '--set',
+      'ticket-auth-proxy.dpop.alg=EdDSA',
+      '--set',
+      'ticket-auth-proxy.dpop.existingSecret=app-dpop-key',
+    ];
     const objects = await render([...dpop, ...args], parentChart());
     for (const o of objects) validateObject(o);
     const pod = find(objects, 'Deployment')!.spec.template.spec;
@@ -438,7 +556,9 @@ describe('sidecar mode, through a parent chart', () => {
     expect(pod.containers.map((c: Obj) => c.name)).toEqual(['legacy-app']);
     expectSecureProxy(sidecar, pod.volumes);
     expect(env(sidecar).LISTEN_HOST.value).toBe('127.0.0.1');
-    expect(sidecar.image).toBe(`registry.example.invalid/ticket-auth-proxy:${/appVersion: "([^"]+)"/.exec(readFileSync(join(chart, 'Chart.yaml'), 'utf8'))![1]}`);
+    expect(sidecar.image).toBe(
+      `registry.example.invalid/ticket-auth-proxy:${/appVersion: "([^"]+)"/.exec(readFileSync(join(chart, 'Chart.yaml'), 'utf8'))![1]}`,
+    );
     // Stopped after the app by Kubernetes itself: no keep-serving delay needed.
     expect(sidecar.lifecycle).toBeUndefined();
     expect(env(sidecar).SHUTDOWN_DELAY_S.value).toBe('0');
@@ -458,7 +578,14 @@ describe('sidecar mode, through a parent chart', () => {
   });
 
   it('mounts the Secret the dependency creates, and rolls the parent pods when it changes', async () => {
-    const quickStart = ['--set', 'ticket-auth-proxy.existingSecret=', '--set', 'ticket-auth-proxy.createSecret=true', '--set', 'ticket-auth-proxy.clientId=app'];
+    const quickStart = [
+      '--set',
+      'ticket-auth-proxy.existingSecret=',
+      '--set',
+      'ticket-auth-proxy.createSecret=true',
+      '--set',
+      'ticket-auth-proxy.clientId=app',
+    ];
     const objects = await render([...quickStart, '--set', 'ticket-auth-proxy.clientSecret=one'], parentChart());
     for (const o of objects) validateObject(o);
     const secret = find(objects, 'Secret')!;

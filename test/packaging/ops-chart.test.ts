@@ -13,7 +13,18 @@ const root = join(import.meta.dirname, '..', '..');
 const chart = join(root, 'helm', 'ticket-auth-proxy');
 
 async function render(args: string[]): Promise<Obj[]> {
-  const result = await helm(['template', 'rel', chart, '--namespace', 'tickets', '--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=creds', ...args]);
+  const result = await helm([
+    'template',
+    'rel',
+    chart,
+    '--namespace',
+    'tickets',
+    '--set',
+    'baseUrl=https://tickets.example.com',
+    '--set',
+    'existingSecret=creds',
+    ...args,
+  ]);
   if (result.code !== 0) throw new Error(`helm template ${args.join(' ')} failed:\n${result.stderr}`);
   return parse(result.stdout);
 }
@@ -51,13 +62,28 @@ describe('the pod template annotations', () => {
 
 describe('the NetworkPolicy with a ServiceMonitor', () => {
   it('fails rendering with the value to set when Prometheus could not reach /metrics', async () => {
-    const result = await helm(['template', 'rel', chart, '--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=creds', '--set', 'serviceMonitor.enabled=true']);
+    const result = await helm([
+      'template',
+      'rel',
+      chart,
+      '--set',
+      'baseUrl=https://tickets.example.com',
+      '--set',
+      'existingSecret=creds',
+      '--set',
+      'serviceMonitor.enabled=true',
+    ]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('networkPolicy.metricsNamespaceLabels');
   });
 
   it('lets the namespace named by metricsNamespaceLabels reach the admin port', async () => {
-    const objects = await render(['--set', 'serviceMonitor.enabled=true', '--set', 'networkPolicy.metricsNamespaceLabels.kubernetes\\.io/metadata\\.name=monitoring']);
+    const objects = await render([
+      '--set',
+      'serviceMonitor.enabled=true',
+      '--set',
+      'networkPolicy.metricsNamespaceLabels.kubernetes\\.io/metadata\\.name=monitoring',
+    ]);
     const policy = find(objects, 'NetworkPolicy')!;
     expect(policy.spec.ingress).toContainEqual({
       from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],

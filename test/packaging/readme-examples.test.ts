@@ -89,19 +89,31 @@ describe('README Deploy section', () => {
   });
 });
 
-describe('the README\'s DPoP example', () => {
+describe("the README's DPoP example", () => {
   it('is Helm values the chart renders into DPOP=on and the key mounted from the Secret', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tap-readme-dpop-'));
     try {
       writeFileSync(join(dir, 'values.yaml'), blocks.get('helm-dpop-values')!);
-      const result = await helm(['template', 'rel', join(root, 'helm', 'ticket-auth-proxy'), '--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=creds', '-f', join(dir, 'values.yaml')]);
+      const result = await helm([
+        'template',
+        'rel',
+        join(root, 'helm', 'ticket-auth-proxy'),
+        '--set',
+        'baseUrl=https://tickets.example.com',
+        '--set',
+        'existingSecret=creds',
+        '-f',
+        join(dir, 'values.yaml'),
+      ]);
       expect(result.stderr).toBe('');
       const pod: Obj = findKind(parseObjects(result.stdout), 'Deployment')!.spec.template.spec;
       const env = envOf(pod.containers[0]);
       expect(env.DPOP.value).toBe('on');
       expect(env.DPOP_ALG).toBeUndefined();
       expect(env.DPOP_KEY_FILE.value).toMatch(/\/dpop-key\.pem$/);
-      expect(pod.volumes).toContainEqual(expect.objectContaining({ secret: expect.objectContaining({ secretName: 'ticket-auth-proxy-dpop-key' }) }));
+      expect(pod.volumes).toContainEqual(
+        expect.objectContaining({ secret: expect.objectContaining({ secretName: 'ticket-auth-proxy-dpop-key' }) }),
+      );
       // The commands beside it make the Secret the values name, with the key they name.
       expect(readme).toContain('kubectl create secret generic ticket-auth-proxy-dpop-key --from-file=dpop-key.pem');
     } finally {
@@ -146,7 +158,11 @@ describe('the Compose example', () => {
       const [kind, command, ...args] = proxy.healthcheck.test as string[];
       expect(kind).toBe('CMD');
       expect(command).toBe('node');
-      const child = spawn(process.execPath, args.map((a) => a.replace('127.0.0.1:8181', `127.0.0.1:${port}`)), { stdio: 'ignore' });
+      const child = spawn(
+        process.execPath,
+        args.map((a) => a.replace('127.0.0.1:8181', `127.0.0.1:${port}`)),
+        { stdio: 'ignore' },
+      );
       return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     }
 
@@ -190,18 +206,23 @@ describe('the images the examples run (none is published)', () => {
     expect(proxy.image).toBe('ticket-auth-proxy:local');
   });
 
-  it.each(['examples/kubernetes/native-sidecar.yaml', 'examples/parent-chart/values.yaml'])('%s says first which image to build and push, and names a placeholder that never resolves', (file) => {
-    const text = readFileSync(join(root, file), 'utf8');
-    const head = headComments(text);
-    expect(head).toContain('No image');
-    expect(head).toContain(`docker build -t <your-registry>/ticket-auth-proxy:${version} .`);
-    expect(head).toContain(`docker push <your-registry>/ticket-auth-proxy:${version}`);
-    expect(head).toContain('registry.example.invalid');
-  });
+  it.each(['examples/kubernetes/native-sidecar.yaml', 'examples/parent-chart/values.yaml'])(
+    '%s says first which image to build and push, and names a placeholder that never resolves',
+    (file) => {
+      const text = readFileSync(join(root, file), 'utf8');
+      const head = headComments(text);
+      expect(head).toContain('No image');
+      expect(head).toContain(`docker build -t <your-registry>/ticket-auth-proxy:${version} .`);
+      expect(head).toContain(`docker push <your-registry>/ticket-auth-proxy:${version}`);
+      expect(head).toContain('registry.example.invalid');
+    },
+  );
 
   it('the plain manifest runs the placeholder image', () => {
     const [deployment] = parseObjects(readFileSync(join(root, 'examples/kubernetes/native-sidecar.yaml'), 'utf8'));
-    const images = [...deployment!.spec.template.spec.initContainers, ...deployment!.spec.template.spec.containers].map((c: Obj) => c.image as string);
+    const images = [...deployment!.spec.template.spec.initContainers, ...deployment!.spec.template.spec.containers].map(
+      (c: Obj) => c.image as string,
+    );
     expect(images).toContain(`${PLACEHOLDER}:${version}`);
     for (const image of images) expect(image).not.toMatch(/^ghcr\.io\//);
   });
@@ -209,7 +230,15 @@ describe('the images the examples run (none is published)', () => {
   it('the parent chart and the chart itself render the placeholder image by default', async () => {
     const values = parseYaml(readFileSync(join(root, 'examples/parent-chart/values.yaml'), 'utf8')) as Obj;
     expect(values['ticket-auth-proxy'].image.repository).toBe(PLACEHOLDER);
-    const result = await helm(['template', 'rel', join(root, 'helm/ticket-auth-proxy'), '--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=creds']);
+    const result = await helm([
+      'template',
+      'rel',
+      join(root, 'helm/ticket-auth-proxy'),
+      '--set',
+      'baseUrl=https://tickets.example.com',
+      '--set',
+      'existingSecret=creds',
+    ]);
     expect(result.stderr).toBe('');
     const container: Obj = findKind(parseObjects(result.stdout), 'Deployment')!.spec.template.spec.containers[0];
     expect(container.image).toBe(`${PLACEHOLDER}:${version}`);
@@ -220,7 +249,7 @@ describe('the images the examples run (none is published)', () => {
 describe('README Quick start', () => {
   const quickStart = /^## Quick start\n([\s\S]*?)^## /m.exec(readme)![1]!;
 
-  it('says how to get Node.js 22: a version manager, or the npm registry\'s node package as .ci/run does', () => {
+  it("says how to get Node.js 22: a version manager, or the npm registry's node package as .ci/run does", () => {
     expect(quickStart).toMatch(/Node\.js 22 or newer/);
     expect(quickStart).toMatch(/`nvm install 22`/);
     const recipe = /`(npm install --prefix (\S+) node@22) && export PATH=(\S+):\$PATH`/.exec(quickStart);
@@ -232,7 +261,10 @@ describe('README Quick start', () => {
 
   it('takes a newcomer from clone to a ticket list with two commands', () => {
     const first = /```sh\n([\s\S]*?)```/.exec(quickStart)![1]!;
-    const commands = first.split('\n').map((l) => l.replace(/#.*$/, '').trim()).filter(Boolean);
+    const commands = first
+      .split('\n')
+      .map((l) => l.replace(/#.*$/, '').trim())
+      .filter(Boolean);
     expect(commands).toEqual(['npm ci && npm run demo', 'npm test']);
     expect(quickStart).toContain('curl -s http://127.0.0.1:8180/api/v1/tickets');
   });

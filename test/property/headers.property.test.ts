@@ -32,9 +32,9 @@ afterAll(async () => {
 /** Names in mixed letter case: credentials, hop-by-hop fields, and ordinary ones a Connection may name. */
 const ORDINARY = ['X-A', 'x-b', 'X-Trace', 'Cookie', 'Accept', 'X-Hop', 'Via'];
 const caseVariant = (name: string) =>
-  fc.array(fc.boolean(), { minLength: name.length, maxLength: name.length }).map((up) =>
-    [...name].map((c, i) => (up[i] ? c.toUpperCase() : c.toLowerCase())).join(''),
-  );
+  fc
+    .array(fc.boolean(), { minLength: name.length, maxLength: name.length })
+    .map((up) => [...name].map((c, i) => (up[i] ? c.toUpperCase() : c.toLowerCase())).join(''));
 const headerName = fc
   .constantFrom('Authorization', 'Proxy-Authorization', 'Keep-Alive', 'TE', 'Trailer', 'Proxy-Connection', ...ORDINARY, ...ORDINARY)
   .chain(caseVariant);
@@ -80,7 +80,8 @@ describe('header rules, end to end', () => {
         const named = connectionNamed(sent);
         for (const [n, v] of received) {
           const lower = n.toLowerCase();
-          if (lower === 'connection') expect(v.toLowerCase()).toBe('keep-alive'); // the pool's own, to the gateway
+          if (lower === 'connection')
+            expect(v.toLowerCase()).toBe('keep-alive'); // the pool's own, to the gateway
           else expect(HOP_BY_HOP).not.toContain(lower);
           if (lower !== 'authorization' && lower !== 'host' && lower !== 'connection') expect(named.has(lower)).toBe(false);
         }
@@ -97,37 +98,40 @@ describe('header rules, end to end', () => {
     await fc.assert(
       // Node's server refuses to send a Trailer field with a Content-Length: the mock cannot send one.
       // A request-only Cookie field in a response is left out: undici joins its repeats with "; ".
-      fc.asyncProperty(fields.map((l) => l.filter(([n]) => !['trailer', 'cookie'].includes(n.toLowerCase()))), async (answered) => {
-        // The gateway's own Connection header would end its connection; name fields in it all the same.
-        const set = answered.map(([n, v]) => `set=${encodeURIComponent(`${n}:${v}`)}`).join('&');
-        const raw = await new Promise<string[]>((resolve, reject) => {
-          const req = request(`${proxy.proxyUrl}/api/v1/headers?${set}`, (res) => {
-            res.resume();
-            res.on('end', () => resolve(res.rawHeaders));
+      fc.asyncProperty(
+        fields.map((l) => l.filter(([n]) => !['trailer', 'cookie'].includes(n.toLowerCase()))),
+        async (answered) => {
+          // The gateway's own Connection header would end its connection; name fields in it all the same.
+          const set = answered.map(([n, v]) => `set=${encodeURIComponent(`${n}:${v}`)}`).join('&');
+          const raw = await new Promise<string[]>((resolve, reject) => {
+            const req = request(`${proxy.proxyUrl}/api/v1/headers?${set}`, (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.rawHeaders));
+            });
+            req.on('error', reject);
+            req.end();
           });
-          req.on('error', reject);
-          req.end();
-        });
-        const received = pairs(raw);
-        const named = connectionNamed(answered);
-        for (const [n] of received) {
-          const lower = n.toLowerCase();
-          if (lower === 'connection' || lower === 'keep-alive') continue; // the proxy's own framing to the caller
-          expect(HOP_BY_HOP).not.toContain(lower);
-          expect(named.has(lower)).toBe(false);
-        }
-        const dropped = new Set([...HOP_BY_HOP, 'proxy-authenticate']);
-        const expected = answered.filter(([n]) => !dropped.has(n.toLowerCase()) && !named.has(n.toLowerCase()));
-        const ours = new Set(answered.map(([n]) => n.toLowerCase()));
-        const passed = received.filter(([n]) => ours.has(n.toLowerCase()) && !dropped.has(n.toLowerCase()));
-        // Compared by name (any case) and value: repeated fields keep their order either way.
-        const norm = (l: [string, string][]) => l.map(([n, v]) => `${n.toLowerCase()}: ${v}`);
-        expect(norm(passed).sort()).toEqual(norm(expected).sort());
-        for (const name of ours) {
-          const inOrder = (l: [string, string][]) => l.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v);
-          expect(inOrder(passed)).toEqual(inOrder(expected));
-        }
-      }),
+          const received = pairs(raw);
+          const named = connectionNamed(answered);
+          for (const [n] of received) {
+            const lower = n.toLowerCase();
+            if (lower === 'connection' || lower === 'keep-alive') continue; // the proxy's own framing to the caller
+            expect(HOP_BY_HOP).not.toContain(lower);
+            expect(named.has(lower)).toBe(false);
+          }
+          const dropped = new Set([...HOP_BY_HOP, 'proxy-authenticate']);
+          const expected = answered.filter(([n]) => !dropped.has(n.toLowerCase()) && !named.has(n.toLowerCase()));
+          const ours = new Set(answered.map(([n]) => n.toLowerCase()));
+          const passed = received.filter(([n]) => ours.has(n.toLowerCase()) && !dropped.has(n.toLowerCase()));
+          // Compared by name (any case) and value: repeated fields keep their order either way.
+          const norm = (l: [string, string][]) => l.map(([n, v]) => `${n.toLowerCase()}: ${v}`);
+          expect(norm(passed).sort()).toEqual(norm(expected).sort());
+          for (const name of ours) {
+            const inOrder = (l: [string, string][]) => l.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v);
+            expect(inOrder(passed)).toEqual(inOrder(expected));
+          }
+        },
+      ),
       RUNS,
     );
   });

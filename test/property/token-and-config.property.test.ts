@@ -19,19 +19,43 @@ const jwt = (claims: unknown) =>
   `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig${TOKEN}`;
 
 /** Token endpoint answers: the RFC 6749 shapes, their near misses, and arbitrary JSON or bytes. */
-const tokenField = fc.oneof(fc.constant(TOKEN), fc.constant(''), fc.constant(jwt({ exp: NOW / 1000 + 60 })), fc.constant(jwt({ exp: 'x' })),
-  fc.constant(jwt({ exp: NOW / 1000 - 5 })), fc.constant(`${TOKEN}.${TOKEN}.${TOKEN}`), fc.jsonValue());
-const expiresIn = fc.oneof(fc.constant(undefined), fc.constant(null), fc.integer(), fc.double(), fc.constantFrom('3600', ' 60 ', '1e3', '-1', '0', 'NaN', '0x10', '3600.5', ''), fc.jsonValue());
+const tokenField = fc.oneof(
+  fc.constant(TOKEN),
+  fc.constant(''),
+  fc.constant(jwt({ exp: NOW / 1000 + 60 })),
+  fc.constant(jwt({ exp: 'x' })),
+  fc.constant(jwt({ exp: NOW / 1000 - 5 })),
+  fc.constant(`${TOKEN}.${TOKEN}.${TOKEN}`),
+  fc.jsonValue(),
+);
+const expiresIn = fc.oneof(
+  fc.constant(undefined),
+  fc.constant(null),
+  fc.integer(),
+  fc.double(),
+  fc.constantFrom('3600', ' 60 ', '1e3', '-1', '0', 'NaN', '0x10', '3600.5', ''),
+  fc.jsonValue(),
+);
 const tokenType = fc.oneof(fc.constant(undefined), fc.constantFrom('Bearer', 'bearer', 'BEARER', 'mac', 'DPoP', ''), fc.jsonValue());
 const tokenBody = fc.oneof(
   fc.record({ access_token: tokenField, token_type: tokenType, expires_in: expiresIn }, { requiredKeys: [] }).map((o) => JSON.stringify(o)),
-  fc.record({ error: fc.oneof(fc.string(), fc.jsonValue()), error_description: fc.oneof(fc.string(), fc.jsonValue()) }, { requiredKeys: [] }).map((o) => JSON.stringify(o)),
+  fc
+    .record(
+      { error: fc.oneof(fc.string(), fc.jsonValue()), error_description: fc.oneof(fc.string(), fc.jsonValue()) },
+      { requiredKeys: [] },
+    )
+    .map((o) => JSON.stringify(o)),
   fc.jsonValue().map((v) => JSON.stringify(v)),
   fc.string({ unit: 'binary' }),
   fc.constantFrom('', 'null', '[]', '{', `{"access_token":"${TOKEN}"`, '"x"', '1e400'),
 );
 const status = fc.oneof(fc.constantFrom(200, 201, 204, 400, 401, 403, 429, 500, 503), fc.integer({ min: 0, max: 999 }));
-const retryAfter = fc.oneof(fc.constant(undefined), fc.constantFrom('120', '0', '-1', 'Wed, 21 Oct 2015 07:28:00 GMT', 'Sunday, 06-Nov-94 08:49:37 GMT', 'soon', '9'.repeat(400)), fc.string(), fc.array(fc.string(), { maxLength: 2 }));
+const retryAfter = fc.oneof(
+  fc.constant(undefined),
+  fc.constantFrom('120', '0', '-1', 'Wed, 21 Oct 2015 07:28:00 GMT', 'Sunday, 06-Nov-94 08:49:37 GMT', 'soon', '9'.repeat(400)),
+  fc.string(),
+  fc.array(fc.string(), { maxLength: 2 }),
+);
 
 describe('token responses, any input', () => {
   it('yield a usable token with a positive finite lifetime, or a TokenFetchError that never quotes the token', () => {
@@ -66,15 +90,28 @@ const GOOD: Record<string, string[]> = {
   TOKEN_REFRESH_RATIO: ['0.8'],
 };
 /** Places the secret may hide in: a URL's user information, the secret itself. */
-const SECRET_URLS = [`https://u:${SECRET}@gw.example.com`, `ftp://u:${SECRET}@gw.example.com`, `https://u:${SECRET}@gw.example.com/?q#f`, `http://u:${SECRET}@10.0.0.1`, `gw:${SECRET}@x`];
+const SECRET_URLS = [
+  `https://u:${SECRET}@gw.example.com`,
+  `ftp://u:${SECRET}@gw.example.com`,
+  `https://u:${SECRET}@gw.example.com/?q#f`,
+  `http://u:${SECRET}@10.0.0.1`,
+  `gw:${SECRET}@x`,
+];
 const anyValue = fc.oneof(
   fc.constantFrom('', ' ', 'true', 'no', '-1', '1e309', '0x1f', 'NaN', '65536', '[::1]', 'not a url', 'http://', '\u0000'),
   fc.string(),
   fc.jsonValue(),
 );
 const settingValue = (env: string) =>
-  env === 'CLIENT_SECRET' ? fc.constantFrom<unknown>(SECRET, ` ${SECRET}\n`, [SECRET], { value: SECRET }) : env === 'BASE_URL' || env === 'TOKEN_URL' ? fc.oneof(fc.constantFrom(...(GOOD[env] ?? []), ...SECRET_URLS), anyValue) : fc.oneof(fc.constantFrom(...(GOOD[env] ?? ['x'])), anyValue);
-const envArb = fc.record(Object.fromEntries(SETTINGS.map((s) => [s.env, settingValue(s.env).map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))])), { requiredKeys: [] });
+  env === 'CLIENT_SECRET'
+    ? fc.constantFrom<unknown>(SECRET, ` ${SECRET}\n`, [SECRET], { value: SECRET })
+    : env === 'BASE_URL' || env === 'TOKEN_URL'
+      ? fc.oneof(fc.constantFrom(...(GOOD[env] ?? []), ...SECRET_URLS), anyValue)
+      : fc.oneof(fc.constantFrom(...(GOOD[env] ?? ['x'])), anyValue);
+const envArb = fc.record(
+  Object.fromEntries(SETTINGS.map((s) => [s.env, settingValue(s.env).map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))])),
+  { requiredKeys: [] },
+);
 const fileArb = fc.oneof(
   fc.constant(undefined),
   fc.record(Object.fromEntries(SETTINGS.map((s) => [s.key, settingValue(s.env)])), { requiredKeys: [] }),
@@ -93,7 +130,8 @@ describe('configuration, any input', () => {
             env: env as Record<string, string>,
             file: file === undefined ? undefined : { path: '/etc/tap.yaml', values: file },
             readFile: () => {
-              if (content === undefined) throw Object.assign(new Error(`EACCES: permission denied, open '/run/secret'`), { code: 'EACCES' });
+              if (content === undefined)
+                throw Object.assign(new Error(`EACCES: permission denied, open '/run/secret'`), { code: 'EACCES' });
               return content;
             },
           }));

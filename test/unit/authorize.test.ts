@@ -5,10 +5,17 @@ import { authorize } from '../../src/proxy/authorize.js';
 import { authorizationFor } from '../../src/token/authorization.js';
 import { createDpopClient, generateDpopKey } from '../../src/token/dpop/index.js';
 
-const claims = (proof: string): Record<string, unknown> => JSON.parse(Buffer.from(proof.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+const claims = (proof: string): Record<string, unknown> =>
+  JSON.parse(Buffer.from(proof.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 
 describe('the authorization of a forwarded request', () => {
-  const dpop = createDpopClient({ mode: 'on', key: generateDpopKey(), baseUrl: 'https://gw.example:8443/pre/', clock: systemClock, log: createLogger('silent') });
+  const dpop = createDpopClient({
+    mode: 'on',
+    key: generateDpopKey(),
+    baseUrl: 'https://gw.example:8443/pre/',
+    clock: systemClock,
+    log: createLogger('silent'),
+  });
 
   it('is one Authorization pair for a Bearer token, and nothing more', () => {
     const auth = authorizationFor({ accessToken: 'b', lifetimeMs: 1, tokenType: 'Bearer' }, dpop);

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { BACKOFF_BASE_MS, BACKOFF_CAP_MS, backoffCapMs, backoffDelay, expiryMarginMs, refreshOffsetMs, DEFAULT_SCHEDULE } from '../../src/token/backoff.js';
+import {
+  BACKOFF_BASE_MS,
+  BACKOFF_CAP_MS,
+  backoffCapMs,
+  backoffDelay,
+  expiryMarginMs,
+  refreshOffsetMs,
+  DEFAULT_SCHEDULE,
+} from '../../src/token/backoff.js';
 
 const fixed = (r: number) => () => r;
 

@@ -25,7 +25,13 @@ function jwt(claims: Record<string, unknown>): string {
 
 describe('secret strategies', () => {
   it('client_secret_post puts the id and secret in the form and no header', async () => {
-    expect(await clientSecretPost(CRED, URL_)).toMatchObject({ headers: {}, form: [['client_id', 'client-1'], ['client_secret', 's3cret']] });
+    expect(await clientSecretPost(CRED, URL_)).toMatchObject({
+      headers: {},
+      form: [
+        ['client_id', 'client-1'],
+        ['client_secret', 's3cret'],
+      ],
+    });
   });
 
   it('client_secret_basic puts the id and secret in a Basic header and nothing in the form', async () => {
@@ -41,7 +47,8 @@ describe('secret strategies', () => {
 
 describe('client_secret_basic and secrets that a provider may not decode', () => {
   it.each(['a+b', 'a/b', 'a:b', 'a&b', 'a=b', 'a%41', 'a~b', 'a!b', 'a b', 'é', "a'b", 'a(b)'])(
-    'finds that form-encoding changes %j', (secret) => {
+    'finds that form-encoding changes %j',
+    (secret) => {
       expect(changedByFormEncoding(secret)).toBe(true);
     },
   );
@@ -74,7 +81,11 @@ describe('clientSecretJwt', () => {
     expect(form.client_assertion).not.toContain('s3cret');
     expect(Object.fromEntries(b.form).client_assertion).not.toBe(form.client_assertion);
     const key = new TextEncoder().encode('s3cret');
-    const { payload, protectedHeader } = await jwtVerify(form.client_assertion!, key, { currentDate: new Date(NOW), audience: URL_, algorithms: ['HS256'] });
+    const { payload, protectedHeader } = await jwtVerify(form.client_assertion!, key, {
+      currentDate: new Date(NOW),
+      audience: URL_,
+      algorithms: ['HS256'],
+    });
     expect(payload).toEqual({ iss: 'client-1', sub: 'client-1', aud: URL_, jti: 'jti-1', iat: NOW / 1000, exp: NOW / 1000 + 60 });
     expect(protectedHeader).toEqual({ alg: 'HS256', typ: 'JWT' });
     await expect(jwtVerify(form.client_assertion!, new TextEncoder().encode('other'), { currentDate: new Date(NOW) })).rejects.toThrow();
@@ -132,7 +143,9 @@ describe('clientAssertionFile', () => {
   it('does not send an expired assertion and names the file and the moment it expired, not the assertion', async () => {
     const expired = jwt({ iss: 'i', exp: NOW / 1000 - 5 });
     const auth = clientAssertionFile({ path: '/var/run/t', read: () => expired, assertionType: JWT_BEARER, now: () => NOW });
-    const err = await Promise.resolve().then(() => auth(CRED, URL_)).catch((e: unknown) => e);
+    const err = await Promise.resolve()
+      .then(() => auth(CRED, URL_))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TokenFetchError);
     expect((err as Error).message).toBe(
       'client assertion in /var/run/t expired at 2026-01-01T11:59:55.000Z: the projected token is not being rotated',
@@ -141,13 +154,27 @@ describe('clientAssertionFile', () => {
   });
 
   it('fails naming the file when it is missing or not a JWT', async () => {
-    const missing = clientAssertionFile({ path: '/nope', read: () => { throw Object.assign(new Error('x'), { code: 'ENOENT' }); }, assertionType: JWT_BEARER, now: () => NOW });
+    const missing = clientAssertionFile({
+      path: '/nope',
+      read: () => {
+        throw Object.assign(new Error('x'), { code: 'ENOENT' });
+      },
+      assertionType: JWT_BEARER,
+      now: () => NOW,
+    });
     await expect(Promise.resolve().then(() => missing(CRED, URL_))).rejects.toThrow('client assertion file /nope cannot be used (ENOENT)');
     const junk = clientAssertionFile({ path: '/j', read: () => 'hello', assertionType: JWT_BEARER, now: () => NOW });
-    await expect(Promise.resolve().then(() => junk(CRED, URL_))).rejects.toThrow('client assertion file /j cannot be used (not a compact JWT)');
+    await expect(Promise.resolve().then(() => junk(CRED, URL_))).rejects.toThrow(
+      'client assertion file /j cannot be used (not a compact JWT)',
+    );
   });
 
   it('summarizes issuer, subject, audience and expiry for check', () => {
-    expect(summarizeAssertion(live)).toEqual({ issuer: 'https://cluster', subject: 'system:serviceaccount:ns:app', audience: 'api', expiresAt: NOW / 1000 + 600 });
+    expect(summarizeAssertion(live)).toEqual({
+      issuer: 'https://cluster',
+      subject: 'system:serviceaccount:ns:app',
+      audience: 'api',
+      expiresAt: NOW / 1000 + 600,
+    });
   });
 });

@@ -263,7 +263,9 @@ describe('loadConfig value rules', () => {
   });
 
   it('refuses a bool it cannot read, naming the setting', () => {
-    expect(configError({ ...MINIMAL, PASSTHROUGH_BASIC: 'maybe' }).problems).toEqual(['PASSTHROUGH_BASIC must be true or false (got "maybe")']);
+    expect(configError({ ...MINIMAL, PASSTHROUGH_BASIC: 'maybe' }).problems).toEqual([
+      'PASSTHROUGH_BASIC must be true or false (got "maybe")',
+    ]);
   });
 
   it.each([
@@ -291,7 +293,9 @@ describe('loadConfig value rules', () => {
 
   it.each(['0', '1', '-0.1', '1.5', 'abc', ''])('refuses TOKEN_REFRESH_RATIO=%j in the file, outside (0, 1)', (value) => {
     const problems = configError(MINIMAL, { tokenRefreshRatio: value === '' ? ' ' : value }).problems;
-    expect(problems).toEqual([expect.stringMatching(/^tokenRefreshRatio in .* \(TOKEN_REFRESH_RATIO\) must be a number between 0 and 1, exclusive/)]);
+    expect(problems).toEqual([
+      expect.stringMatching(/^tokenRefreshRatio in .* \(TOKEN_REFRESH_RATIO\) must be a number between 0 and 1, exclusive/),
+    ]);
   });
 
   it.each(['0.01', '0.5', '0.99'])('accepts TOKEN_REFRESH_RATIO=%s', (value) => {
@@ -314,7 +318,10 @@ describe('loadConfig value rules', () => {
   });
 
   it('reads hosts, without the brackets of an IPv6 literal', () => {
-    expect(load({ ...MINIMAL, LISTEN_HOST: '[::1]', ADMIN_HOST: 'proxy.internal' })).toMatchObject({ listenHost: '::1', adminHost: 'proxy.internal' });
+    expect(load({ ...MINIMAL, LISTEN_HOST: '[::1]', ADMIN_HOST: 'proxy.internal' })).toMatchObject({
+      listenHost: '::1',
+      adminHost: 'proxy.internal',
+    });
     expect(configError({ ...MINIMAL, LISTEN_HOST: 'not a host!' }).problems[0]).toMatch(/^LISTEN_HOST must be a host name or IP address/);
   });
 });
@@ -361,7 +368,9 @@ describe('loadConfig URL rules', () => {
 
   it('applies the same rules to TOKEN_URL', () => {
     expect(configError({ ...MINIMAL, TOKEN_URL: 'http://idp.example.com/token' }).problems[0]).toMatch(/^TOKEN_URL uses http:/);
-    expect(configError({ ...MINIMAL, TOKEN_URL: 'https://idp.example.com/token?x=1' }).problems[0]).toMatch(/^TOKEN_URL must not have a query/);
+    expect(configError({ ...MINIMAL, TOKEN_URL: 'https://idp.example.com/token?x=1' }).problems[0]).toMatch(
+      /^TOKEN_URL must not have a query/,
+    );
     expect(load({ ...MINIMAL, TOKEN_URL: 'https://idp.example.com/oauth2/token' }).tokenUrl).toBe('https://idp.example.com/oauth2/token');
   });
 
@@ -378,7 +387,9 @@ describe('loadConfig URL rules', () => {
 
 describe('loadConfig errors', () => {
   it('refuses an unknown file key, naming the nearest key when there is one', () => {
-    expect(configError(MINIMAL, { baseURL: 'https://gw', listen_port: 1, LISTEN_HOST: 'x', tokenRefreshRaito: 0.5, colour: 'blue' }).problems).toEqual([
+    expect(
+      configError(MINIMAL, { baseURL: 'https://gw', listen_port: 1, LISTEN_HOST: 'x', tokenRefreshRaito: 0.5, colour: 'blue' }).problems,
+    ).toEqual([
       `baseURL in ${FILE} is not a setting; did you mean baseUrl? (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
       `listen_port in ${FILE} is not a setting; did you mean listenPort? (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
       `LISTEN_HOST in ${FILE} is not a setting; did you mean listenHost? (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`,
@@ -410,7 +421,10 @@ describe('loadConfig errors', () => {
 
   it('accepts a BASE_URL ending in /api/v1 when TOKEN_URL is named explicitly', () => {
     const { config } = loadConfig(
-      { env: { ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1', TOKEN_URL: 'https://gw.example.com/api/v1/api/v1/oauth2/token' }, readFile: () => '' },
+      {
+        env: { ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1', TOKEN_URL: 'https://gw.example.com/api/v1/api/v1/oauth2/token' },
+        readFile: () => '',
+      },
       {},
     );
     expect(config.baseUrl).toBe('https://gw.example.com/api/v1');
@@ -421,11 +435,18 @@ describe('loadConfig errors', () => {
     const env = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET_FILE: '/run/secret' };
     let message = '';
     try {
-      loadSettings({ env, readFile: () => { throw denied; } });
+      loadSettings({
+        env,
+        readFile: () => {
+          throw denied;
+        },
+      });
     } catch (err) {
       message = (err as Error).message;
     }
-    expect(message).toContain(`CLIENT_SECRET_FILE names a file that cannot be read (EACCES; the proxy runs as uid ${process.getuid!()}: make the file readable by it): /run/secret`);
+    expect(message).toContain(
+      `CLIENT_SECRET_FILE names a file that cannot be read (EACCES; the proxy runs as uid ${process.getuid!()}: make the file readable by it): /run/secret`,
+    );
   });
 
   it('refuses a file that is not a mapping', () => {
@@ -451,7 +472,17 @@ describe('loadConfig errors', () => {
       },
       { tokenCacheMax: 0, bogus: 1 },
     );
-    const names = ['bogus', 'LISTEN_PORT', 'TOKEN_AUTH_METHOD', 'TOKEN_REFRESH_RATIO', 'TOKEN_CACHE_MAX', 'ACCESS_LOG', 'BASE_URL', 'CLIENT_SECRET_FILE', 'CLIENT_ID'];
+    const names = [
+      'bogus',
+      'LISTEN_PORT',
+      'TOKEN_AUTH_METHOD',
+      'TOKEN_REFRESH_RATIO',
+      'TOKEN_CACHE_MAX',
+      'ACCESS_LOG',
+      'BASE_URL',
+      'CLIENT_SECRET_FILE',
+      'CLIENT_ID',
+    ];
     expect(err.problems).toHaveLength(names.length);
     for (const name of names) {
       expect(err.problems.filter((p) => p.includes(name))).not.toHaveLength(0);
@@ -463,7 +494,9 @@ describe('loadConfig errors', () => {
   it('never shows the secret in the message', () => {
     const secret = 'hunter2-S3cr3t';
     const messages = [
-      configError({ ...MINIMAL, CLIENT_SECRET: secret, CLIENT_SECRET_FILE: SECRET_PATH, LISTEN_PORT: 'x' }, undefined, { [SECRET_PATH]: secret }).message,
+      configError({ ...MINIMAL, CLIENT_SECRET: secret, CLIENT_SECRET_FILE: SECRET_PATH, LISTEN_PORT: 'x' }, undefined, {
+        [SECRET_PATH]: secret,
+      }).message,
       configError({ ...MINIMAL, CLIENT_SECRET: `"${secret}\n`, BASE_URL: 'http://gw.example.com' }).message,
       configError({ ...MINIMAL, CLIENT_SECRET: undefined, LISTEN_PORT: '-1' }, { clientSecret: [secret] }).message,
       configError({ ...MINIMAL, CLIENT_SECRET: undefined, BASE_URL: 'nope' }, { clientSecret: { value: secret } }).message,
@@ -479,11 +512,17 @@ describe('loadConfig errors', () => {
 });
 
 describe('isLoopbackHost', () => {
-  it.each(['localhost', 'LOCALHOST', 'api.localhost', '127.0.0.1', '127.1.2.3', '::1', '[::1]', '::ffff:127.0.0.1', '[::ffff:7f00:1]'])('counts %s as loopback', (host) => {
-    expect(isLoopbackHost(host)).toBe(true);
-  });
+  it.each(['localhost', 'LOCALHOST', 'api.localhost', '127.0.0.1', '127.1.2.3', '::1', '[::1]', '::ffff:127.0.0.1', '[::ffff:7f00:1]'])(
+    'counts %s as loopback',
+    (host) => {
+      expect(isLoopbackHost(host)).toBe(true);
+    },
+  );
 
-  it.each(['gw.example.com', 'localhost.example.com', '10.0.0.1', '128.0.0.1', '0.0.0.0', '::', '::2', '::ffff:a00:1'])('does not count %s', (host) => {
-    expect(isLoopbackHost(host)).toBe(false);
-  });
+  it.each(['gw.example.com', 'localhost.example.com', '10.0.0.1', '128.0.0.1', '0.0.0.0', '::', '::2', '::ffff:a00:1'])(
+    'does not count %s',
+    (host) => {
+      expect(isLoopbackHost(host)).toBe(false);
+    },
+  );
 });

@@ -30,7 +30,8 @@ function dir(): { write(name: string, text: string): string } {
 }
 
 const pem = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
-const jwt = (exp: number) => `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify({ iss: 'https://cluster', sub: 'app', aud: 'idp', exp })).toString('base64url')}.sig`;
+const jwt = (exp: number) =>
+  `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify({ iss: 'https://cluster', sub: 'app', aud: 'idp', exp })).toString('base64url')}.sig`;
 
 /** A target that records what the watch told it, and resolves `next` on the next call. */
 function target() {
@@ -113,7 +114,12 @@ describe('the configured credential and its watches', () => {
   it('asks for a token at once when the client assertion file is rotated', async () => {
     const d = dir();
     const path = d.write('token', jwt(2_000_000_000));
-    const c = credential({ tokenAuthMethod: 'client_assertion_file', clientId: 'app', clientAssertionFile: path, clientAssertionType: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer' });
+    const c = credential({
+      tokenAuthMethod: 'client_assertion_file',
+      clientId: 'app',
+      clientAssertionFile: path,
+      clientAssertionType: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+    });
     expect(c.credential).toEqual({ clientId: 'app', clientSecret: '' });
     expect(c.describe(1_999_999_400_000)).toEqual([
       `client assertion in ${path}: issuer https://cluster, subject app, audience idp, 600 s left (expires 2033-05-18T03:33:20.000Z)`,

@@ -53,7 +53,11 @@ describe('diagnoseTokenFailure', () => {
 
   it('names the settings the refused request was made of, and TOKEN_SCOPE only when none was set', () => {
     const refused = (scopeSet: boolean, alternative?: string) =>
-      new TokenRefusedError(fromAnswer(403, ''), { credentials: 'CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE)', alternative, scopeSet });
+      new TokenRefusedError(fromAnswer(403, ''), {
+        credentials: 'CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE)',
+        alternative,
+        scopeSet,
+      });
     const withScope = diagnoseTokenFailure(refused(true), URL_).hint!;
     expect(withScope).toContain('check the client credentials first: CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE)');
     expect(withScope).not.toContain('TOKEN_SCOPE');
@@ -147,7 +151,10 @@ describe('describeFetchFailure', () => {
   });
 
   it('keeps pointing an unreachable token endpoint at the host, port and egress proxy settings', () => {
-    const account = describeFetchFailure(new TokenFetchError('network_error', 'token endpoint idp.example unreachable (ECONNREFUSED)'), URL_);
+    const account = describeFetchFailure(
+      new TokenFetchError('network_error', 'token endpoint idp.example unreachable (ECONNREFUSED)'),
+      URL_,
+    );
     expect(account.outcome).toBe('network_error');
     expect(account.text).toBe(
       `token endpoint idp.example unreachable (ECONNREFUSED) (token URL ${URL_}); check the host name and port of TOKEN_URL/BASE_URL, and HTTPS_PROXY/NO_PROXY`,

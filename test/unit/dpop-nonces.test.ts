@@ -5,7 +5,7 @@ const IDP = 'https://idp.example.com';
 const GW = 'https://gw.example.com';
 
 describe('the DPoP nonce memory', () => {
-  it('keeps each server\'s latest nonce and replaces it whenever a new one arrives', () => {
+  it("keeps each server's latest nonce and replaces it whenever a new one arrives", () => {
     const nonces = createDpopNonces();
     expect(nonces.get('token', IDP)).toBeUndefined();
     expect(nonces.remember('token', IDP, 'n-1')).toBe(true);
@@ -17,7 +17,7 @@ describe('the DPoP nonce memory', () => {
     expect(nonces.get('gateway', GW)).toBeUndefined();
   });
 
-  it('keeps the token endpoint\'s nonces apart from the gateway\'s on the same origin', () => {
+  it("keeps the token endpoint's nonces apart from the gateway's on the same origin", () => {
     const nonces = createDpopNonces();
     nonces.remember('token', GW, 'for-tokens');
     nonces.remember('gateway', GW, 'for-requests');

@@ -73,7 +73,7 @@ describe('DPoP keys', () => {
     expect([...SUPPORTED_DPOP_ALGS].sort()).toEqual([...DPOP_ALGS].sort());
   });
 
-  it('computes the RFC 7638 thumbprint: the RFC\'s own example', () => {
+  it("computes the RFC 7638 thumbprint: the RFC's own example", () => {
     const jwk = {
       kty: 'RSA',
       n: '0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw',
@@ -105,13 +105,23 @@ describe('DPoP keys', () => {
 describe('DPoP proofs', () => {
   const clock = new FakeClock(Date.UTC(2026, 0, 1, 12, 0, 0, 750));
 
-  it.each(['ES256', 'ES384', 'EdDSA', 'PS256', 'RS384'] as DpopAlg[])('signs a proof jose verifies, with the claims of RFC 9449 section 4.2 (%s)', async (alg) => {
-    const prover = createDpopProver({ key: generateDpopKey(alg), clock });
-    const proof = prover.proof('POST', HTU, { token: 'the-token', nonce: 'n-1' });
-    const claims = await verifiedByJose(proof);
-    expect(claims).toEqual({ jti: expect.any(String), htm: 'POST', htu: HTU, iat: Date.UTC(2026, 0, 1, 12) / 1000, ath: accessTokenHash('the-token'), nonce: 'n-1' });
-    expect(decode(proof).header).toMatchObject({ typ: 'dpop+jwt', alg });
-  });
+  it.each(['ES256', 'ES384', 'EdDSA', 'PS256', 'RS384'] as DpopAlg[])(
+    'signs a proof jose verifies, with the claims of RFC 9449 section 4.2 (%s)',
+    async (alg) => {
+      const prover = createDpopProver({ key: generateDpopKey(alg), clock });
+      const proof = prover.proof('POST', HTU, { token: 'the-token', nonce: 'n-1' });
+      const claims = await verifiedByJose(proof);
+      expect(claims).toEqual({
+        jti: expect.any(String),
+        htm: 'POST',
+        htu: HTU,
+        iat: Date.UTC(2026, 0, 1, 12) / 1000,
+        ath: accessTokenHash('the-token'),
+        nonce: 'n-1',
+      });
+      expect(decode(proof).header).toMatchObject({ typ: 'dpop+jwt', alg });
+    },
+  );
 
   it('signs ECDSA in the JWS form (R || S), not DER', () => {
     const proof = createDpopProver({ key: generateDpopKey('ES256'), clock }).proof('GET', HTU);
@@ -160,7 +170,10 @@ describe('DPoP proofs', () => {
 
 describe('ECDSA signatures as JWS wants them (R || S)', () => {
   it('turns DER signatures into R || S that verify as IEEE P1363, short and high-bit integers included', () => {
-    for (const [curve, hash, size] of [['P-256', 'sha256', 32], ['P-384', 'sha384', 48]] as const) {
+    for (const [curve, hash, size] of [
+      ['P-256', 'sha256', 32],
+      ['P-384', 'sha384', 48],
+    ] as const) {
       const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: curve });
       for (let i = 0; i < 600; i++) {
         const data = Buffer.from(`input ${i}`);

@@ -15,7 +15,11 @@ const FILES = {
 };
 
 function load(env: Record<string, string>, file?: Record<string, unknown>) {
-  return loadSettings({ env: { ...BASE, ...env }, file: file === undefined ? undefined : { path: '/etc/p.yaml', values: file }, readFile: filesOf(FILES) });
+  return loadSettings({
+    env: { ...BASE, ...env },
+    file: file === undefined ? undefined : { path: '/etc/p.yaml', values: file },
+    readFile: filesOf(FILES),
+  });
 }
 
 function problems(env: Record<string, string>, file?: Record<string, unknown>): string[] {
@@ -62,7 +66,10 @@ describe('the DPoP settings', () => {
 
   it.each([
     ['/k/small.pem', 'DPOP_KEY_FILE holds an RSA key of 1024 bits; at least 2048 are required: /k/small.pem'],
-    ['/k/k1.pem', 'DPOP_KEY_FILE holds an EC key on secp256k1; use EC P-256 (ES256), P-384 (ES384), Ed25519 (EdDSA) or RSA of 2048 bits or more (PS256): /k/k1.pem'],
+    [
+      '/k/k1.pem',
+      'DPOP_KEY_FILE holds an EC key on secp256k1; use EC P-256 (ES256), P-384 (ES384), Ed25519 (EdDSA) or RSA of 2048 bits or more (PS256): /k/k1.pem',
+    ],
     ['/k/public.pem', 'DPOP_KEY_FILE holds a public key or certificate; the proofs need the private key: /k/public.pem'],
     ['/k/missing.pem', 'DPOP_KEY_FILE'],
   ])('refuse the key file %s, naming DPOP_KEY_FILE', (path, message) => {

@@ -71,7 +71,7 @@ const tamper = (proof: string, claims: Record<string, unknown>): string => {
 };
 
 describe.each([
-  ['the proxy\'s proof maker', async (type: keyof typeof PEMS, alg: DpopAlg, c?: Claims) => makerProof(type, alg, c)],
+  ["the proxy's proof maker", async (type: keyof typeof PEMS, alg: DpopAlg, c?: Claims) => makerProof(type, alg, c)],
   ['jose', (type: keyof typeof PEMS, alg: DpopAlg, c?: Claims) => joseProof(type, alg, c)],
 ])('the strict DPoP check, with proofs from %s', (_name, make) => {
   it.each(KEYS)('passes a good proof of a %s key (%s) and gives its thumbprint', async (type, alg) => {
@@ -79,7 +79,9 @@ describe.each([
     const verdict = await v.verify(request([await make(type, alg, { token: TOKEN })], { accessToken: TOKEN }));
     const thumbprint = loadDpopKey(PEMS[type]).thumbprint;
     expect(verdict).toEqual({ ok: true, jkt: thumbprint });
-    expect((await v.verify(request([await make(type, alg, { token: TOKEN })], { accessToken: TOKEN, boundJkt: thumbprint }))).ok).toBe(true);
+    expect((await v.verify(request([await make(type, alg, { token: TOKEN })], { accessToken: TOKEN, boundJkt: thumbprint }))).ok).toBe(
+      true,
+    );
   });
 
   it('compares htu as RFC 9449 section 4.3 says: normalised, query and fragment ignored', async () => {
@@ -89,7 +91,11 @@ describe.each([
   });
 
   it('refuses a tampered proof', async () => {
-    refused(await verifier().verify(request([tamper(await make('P-256', 'ES256'), { htm: 'DELETE' })], { method: 'DELETE' })), 'invalid_dpop_proof', /signature/);
+    refused(
+      await verifier().verify(request([tamper(await make('P-256', 'ES256'), { htm: 'DELETE' })], { method: 'DELETE' })),
+      'invalid_dpop_proof',
+      /signature/,
+    );
   });
 
   it('refuses a jti used before', async () => {
@@ -103,19 +109,33 @@ describe.each([
   });
 
   it('refuses a wrong htu: another path, host, port or scheme', async () => {
-    for (const htu of ['https://gw.example.com/gw/api/v1/other', 'https://gw2.example.com/gw/api/v1/tickets', 'https://gw.example.com:8443/gw/api/v1/tickets', 'http://gw.example.com/gw/api/v1/tickets', 'https://gw.example.com/api/v1/tickets']) {
+    for (const htu of [
+      'https://gw.example.com/gw/api/v1/other',
+      'https://gw2.example.com/gw/api/v1/tickets',
+      'https://gw.example.com:8443/gw/api/v1/tickets',
+      'http://gw.example.com/gw/api/v1/tickets',
+      'https://gw.example.com/api/v1/tickets',
+    ]) {
       refused(await verifier().verify(request([await make('P-256', 'ES256', { htu })])), 'invalid_dpop_proof', /^htu /);
     }
   });
 
   it('refuses an htu carrying a query or a fragment, which a client leaves out', async () => {
     for (const htu of [`${URL_}?state=open`, `${URL_}#x`, `${URL_}?`]) {
-      refused(await verifier().verify(request([await make('P-256', 'ES256', { htu })], { url: `${URL_}?state=open` })), 'invalid_dpop_proof', /^htu must be without query and fragment/);
+      refused(
+        await verifier().verify(request([await make('P-256', 'ES256', { htu })], { url: `${URL_}?state=open` })),
+        'invalid_dpop_proof',
+        /^htu must be without query and fragment/,
+      );
     }
   });
 
   it('refuses a wrong htm', async () => {
-    refused(await verifier().verify(request([await make('P-256', 'ES256', { htm: 'POST' })])), 'invalid_dpop_proof', /^htm "POST" is not the request's method GET/);
+    refused(
+      await verifier().verify(request([await make('P-256', 'ES256', { htm: 'POST' })])),
+      'invalid_dpop_proof',
+      /^htm "POST" is not the request's method GET/,
+    );
     refused(await verifier().verify(request([await make('P-256', 'ES256', { htm: 'get' })])), 'invalid_dpop_proof', /^htm /);
   });
 
@@ -126,19 +146,35 @@ describe.each([
   });
 
   it('refuses a missing or wrong ath when a token is presented', async () => {
-    refused(await verifier().verify(request([await make('P-256', 'ES256')], { accessToken: TOKEN })), 'invalid_dpop_proof', 'ath is missing');
-    refused(await verifier().verify(request([await make('P-256', 'ES256', { token: 'another-token' })], { accessToken: TOKEN })), 'invalid_dpop_proof', 'ath is not the hash of the presented token');
+    refused(
+      await verifier().verify(request([await make('P-256', 'ES256')], { accessToken: TOKEN })),
+      'invalid_dpop_proof',
+      'ath is missing',
+    );
+    refused(
+      await verifier().verify(request([await make('P-256', 'ES256', { token: 'another-token' })], { accessToken: TOKEN })),
+      'invalid_dpop_proof',
+      'ath is not the hash of the presented token',
+    );
   });
 
   it('refuses a proof whose key is not the one the token is bound to (cnf.jkt)', async () => {
     const other = loadDpopKey(PEMS.ed25519).thumbprint;
-    refused(await verifier().verify(request([await make('P-256', 'ES256', { token: TOKEN })], { accessToken: TOKEN, boundJkt: other })), 'invalid_token', /cnf\.jkt/);
+    refused(
+      await verifier().verify(request([await make('P-256', 'ES256', { token: TOKEN })], { accessToken: TOKEN, boundJkt: other })),
+      'invalid_token',
+      /cnf\.jkt/,
+    );
   });
 
   it('refuses a missing or a double DPoP header', async () => {
     refused(await verifier().verify(request([])), 'invalid_dpop_proof', 'no DPoP header');
     const v = verifier();
-    refused(await v.verify(request([await make('P-256', 'ES256'), await make('P-256', 'ES256')])), 'invalid_dpop_proof', '2 DPoP headers; exactly one is allowed');
+    refused(
+      await v.verify(request([await make('P-256', 'ES256'), await make('P-256', 'ES256')])),
+      'invalid_dpop_proof',
+      '2 DPoP headers; exactly one is allowed',
+    );
     const joined = `${await make('P-256', 'ES256')}, ${await make('P-256', 'ES256')}`;
     refused(await v.verify(request([joined])), 'invalid_dpop_proof', /not a compact JWS/);
   });
@@ -164,22 +200,42 @@ describe('the strict DPoP check, with headers only another client would send', (
     refused(await verifier().verify(request([hs])), 'invalid_dpop_proof', 'alg must be an asymmetric algorithm (got "HS256")');
     const good = await joseProof('P-256', 'ES256');
     const [, payload] = good.split('.');
-    const header = Buffer.from(JSON.stringify({ typ: 'dpop+jwt', alg: 'none', jwk: createPublicKey(PEMS['P-256']).export({ format: 'jwk' }) })).toString('base64url');
-    refused(await verifier().verify(request([`${header}.${payload}.`])), 'invalid_dpop_proof', 'alg must be an asymmetric algorithm (got "none")');
+    const header = Buffer.from(
+      JSON.stringify({ typ: 'dpop+jwt', alg: 'none', jwk: createPublicKey(PEMS['P-256']).export({ format: 'jwk' }) }),
+    ).toString('base64url');
+    refused(
+      await verifier().verify(request([`${header}.${payload}.`])),
+      'invalid_dpop_proof',
+      'alg must be an asymmetric algorithm (got "none")',
+    );
   });
 
   it('refuses a jwk holding the private key, even with a good signature', async () => {
     const privateJwk = createPrivateKey(PEMS['P-256']).export({ format: 'jwk' });
-    refused(await verifier().verify(request([await joseProof('P-256', 'ES256', {}, { jwk: privateJwk })])), 'invalid_dpop_proof', 'jwk must not hold private key members (got d)');
+    refused(
+      await verifier().verify(request([await joseProof('P-256', 'ES256', {}, { jwk: privateJwk })])),
+      'invalid_dpop_proof',
+      'jwk must not hold private key members (got d)',
+    );
   });
 
   it('refuses another typ, and a jwk of another key than the one that signed', async () => {
-    refused(await verifier().verify(request([await joseProof('P-256', 'ES256', {}, { typ: 'JWT' })])), 'invalid_dpop_proof', 'typ must be dpop+jwt (got "JWT")');
+    refused(
+      await verifier().verify(request([await joseProof('P-256', 'ES256', {}, { typ: 'JWT' })])),
+      'invalid_dpop_proof',
+      'typ must be dpop+jwt (got "JWT")',
+    );
     const otherJwk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
-    refused(await verifier().verify(request([await joseProof('P-256', 'ES256', {}, { jwk: otherJwk })])), 'invalid_dpop_proof', /signature/);
+    refused(
+      await verifier().verify(request([await joseProof('P-256', 'ES256', {}, { jwk: otherJwk })])),
+      'invalid_dpop_proof',
+      /signature/,
+    );
   });
 
   it('answers a refusal with a DPoP challenge naming the error', () => {
-    expect(dpopChallenge({ ok: false, error: 'use_dpop_nonce', description: 'a "nonce" is required' })).toMatch(/^DPoP error="use_dpop_nonce", error_description="a nonce is required", algs="[A-Za-z0-9 ]+"$/);
+    expect(dpopChallenge({ ok: false, error: 'use_dpop_nonce', description: 'a "nonce" is required' })).toMatch(
+      /^DPoP error="use_dpop_nonce", error_description="a nonce is required", algs="[A-Za-z0-9 ]+"$/,
+    );
   });
 });

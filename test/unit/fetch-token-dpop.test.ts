@@ -53,7 +53,8 @@ function setup(mode: 'on' | 'required' = 'on'): { dpop: DpopClient; fetch: () =>
   return { dpop, fetch: () => fetcher({ clientId: 'c', clientSecret: 's' }) };
 }
 
-const dpopToken = (res: ServerResponse, headers: Record<string, string> = {}): void => json(res, 200, { access_token: 't', token_type: 'dpop', expires_in: 60 }, headers);
+const dpopToken = (res: ServerResponse, headers: Record<string, string> = {}): void =>
+  json(res, 200, { access_token: 't', token_type: 'dpop', expires_in: 60 }, headers);
 
 describe('token requests with DPoP', () => {
   it('carry a proof for POST to the token URL without its query, and take a DPoP token (any case) as bound to the key', async () => {
@@ -98,7 +99,9 @@ describe('token requests with DPoP', () => {
     const bearer = await setup('on').fetch();
     expect(bearer.tokenType).toBe('Bearer');
     expect(bearer.dpopKey).toBeUndefined();
-    const err = await setup('required').fetch().catch((e: unknown) => e);
+    const err = await setup('required')
+      .fetch()
+      .catch((e: unknown) => e);
     const account = describeFetchFailure(err, `${endpoint.origin}/token`);
     expect(account.outcome).toBe('invalid_response');
     expect(account.text).toContain('DPOP=required');

@@ -102,7 +102,12 @@ describe('createTokenFetcher', () => {
     await fetch(CREDENTIAL);
     const forms = seen.map((r) => Object.fromEntries(new URLSearchParams(r.body)));
     expect(forms.map((f) => f.client_assertion?.slice(-4))).toEqual(['sig1', 'sig2']);
-    expect(forms[0]).toEqual({ grant_type: 'client_credentials', client_id: 'my client:1', client_assertion_type: 'urn:x', client_assertion: content.replace('sig2', 'sig1') });
+    expect(forms[0]).toEqual({
+      grant_type: 'client_credentials',
+      client_id: 'my client:1',
+      client_assertion_type: 'urn:x',
+      client_assertion: content.replace('sig2', 'sig1'),
+    });
   });
 
   it('posts the client credentials grant as a form with client_secret_post', async () => {

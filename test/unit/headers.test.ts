@@ -14,22 +14,38 @@ function pairs(raw: readonly string[]): [string, string][] {
 describe('readRequestHeaders', () => {
   it('drops hop-by-hop headers, the caller credentials, Host and Expect, and keeps the rest in case and order', () => {
     const raw = [
-      'Host', '127.0.0.1:8180',
-      'Accept', 'application/json',
-      'Connection', 'keep-alive',
-      'Keep-Alive', 'timeout=5',
-      'TE', 'trailers',
-      'Trailer', 'X-Checksum',
-      'Upgrade', 'h2c',
-      'Transfer-Encoding', 'chunked',
-      'Proxy-Authorization', 'Basic cHJveHk6cHc=',
-      'Proxy-Connection', 'keep-alive',
-      'Authorization', 'Bearer caller-token',
-      'Expect', '100-continue',
-      'X-Request-ID', 'r-1',
-      'cookie', 'a=1',
-      'Cookie', 'b=2',
-      'content-type', 'application/json',
+      'Host',
+      '127.0.0.1:8180',
+      'Accept',
+      'application/json',
+      'Connection',
+      'keep-alive',
+      'Keep-Alive',
+      'timeout=5',
+      'TE',
+      'trailers',
+      'Trailer',
+      'X-Checksum',
+      'Upgrade',
+      'h2c',
+      'Transfer-Encoding',
+      'chunked',
+      'Proxy-Authorization',
+      'Basic cHJveHk6cHc=',
+      'Proxy-Connection',
+      'keep-alive',
+      'Authorization',
+      'Bearer caller-token',
+      'Expect',
+      '100-continue',
+      'X-Request-ID',
+      'r-1',
+      'cookie',
+      'a=1',
+      'Cookie',
+      'b=2',
+      'content-type',
+      'application/json',
     ];
     expect(pairs(readRequestHeaders(raw).forward)).toEqual([
       ['Accept', 'application/json'],
@@ -41,12 +57,28 @@ describe('readRequestHeaders', () => {
   });
 
   it('drops the headers Connection names, in any case and spacing, across repeated Connection fields', () => {
-    const raw = ['Connection', 'close, X-Hop ,x-OTHER', 'x-hop', '1', 'X-Other', '2', 'X-Kept', '3', 'connection', 'X-Third', 'X-THIRD', '4'];
+    const raw = [
+      'Connection',
+      'close, X-Hop ,x-OTHER',
+      'x-hop',
+      '1',
+      'X-Other',
+      '2',
+      'X-Kept',
+      '3',
+      'connection',
+      'X-Third',
+      'X-THIRD',
+      '4',
+    ];
     expect(pairs(readRequestHeaders(raw).forward)).toEqual([['X-Kept', '3']]);
   });
 
   it("drops the caller's Authorization in any letter case (the proxy adds its own)", () => {
-    expect(readRequestHeaders(['AUTHORIZATION', 'Basic YTpi', 'authorization', 'Bearer x', 'Accept', '*/*']).forward).toEqual(['Accept', '*/*']);
+    expect(readRequestHeaders(['AUTHORIZATION', 'Basic YTpi', 'authorization', 'Bearer x', 'Accept', '*/*']).forward).toEqual([
+      'Accept',
+      '*/*',
+    ]);
   });
 
   it('adds no X-Forwarded headers', () => {
@@ -73,36 +105,69 @@ describe('callerResponseHeaders', () => {
 
   it('drops hop-by-hop headers and those Connection names, keeping the rest in order and letter case', () => {
     const headers = raw(
-      'Content-Type', 'application/json',
-      'Connection', 'keep-alive, X-Hop',
-      'Keep-Alive', 'timeout=5',
-      'X-Hop', 'gone',
-      'Transfer-Encoding', 'chunked',
-      'Trailer', 'X-Checksum',
-      'Upgrade', 'h2c',
-      'Proxy-Authenticate', 'Basic',
-      'Proxy-Connection', 'keep-alive',
-      'TE', 'trailers',
-      'ETag', '"v1"',
-      'X-Request-Id', 'r-1',
-      'content-length', '2',
+      'Content-Type',
+      'application/json',
+      'Connection',
+      'keep-alive, X-Hop',
+      'Keep-Alive',
+      'timeout=5',
+      'X-Hop',
+      'gone',
+      'Transfer-Encoding',
+      'chunked',
+      'Trailer',
+      'X-Checksum',
+      'Upgrade',
+      'h2c',
+      'Proxy-Authenticate',
+      'Basic',
+      'Proxy-Connection',
+      'keep-alive',
+      'TE',
+      'trailers',
+      'ETag',
+      '"v1"',
+      'X-Request-Id',
+      'r-1',
+      'content-length',
+      '2',
     );
     expect(callerResponseHeaders(headers, BASE, CALLER)).toEqual([
-      'Content-Type', 'application/json', 'ETag', '"v1"', 'X-Request-Id', 'r-1', 'content-length', '2',
+      'Content-Type',
+      'application/json',
+      'ETag',
+      '"v1"',
+      'X-Request-Id',
+      'r-1',
+      'content-length',
+      '2',
     ]);
   });
 
   it('drops what repeated Connection fields name, whatever their case', () => {
-    expect(callerResponseHeaders(raw('connection', 'close', 'Connection', 'X-A', 'x-a', '1', 'X-B', '2'), BASE, CALLER)).toEqual(['X-B', '2']);
+    expect(callerResponseHeaders(raw('connection', 'close', 'Connection', 'X-A', 'x-a', '1', 'X-B', '2'), BASE, CALLER)).toEqual([
+      'X-B',
+      '2',
+    ]);
   });
 
   it('keeps repeated Set-Cookie headers, each as it came', () => {
     const headers = raw('Set-Cookie', 'a=1; Path=/', 'Set-Cookie', 'b=2; HttpOnly', 'set-cookie', 'c=3, d=4');
-    expect(callerResponseHeaders(headers, BASE, CALLER)).toEqual(['Set-Cookie', 'a=1; Path=/', 'Set-Cookie', 'b=2; HttpOnly', 'set-cookie', 'c=3, d=4']);
+    expect(callerResponseHeaders(headers, BASE, CALLER)).toEqual([
+      'Set-Cookie',
+      'a=1; Path=/',
+      'Set-Cookie',
+      'b=2; HttpOnly',
+      'set-cookie',
+      'c=3, d=4',
+    ]);
   });
 
   it('passes header values as latin1 bytes, unchanged', () => {
-    expect(callerResponseHeaders([Buffer.from('X-Name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])], BASE, CALLER)).toEqual(['X-Name', 'caf\u00e9']);
+    expect(callerResponseHeaders([Buffer.from('X-Name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])], BASE, CALLER)).toEqual([
+      'X-Name',
+      'caf\u00e9',
+    ]);
   });
 
   it('gives the same list when handed the header object undici parsed from the same bytes', () => {
@@ -125,10 +190,19 @@ describe('callerResponseHeaders', () => {
     for (const headers of cases) {
       expect(callerResponseHeaders(headers, BASE, CALLER, parse(headers))).toEqual(callerResponseHeaders(headers, BASE, CALLER));
     }
-    expect(callerResponseHeaders(cases[1]!, BASE, CALLER, parse(cases[1]!))).toEqual(['Set-Cookie', 'a=1', 'X-Id', 'r-1', 'set-cookie', 'b=2', 'Content-Length', '0']);
+    expect(callerResponseHeaders(cases[1]!, BASE, CALLER, parse(cases[1]!))).toEqual([
+      'Set-Cookie',
+      'a=1',
+      'X-Id',
+      'r-1',
+      'set-cookie',
+      'b=2',
+      'Content-Length',
+      '0',
+    ]);
   });
 
-  it('keeps each answer\'s own letter case when the names at the same places change between answers', () => {
+  it("keeps each answer's own letter case when the names at the same places change between answers", () => {
     expect(callerResponseHeaders(raw('X-Abc', '1', 'ETag', 'a'), BASE, CALLER)).toEqual(['X-Abc', '1', 'ETag', 'a']);
     expect(callerResponseHeaders(raw('x-abc', '2', 'Etag', 'b'), BASE, CALLER)).toEqual(['x-abc', '2', 'Etag', 'b']);
     expect(callerResponseHeaders(raw('X-Abd', '3', 'Connection', 'X-Abd', 'Date', 'd'), BASE, CALLER)).toEqual(['Date', 'd']);
@@ -138,8 +212,10 @@ describe('callerResponseHeaders', () => {
   it('rewrites a Location into the gateway to the origin the caller used', () => {
     const headers = raw('Location', 'https://gw.example.com/gw/api/v1/tickets/T-2', 'X-Other', 'https://gw.example.com/gw/api/v1/x');
     expect(callerResponseHeaders(headers, BASE, 'http://localhost:9000')).toEqual([
-      'Location', 'http://localhost:9000/api/v1/tickets/T-2',
-      'X-Other', 'https://gw.example.com/gw/api/v1/x',
+      'Location',
+      'http://localhost:9000/api/v1/tickets/T-2',
+      'X-Other',
+      'https://gw.example.com/gw/api/v1/x',
     ]);
   });
 });

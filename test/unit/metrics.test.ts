@@ -34,7 +34,10 @@ function labelSets(samples: Sample[], name: string): string[] {
 
 function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
   return samples.find(
-    (s) => s.name === name && Object.keys(s.labels).length === Object.keys(labels).length && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+    (s) =>
+      s.name === name &&
+      Object.keys(s.labels).length === Object.keys(labels).length &&
+      Object.entries(labels).every(([k, v]) => s.labels[k] === v),
   )?.value;
 }
 
@@ -182,7 +185,16 @@ describe('createMetrics', () => {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [reference],
     });
-    const seen: [string, number][] = [['GET', 0], ['GET', 0.005], ['GET', 0.0051], ['POST', 0.1], ['GET', 29.9], ['GET', 30], ['GET', 31], ['DELETE', 1e-9]];
+    const seen: [string, number][] = [
+      ['GET', 0],
+      ['GET', 0.005],
+      ['GET', 0.0051],
+      ['POST', 0.1],
+      ['GET', 29.9],
+      ['GET', 30],
+      ['GET', 31],
+      ['DELETE', 1e-9],
+    ];
     for (const [method, seconds] of seen) {
       metrics.requestEnded(method, 200, seconds);
       histogram.labels(method).observe(seconds);
@@ -228,7 +240,10 @@ describe('event-loop delay', () => {
     const { samples } = await scrape(registry);
     const names = samples.map((s) => s.name).filter((n) => n.startsWith('nodejs_eventloop_lag'));
     expect(new Set(names)).toEqual(
-      new Set(['nodejs_eventloop_lag_seconds', ...['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((q) => `nodejs_eventloop_lag_${q}_seconds`)]),
+      new Set([
+        'nodejs_eventloop_lag_seconds',
+        ...['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((q) => `nodejs_eventloop_lag_${q}_seconds`),
+      ]),
     );
     expect(names).toHaveLength(8);
   });

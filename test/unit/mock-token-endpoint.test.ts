@@ -72,10 +72,18 @@ describe('the mock token endpoint refusing as identity providers differ', () => 
   });
 
   it('refuses a request without scope the same way when a scope is required', async () => {
-    const mock = await createMockTicketService({ clients: { app: 's3cret' }, tokenRefusal: { status: 403, bare: true, scopeRequired: true } });
+    const mock = await createMockTicketService({
+      clients: { app: 's3cret' },
+      tokenRefusal: { status: 403, bare: true, scopeRequired: true },
+    });
     closing.push(() => mock.close());
-    expect(await post(mock, { grant_type: 'client_credentials', client_id: 'app', client_secret: 's3cret' })).toEqual({ status: 403, body: '' });
-    expect((await post(mock, { grant_type: 'client_credentials', client_id: 'app', client_secret: 's3cret', scope: 'tickets' })).status).toBe(200);
+    expect(await post(mock, { grant_type: 'client_credentials', client_id: 'app', client_secret: 's3cret' })).toEqual({
+      status: 403,
+      body: '',
+    });
+    expect(
+      (await post(mock, { grant_type: 'client_credentials', client_id: 'app', client_secret: 's3cret', scope: 'tickets' })).status,
+    ).toBe(200);
   });
 
   it('compares Basic credentials as sent when told to, so a form-encoded secret no longer matches', async () => {
@@ -91,7 +99,10 @@ describe('the mock token endpoint and client_secret_jwt', () => {
   const tokenUrlOf = (mock: MockTicketService) => `${mock.url}/api/v1/oauth2/token`;
   const assertionForm = async (mock: MockTicketService, secret: string, now = Date.now(), jti?: string) => {
     const auth = clientSecretJwt({ now: () => now, ...(jti === undefined ? {} : { randomId: () => jti }) });
-    return Object.fromEntries([['grant_type', 'client_credentials'], ...(await auth({ clientId: 'app', clientSecret: secret }, tokenUrlOf(mock))).form]);
+    return Object.fromEntries([
+      ['grant_type', 'client_credentials'],
+      ...(await auth({ clientId: 'app', clientSecret: secret }, tokenUrlOf(mock))).form,
+    ]);
   };
 
   it('grants a token for an assertion signed with the client secret, and records no secret sent', async () => {
@@ -104,7 +115,8 @@ describe('the mock token endpoint and client_secret_jwt', () => {
   it('refuses a wrong secret, an expired assertion and a jti used twice', async () => {
     const mock = await createMockTicketService({ clients: { app: 's3cret' } });
     closing.push(() => mock.close());
-    const refusal = async (form: Record<string, string>) => JSON.parse((await post(mock, form)).body) as { error: string; error_description: string };
+    const refusal = async (form: Record<string, string>) =>
+      JSON.parse((await post(mock, form)).body) as { error: string; error_description: string };
     expect(await refusal(await assertionForm(mock, 'wrong'))).toMatchObject({ error: 'invalid_client' });
     expect((await refusal(await assertionForm(mock, 's3cret', Date.now() - 120_000))).error_description).toContain('ERR_JWT_EXPIRED');
     const once = await assertionForm(mock, 's3cret', Date.now(), 'jti-1');

@@ -7,13 +7,55 @@ const ENV_NAMES = SETTINGS.map((s) => s.env);
 
 /** Variables a container or a shell commonly holds: none of them is a slip of a setting. */
 const UNRELATED = [
-  'PATH', 'HOME', 'HOSTNAME', 'PWD', 'OLDPWD', 'SHLVL', 'TERM', 'LANG', 'LC_ALL', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'EDITOR',
-  'HOST', 'PORT', 'DEBUG', 'CI', 'NO_COLOR', 'FORCE_COLOR', 'NODE_ENV', 'NODE_OPTIONS', 'NODE_VERSION', 'YARN_VERSION',
-  'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'FTP_PROXY', 'ftp_proxy', 'ALL_PROXY', 'all_proxy',
-  'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PORT_HTTPS', 'KUBERNETES_PORT',
-  'KUBERNETES_PORT_443_TCP', 'KUBERNETES_PORT_443_TCP_ADDR', 'KUBERNETES_PORT_443_TCP_PORT', 'KUBERNETES_PORT_443_TCP_PROTO',
-  'TICKET_AUTH_PROXY_SERVICE_HOST', 'TICKET_AUTH_PROXY_PORT_8181_TCP', 'POD_NAME', 'POD_NAMESPACE', 'INIT_CWD',
-  'npm_config_proxy', 'npm_config_https_proxy', 'npm_package_name', 'npm_lifecycle_event', 'npm_config_listen_port',
+  'PATH',
+  'HOME',
+  'HOSTNAME',
+  'PWD',
+  'OLDPWD',
+  'SHLVL',
+  'TERM',
+  'LANG',
+  'LC_ALL',
+  'TZ',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'EDITOR',
+  'HOST',
+  'PORT',
+  'DEBUG',
+  'CI',
+  'NO_COLOR',
+  'FORCE_COLOR',
+  'NODE_ENV',
+  'NODE_OPTIONS',
+  'NODE_VERSION',
+  'YARN_VERSION',
+  'NODE_EXTRA_CA_CERTS',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'FTP_PROXY',
+  'ftp_proxy',
+  'ALL_PROXY',
+  'all_proxy',
+  'KUBERNETES_SERVICE_HOST',
+  'KUBERNETES_SERVICE_PORT',
+  'KUBERNETES_SERVICE_PORT_HTTPS',
+  'KUBERNETES_PORT',
+  'KUBERNETES_PORT_443_TCP',
+  'KUBERNETES_PORT_443_TCP_ADDR',
+  'KUBERNETES_PORT_443_TCP_PORT',
+  'KUBERNETES_PORT_443_TCP_PROTO',
+  'TICKET_AUTH_PROXY_SERVICE_HOST',
+  'TICKET_AUTH_PROXY_PORT_8181_TCP',
+  'POD_NAME',
+  'POD_NAMESPACE',
+  'INIT_CWD',
+  'npm_config_proxy',
+  'npm_config_https_proxy',
+  'npm_package_name',
+  'npm_lifecycle_event',
+  'npm_config_listen_port',
 ];
 
 describe('editDistance', () => {
@@ -84,7 +126,9 @@ describe('nearestSetting', () => {
   it("takes any reordering of a setting's words for that setting", () => {
     const reordered = fc
       .constantFrom(...ENV_NAMES.filter((e) => e.includes('_')))
-      .chain((env) => fc.shuffledSubarray(env.split('_'), { minLength: env.split('_').length }).map((words) => ({ env, name: words.join('_') })));
+      .chain((env) =>
+        fc.shuffledSubarray(env.split('_'), { minLength: env.split('_').length }).map((words) => ({ env, name: words.join('_') })),
+      );
     fc.assert(
       fc.property(reordered, ({ env, name }) => {
         expect(nearestSetting(name)?.env).toBe(env);

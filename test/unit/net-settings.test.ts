@@ -68,8 +68,12 @@ describe('TLS and egress proxy settings', () => {
   });
 
   it('wants the client certificate and key both or neither, and belonging together', () => {
-    expect(problems({ TLS_CLIENT_CERT_FILE: '/tls.crt' }, { '/tls.crt': client.cert })).toContain('TLS_CLIENT_CERT_FILE is set without TLS_CLIENT_KEY_FILE');
-    expect(problems({ TLS_CLIENT_KEY_FILE: '/tls.key' }, { '/tls.key': client.key })).toContain('TLS_CLIENT_KEY_FILE is set without TLS_CLIENT_CERT_FILE');
+    expect(problems({ TLS_CLIENT_CERT_FILE: '/tls.crt' }, { '/tls.crt': client.cert })).toContain(
+      'TLS_CLIENT_CERT_FILE is set without TLS_CLIENT_KEY_FILE',
+    );
+    expect(problems({ TLS_CLIENT_KEY_FILE: '/tls.key' }, { '/tls.key': client.key })).toContain(
+      'TLS_CLIENT_KEY_FILE is set without TLS_CLIENT_CERT_FILE',
+    );
     const msg = problems(
       { TLS_CLIENT_CERT_FILE: '/tls.crt', TLS_CLIENT_KEY_FILE: '/tls.key' },
       { '/tls.crt': client.cert, '/tls.key': other.key },
@@ -125,7 +129,9 @@ describe('networkFailureReason', () => {
   it("names an egress proxy's refusal by its status", () => {
     const tunnel = Object.assign(new Error('Proxy response (403) !== 200 when HTTP Tunneling'), { code: 'UND_ERR_ABORTED' });
     expect(networkFailureReason(tunnel)).toBe('egress proxy refused: 403');
-    expect(networkFailureReason(new Error('Proxy Authentication Required (407)'))).toBe('egress proxy refused: 407 Proxy Authentication Required');
+    expect(networkFailureReason(new Error('Proxy Authentication Required (407)'))).toBe(
+      'egress proxy refused: 407 Proxy Authentication Required',
+    );
   });
 
   it('keeps a plain socket code, and never shows URL credentials from a message', () => {

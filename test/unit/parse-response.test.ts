@@ -28,7 +28,11 @@ function thrown(fn: () => unknown): TokenFetchError {
 
 describe('parseTokenResponse: a usable token (RFC 6749 §5.1)', () => {
   it('takes expires_in as a number of seconds', () => {
-    expect(ok({ access_token: TOKEN, token_type: 'Bearer', expires_in: 3600 })).toEqual({ accessToken: TOKEN, lifetimeMs: 3_600_000, tokenType: 'Bearer' });
+    expect(ok({ access_token: TOKEN, token_type: 'Bearer', expires_in: 3600 })).toEqual({
+      accessToken: TOKEN,
+      lifetimeMs: 3_600_000,
+      tokenType: 'Bearer',
+    });
   });
 
   it.each([
@@ -66,7 +70,9 @@ describe('parseTokenResponse: a usable token (RFC 6749 §5.1)', () => {
 
   it('assumes the default lifetime for a token that is no JWT and has no expires_in', () => {
     expect(ok({ access_token: TOKEN, token_type: 'Bearer' }).lifetimeMs).toBe(300_000);
-    expect(parseTokenResponse(200, {}, JSON.stringify({ access_token: TOKEN }), { defaultTtlS: 42, sentAt: SENT_AT }).lifetimeMs).toBe(42_000);
+    expect(parseTokenResponse(200, {}, JSON.stringify({ access_token: TOKEN }), { defaultTtlS: 42, sentAt: SENT_AT }).lifetimeMs).toBe(
+      42_000,
+    );
   });
 
   it('assumes the default lifetime for a JWT without a numeric exp claim', () => {

@@ -41,7 +41,8 @@ function setup(options: Partial<SourceCacheOptions> = {}) {
   return { clock, fetcher, log, cache, fetches, sizes, use };
 }
 
-const rejected = () => new TokenFetchError('rejected', 'token endpoint answered 401 invalid_client', { status: 401, oauthError: 'invalid_client' });
+const rejected = () =>
+  new TokenFetchError('rejected', 'token endpoint answered 401 invalid_client', { status: 401, oauthError: 'invalid_client' });
 
 describe('pass-through token sources', () => {
   it('gives the same credentials the same source, and a wrong secret a source of its own', async () => {
@@ -177,7 +178,10 @@ describe('credentialKeyer', () => {
   it('is HMAC-SHA256 of id and secret, as createHmac computes it, for short and long keys', () => {
     for (const key of [randomBytes(32), randomBytes(100)]) {
       const keyOf = credentialKeyer(key);
-      for (const c of [{ clientId: 'app', clientSecret: 's3cret' }, { clientId: 'ünï', clientSecret: 'p:a\0ss' }]) {
+      for (const c of [
+        { clientId: 'app', clientSecret: 's3cret' },
+        { clientId: 'ünï', clientSecret: 'p:a\0ss' },
+      ]) {
         expect(keyOf(c)).toBe(createHmac('sha256', key).update(`${c.clientId}\0${c.clientSecret}`).digest('base64url'));
       }
     }

@@ -26,7 +26,11 @@ const FILES: Record<string, string> = {
 const FILE = '/etc/ticket-auth-proxy.yaml';
 const SECRET_PATH = '/var/run/secrets/ticket/client-secret';
 
-function loadBoth(env: Record<string, string>, file?: Record<string, unknown>, files: Record<string, string> = {}): { config: Config; token: TokenStartup } {
+function loadBoth(
+  env: Record<string, string>,
+  file?: Record<string, unknown>,
+  files: Record<string, string> = {},
+): { config: Config; token: TokenStartup } {
   const { config, checked } = loadSettings({
     env: { ...BASE, ...env },
     file: file === undefined ? undefined : { path: FILE, values: file },
@@ -48,7 +52,11 @@ function problems(env: Record<string, string>, file?: Record<string, unknown>, f
 const MINIMAL = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET: 'secret-value' };
 
 /** The ConfigError of loading with exactly `env`; fails the test when it loads. */
-function configError(env: Record<string, string | undefined>, file?: Record<string, unknown>, files: Record<string, string> = {}): ConfigError {
+function configError(
+  env: Record<string, string | undefined>,
+  file?: Record<string, unknown>,
+  files: Record<string, string> = {},
+): ConfigError {
   try {
     loadSettings({ env, file: file === undefined ? undefined : { path: FILE, values: file }, readFile: filesOf(files) });
   } catch (err) {
@@ -65,9 +73,12 @@ function loadExact(env: Record<string, string>, files: Record<string, string> = 
 
 describe('the client secret', () => {
   it('reads the secret from CLIENT_SECRET_FILE, trimmed', () => {
-    const { config, token } = loadExact({ BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH }, {
-      [SECRET_PATH]: '  s3cr3t value \r\n\n',
-    });
+    const { config, token } = loadExact(
+      { BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH },
+      {
+        [SECRET_PATH]: '  s3cr3t value \r\n\n',
+      },
+    );
     expect(token.clientSecret).toBe('s3cr3t value');
     expect(config.clientSecretFile).toBe(SECRET_PATH);
   });
@@ -94,8 +105,12 @@ describe('the client secret', () => {
       { TOKEN_AUTH_METHOD: 'client_assertion_file', CLIENT_ASSERTION_FILE: '/t/token' },
       { clientSecretFile: '/s', clientAssertionKeyFile: '/k/rsa.pem' },
     );
-    expect(msg).toContain(`CLIENT_SECRET_FILE and CLIENT_ASSERTION_FILE are both set (CLIENT_SECRET_FILE from clientSecretFile in ${FILE}, CLIENT_ASSERTION_FILE from the environment)`);
-    expect(msg).toContain(`CLIENT_ASSERTION_KEY_FILE and CLIENT_ASSERTION_FILE are both set (CLIENT_ASSERTION_KEY_FILE from clientAssertionKeyFile in ${FILE}, CLIENT_ASSERTION_FILE from the environment)`);
+    expect(msg).toContain(
+      `CLIENT_SECRET_FILE and CLIENT_ASSERTION_FILE are both set (CLIENT_SECRET_FILE from clientSecretFile in ${FILE}, CLIENT_ASSERTION_FILE from the environment)`,
+    );
+    expect(msg).toContain(
+      `CLIENT_ASSERTION_KEY_FILE and CLIENT_ASSERTION_FILE are both set (CLIENT_ASSERTION_KEY_FILE from clientAssertionKeyFile in ${FILE}, CLIENT_ASSERTION_FILE from the environment)`,
+    );
   });
 
   it('refuses an unreadable secret file, naming the file and the reason', () => {
@@ -104,7 +119,9 @@ describe('the client secret', () => {
   });
 
   it('refuses an empty secret file', () => {
-    const err = configError({ BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH }, undefined, { [SECRET_PATH]: ' \n' });
+    const err = configError({ BASE_URL: 'https://gw', CLIENT_ID: 'app', CLIENT_SECRET_FILE: SECRET_PATH }, undefined, {
+      [SECRET_PATH]: ' \n',
+    });
     expect(err.problems).toEqual([`CLIENT_SECRET_FILE names a file that is empty: ${SECRET_PATH}`]);
   });
 
@@ -138,7 +155,9 @@ describe('client_secret_jwt configuration', () => {
       'CLIENT_ID is required: the client identifier from the workspace settings',
       'CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings',
     ]);
-    expect(loadExact({ BASE_URL: 'https://gw', PASSTHROUGH_BASIC: 'true', ...JWT_METHOD }).config.tokenAuthMethod).toBe('client_secret_jwt');
+    expect(loadExact({ BASE_URL: 'https://gw', PASSTHROUGH_BASIC: 'true', ...JWT_METHOD }).config.tokenAuthMethod).toBe(
+      'client_secret_jwt',
+    );
   });
 
   it('refuses the assertion fields in TOKEN_PARAMS and a key or assertion file beside the secret', () => {
@@ -153,7 +172,11 @@ describe('client_secret_jwt configuration', () => {
 
 describe('private_key_jwt configuration', () => {
   it('accepts RSA, EC P-384 and Ed25519 keys with no secret, handing on the key it read', () => {
-    for (const [f, alg] of [['/k/rsa.pem', 'RS256'], ['/k/ec.pem', 'ES384'], ['/k/ed.pem', 'EdDSA']] as const) {
+    for (const [f, alg] of [
+      ['/k/rsa.pem', 'RS256'],
+      ['/k/ec.pem', 'ES384'],
+      ['/k/ed.pem', 'EdDSA'],
+    ] as const) {
       const { config, token } = loadBoth({ TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_ASSERTION_KEY_FILE: f });
       expect(config.clientAssertionKeyFile).toBe(f);
       expect(token.assertionKey?.text).toBe(FILES[f]);
@@ -162,18 +185,24 @@ describe('private_key_jwt configuration', () => {
   });
 
   it('requires the key file', () => {
-    expect(problems({ TOKEN_AUTH_METHOD: 'private_key_jwt' })).toContain('CLIENT_ASSERTION_KEY_FILE is required with TOKEN_AUTH_METHOD=private_key_jwt');
+    expect(problems({ TOKEN_AUTH_METHOD: 'private_key_jwt' })).toContain(
+      'CLIENT_ASSERTION_KEY_FILE is required with TOKEN_AUTH_METHOD=private_key_jwt',
+    );
   });
 
   it('refuses a secret beside the key, naming both', () => {
     const msg = problems({ TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_ASSERTION_KEY_FILE: '/k/rsa.pem', CLIENT_SECRET: 'shh-value' });
-    expect(msg).toContain('CLIENT_SECRET and CLIENT_ASSERTION_KEY_FILE are both set (CLIENT_SECRET from the environment, CLIENT_ASSERTION_KEY_FILE from the environment)');
+    expect(msg).toContain(
+      'CLIENT_SECRET and CLIENT_ASSERTION_KEY_FILE are both set (CLIENT_SECRET from the environment, CLIENT_ASSERTION_KEY_FILE from the environment)',
+    );
     expect(msg).not.toContain('shh-value');
   });
 
   it('names only the secret when it is set without the key, and still asks for the key', () => {
     const msg = problems({ TOKEN_AUTH_METHOD: 'private_key_jwt', CLIENT_SECRET_FILE: '/s/secret' });
-    expect(msg).toContain('CLIENT_SECRET_FILE is set (CLIENT_SECRET_FILE from the environment): TOKEN_AUTH_METHOD=private_key_jwt signs with the key and sends no secret');
+    expect(msg).toContain(
+      'CLIENT_SECRET_FILE is set (CLIENT_SECRET_FILE from the environment): TOKEN_AUTH_METHOD=private_key_jwt signs with the key and sends no secret',
+    );
     expect(msg).toContain('CLIENT_ASSERTION_KEY_FILE is required with TOKEN_AUTH_METHOD=private_key_jwt');
     expect(msg).not.toContain('unset');
   });
@@ -205,7 +234,12 @@ describe('client_assertion_file configuration', () => {
   });
 
   it('refuses a secret or a key beside it, naming both settings', () => {
-    const msg = problems({ TOKEN_AUTH_METHOD: 'client_assertion_file', CLIENT_ASSERTION_FILE: '/t/token', CLIENT_SECRET_FILE: '/s', CLIENT_ASSERTION_KEY_FILE: '/k/rsa.pem' });
+    const msg = problems({
+      TOKEN_AUTH_METHOD: 'client_assertion_file',
+      CLIENT_ASSERTION_FILE: '/t/token',
+      CLIENT_SECRET_FILE: '/s',
+      CLIENT_ASSERTION_KEY_FILE: '/k/rsa.pem',
+    });
     expect(msg).toContain('CLIENT_SECRET_FILE and CLIENT_ASSERTION_FILE are both set');
     expect(msg).toContain('CLIENT_ASSERTION_KEY_FILE and CLIENT_ASSERTION_FILE are both set');
   });
@@ -218,7 +252,9 @@ describe('TOKEN_PARAMS and the secret methods', () => {
 
   it('refuses every field the proxy sets itself, naming the setting', () => {
     for (const name of ['grant_type', 'client_id', 'client_secret', 'scope', 'client_assertion', 'client_assertion_type']) {
-      expect(problems({ CLIENT_SECRET: 'x', TOKEN_PARAMS: `${name}=x` })).toContain(`TOKEN_PARAMS may not set ${name}: the proxy sets it (use TOKEN_SCOPE for scope)`);
+      expect(problems({ CLIENT_SECRET: 'x', TOKEN_PARAMS: `${name}=x` })).toContain(
+        `TOKEN_PARAMS may not set ${name}: the proxy sets it (use TOKEN_SCOPE for scope)`,
+      );
     }
   });
 
@@ -233,7 +269,9 @@ describe('TOKEN_PARAMS and the secret methods', () => {
       'TOKEN_AUTH_METHOD=tls_client_auth needs TLS_CLIENT_CERT_FILE and TLS_CLIENT_KEY_FILE',
     );
     expect(problems({ TOKEN_AUTH_METHOD: 'tls_client_auth' })).not.toContain('CLIENT_SECRET_FILE (or CLIENT_SECRET) is required');
-    expect(problems({ TOKEN_AUTH_METHOD: 'tls_client_auth', CLIENT_SECRET: 'x' })).toContain('CLIENT_SECRET is set with TOKEN_AUTH_METHOD=tls_client_auth');
+    expect(problems({ TOKEN_AUTH_METHOD: 'tls_client_auth', CLIENT_SECRET: 'x' })).toContain(
+      'CLIENT_SECRET is set with TOKEN_AUTH_METHOD=tls_client_auth',
+    );
   });
 });
 

@@ -25,7 +25,8 @@ function setup() {
   return { clock, fetcher, dpop, source };
 }
 
-const claims = (proof: string): Record<string, unknown> => JSON.parse(Buffer.from(proof.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+const claims = (proof: string): Record<string, unknown> =>
+  JSON.parse(Buffer.from(proof.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 
 describe('the token source with DPoP', () => {
   it('hands out one authorization per token, read synchronously: DPoP with proofs by the bound key, Bearer without', async () => {
@@ -41,7 +42,9 @@ describe('the token source with DPoP', () => {
     expect(auth.header).toBe('DPoP tok-D');
     // A rotation: the held token's proofs keep the key it is bound to.
     dpop.prover.replaceKey(generateDpopKey());
-    const header = JSON.parse(Buffer.from(auth.proof!('GET', '/api/v1/x').split('.')[0]!, 'base64url').toString()) as { jwk: Record<string, string> };
+    const header = JSON.parse(Buffer.from(auth.proof!('GET', '/api/v1/x').split('.')[0]!, 'base64url').toString()) as {
+      jwk: Record<string, string>;
+    };
     expect(header.jwk).toEqual(key.jwk);
     expect(claims(auth.proof!('GET', '/api/v1/x'))).toMatchObject({ htm: 'GET', htu: 'https://gw.example/api/v1/x' });
 

@@ -189,7 +189,7 @@ describe('TokenSource backoff', () => {
     expect(t.source.state.consecutiveFailures).toBe(t.fetcher.calls.length);
   });
 
-  it('grows the cap to a quarter of the held token\'s usable life, and back to 30 s once none is held', async () => {
+  it("grows the cap to a quarter of the held token's usable life, and back to 30 s once none is held", async () => {
     const t = setup();
     const HOUR = 3_600_000;
     t.jitter.value = 0;
@@ -661,7 +661,12 @@ describe('TokenSource observer and log', () => {
     t.source.start();
     await settle();
     const file = '/var/run/secrets/token';
-    t.fetcher.last.fail(new ClientAssertionError('network_error', `client assertion in ${file} expired at 2026-01-01T00:00:00.000Z: the projected token is not being rotated`));
+    t.fetcher.last.fail(
+      new ClientAssertionError(
+        'network_error',
+        `client assertion in ${file} expired at 2026-01-01T00:00:00.000Z: the projected token is not being rotated`,
+      ),
+    );
     await settle();
     const line = t.log.at('warn')[0]?.obj as Record<string, unknown>;
     expect(line).toMatchObject({ outcome: 'network_error', tokenUrl: 'https://***@idp.example/token' });

@@ -4,7 +4,12 @@ import { parseParams } from '../../src/config/values.js';
 describe('TOKEN_PARAMS syntax', () => {
   it('reads a form-encoded string with repeated names, in order', () => {
     expect(parseParams('audience=https%3A%2F%2Fapi&resource=a&resource=b&x=a+b%2B', 'TOKEN_PARAMS')).toEqual({
-      params: [['audience', 'https://api'], ['resource', 'a'], ['resource', 'b'], ['x', 'a b+']],
+      params: [
+        ['audience', 'https://api'],
+        ['resource', 'a'],
+        ['resource', 'b'],
+        ['x', 'a b+'],
+      ],
       problems: [],
     });
   });

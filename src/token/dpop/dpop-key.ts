@@ -45,7 +45,10 @@ function keyKind(key: KeyObject): string {
   if (key.asymmetricKeyType === 'ec' && details.namedCurve === 'prime256v1') return 'P-256';
   if (key.asymmetricKeyType === 'ec' && details.namedCurve === 'secp384r1') return 'P-384';
   if (key.asymmetricKeyType === 'ed25519') return 'ed25519';
-  const what = key.asymmetricKeyType === 'ec' ? `an EC key on ${details.namedCurve ?? 'an unknown curve'}` : `a key of type ${key.asymmetricKeyType ?? 'unknown'}`;
+  const what =
+    key.asymmetricKeyType === 'ec'
+      ? `an EC key on ${details.namedCurve ?? 'an unknown curve'}`
+      : `a key of type ${key.asymmetricKeyType ?? 'unknown'}`;
   throw new Error(`holds ${what}; use EC P-256 (ES256), P-384 (ES384), Ed25519 (EdDSA) or RSA of 2048 bits or more (PS256)`);
 }
 
@@ -134,11 +137,14 @@ export function loadDpopKey(pem: string, alg?: DpopAlg): DpopKey {
     } catch {
       // Neither: not a key at all.
     }
-    throw new Error(isPublic ? 'holds a public key or certificate; the proofs need the private key' : 'does not hold an unencrypted PEM private key');
+    throw new Error(
+      isPublic ? 'holds a public key or certificate; the proofs need the private key' : 'does not hold an unencrypted PEM private key',
+    );
   }
   const kind = keyKind(key);
   const fits = ALGS_BY_KEY[kind]!;
-  if (alg !== undefined && !fits.includes(alg)) throw new Error(`holds ${KIND_NAMES[kind]!} key, which cannot sign ${alg} (use ${fits.join(', ')})`);
+  if (alg !== undefined && !fits.includes(alg))
+    throw new Error(`holds ${KIND_NAMES[kind]!} key, which cannot sign ${alg} (use ${fits.join(', ')})`);
   return dpopKeyOf(key, alg ?? fits[0]!);
 }
 

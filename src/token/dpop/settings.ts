@@ -24,7 +24,8 @@ export function checkDpopSettings(ctx: SettingsCheckContext): DpopStartup {
   if (mode === 'off') {
     // A value refused on its own is already reported; say nothing more about it.
     for (const key of ['dpopKeyFile', 'dpopAlg'] as const) {
-      if (config[key] !== undefined) ctx.problem(`${ctx.name(key)} is set but DPOP is off: set DPOP=on (or required) to send DPoP proofs, or remove it`);
+      if (config[key] !== undefined)
+        ctx.problem(`${ctx.name(key)} is set but DPOP is off: set DPOP=on (or required) to send DPoP proofs, or remove it`);
     }
     return { mode };
   }
