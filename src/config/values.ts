@@ -143,7 +143,8 @@ export function checkUrl(value: string, name: string, allowInsecure: boolean, pr
   }
   if (url.protocol === 'http:' && !allowInsecure && !isLoopbackHost(url.hostname)) {
     problems.push(
-      `${name} uses http: for a non-loopback host (${url.hostname}); use https, or set ALLOW_INSECURE_HTTP=true to accept sending credentials in clear text`,
+      `${name} uses http: for a non-loopback host (${url.hostname}); use https, or set ALLOW_INSECURE_HTTP=true to accept ` +
+        `sending credentials in clear text`,
     );
     return undefined;
   }

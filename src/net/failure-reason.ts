@@ -41,7 +41,10 @@ export function networkFailureReason(err: unknown): string {
     if (code === 'UND_ERR_SOCKET' && (e as { socket?: { bytesRead?: number } }).socket?.bytesRead === 0) {
       // TLS 1.3: a server that wants a client certificate and got none may close the
       // connection after the handshake without an alert (Node's own TLS servers do).
-      return `${code} (the server closed the connection before answering; a server that requires a client certificate does this when none is presented: TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE)`;
+      return (
+        `${code} (the server closed the connection before answering; a server that requires a client certificate does ` +
+        `this when none is presented: TLS_CLIENT_CERT_FILE, TLS_CLIENT_KEY_FILE)`
+      );
     }
   }
   const first = errors[0];

@@ -29,7 +29,8 @@ export function checkNetSettings(ctx: SettingsCheckContext): TlsFiles {
   const hasKey = config.tlsClientKeyFile !== undefined;
   if (hasCert !== hasKey) {
     ctx.problem(
-      `${hasCert ? ctx.name('tlsClientCertFile') : ctx.name('tlsClientKeyFile')} is set without ${hasCert ? 'TLS_CLIENT_KEY_FILE' : 'TLS_CLIENT_CERT_FILE'}: set both (certificate chain and key) or neither`,
+      `${hasCert ? ctx.name('tlsClientCertFile') : ctx.name('tlsClientKeyFile')} is set without ` +
+        `${hasCert ? 'TLS_CLIENT_KEY_FILE' : 'TLS_CLIENT_CERT_FILE'}: set both (certificate chain and key) or neither`,
     );
   } else if (hasCert) {
     const cert = ctx.readFile('tlsClientCertFile');

@@ -19,7 +19,8 @@ export function upstreamError(
   }
   if (sent) {
     return new UpstreamDisconnectedError(
-      `the connection to the gateway broke after the request was sent, before a complete answer (${networkFailureReason(err)}); the gateway may have acted on it`,
+      `the connection to the gateway broke after the request was sent, before a complete answer ` +
+        `(${networkFailureReason(err)}); the gateway may have acted on it`,
       { cause: err },
     );
   }

@@ -159,7 +159,9 @@ function requestMetrics(registry: Registry): ProxyObserver {
 
   const stalls = new Counter({
     name: 'ticket_auth_proxy_upstream_stalls_total',
-    help: "Exchanges ended because a body stayed silent longer than UPSTREAM_IDLE_TIMEOUT_MS, by direction: the caller's request body or the gateway's answer.",
+    help:
+      'Exchanges ended because a body stayed silent longer than UPSTREAM_IDLE_TIMEOUT_MS, by direction: ' +
+      "the caller's request body or the gateway's answer.",
     labelNames: ['direction'] as const,
     registers: [registry],
   });

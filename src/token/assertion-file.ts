@@ -70,7 +70,8 @@ export function clientAssertionFile(options: ClientAssertionFileOptions): Client
         ['client_assertion_type', options.assertionType],
         ['client_assertion', assertion],
       ],
-      credentials: `CLIENT_ID and the assertion in ${options.path} (its issuer, subject and audience, as the identity provider expects them)`,
+      credentials:
+        `CLIENT_ID and the assertion in ${options.path} ` + '(its issuer, subject and audience, as the identity provider expects them)',
     };
   };
 }

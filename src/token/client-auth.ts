@@ -93,7 +93,8 @@ export const clientSecretBasic: ClientAuth = (credential) => {
       ? {}
       : {
           alternative:
-            `${changed.join(' and ')} ${changed.length > 1 ? 'have' : 'has'} characters that RFC 6749 §2.3.1 form-encodes in Basic credentials ` +
+            `${changed.join(' and ')} ${changed.length > 1 ? 'have' : 'has'} characters that RFC 6749 §2.3.1 form-encodes in ` +
+            `Basic credentials ` +
             '(such as + / : & = % ~ !), which some identity providers compare without decoding: try TOKEN_AUTH_METHOD=client_secret_post',
         }),
   };
@@ -134,7 +135,8 @@ export function clientSecretJwt(options: ClientSecretJwtOptions): ClientAuth {
         ['client_assertion', `${input}.${signature}`],
       ],
       credentials:
-        'CLIENT_ID and the secret the assertion is signed with (CLIENT_SECRET_FILE or CLIENT_SECRET); the identity provider must allow client_secret_jwt for this client',
+        'CLIENT_ID and the secret the assertion is signed with (CLIENT_SECRET_FILE or CLIENT_SECRET); the identity provider ' +
+        'must allow client_secret_jwt for this client',
     };
   };
 }
@@ -201,7 +203,8 @@ export function privateKeyJwt(options: PrivateKeyJwtOptions): ClientAuth {
         ['client_assertion', assertion],
       ],
       credentials:
-        'CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE, CLIENT_ASSERTION_KID) whose public key the identity provider has registered for it',
+        'CLIENT_ID and the key (CLIENT_ASSERTION_KEY_FILE, CLIENT_ASSERTION_KID) whose public key the identity provider has ' +
+        'registered for it',
     };
   };
 }

@@ -150,7 +150,8 @@ function withAssertionFile(config: Config, deps: Deps): ConfiguredCredential {
             ? 'no exp claim'
             : `${Math.round(s.expiresAt - nowMs / 1000)} s left (expires ${new Date(s.expiresAt * 1000).toISOString()})`;
         return [
-          `client assertion in ${path}: issuer ${s.issuer ?? '(none)'}, subject ${s.subject ?? '(none)'}, audience ${s.audience ?? '(none)'}, ${life}`,
+          `client assertion in ${path}: issuer ${s.issuer ?? '(none)'}, subject ${s.subject ?? '(none)'}, audience ` +
+            `${s.audience ?? '(none)'}, ${life}`,
         ];
       } catch (err) {
         return [`client assertion in ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`];

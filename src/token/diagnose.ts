@@ -51,9 +51,11 @@ const WRONG_URL = 'is TOKEN_URL/BASE_URL right?';
 const NOT_TOKEN_ENDPOINT = `this does not look like a token endpoint: ${WRONG_URL} (BASE_URL is the gateway's base, without /api/v1)`;
 const UNREACHABLE = 'check the host name and port of TOKEN_URL/BASE_URL, and HTTPS_PROXY/NO_PROXY';
 const DPOP_REQUIRED =
-  'turn on DPoP-bound tokens for this client at the identity provider (Keycloak: the client setting for DPoP-bound access tokens; Okta: Require DPoP), or set DPOP=on to accept Bearer tokens';
+  'turn on DPoP-bound tokens for this client at the identity provider (Keycloak: the client setting for DPoP-bound access ' +
+  'tokens; Okta: Require DPoP), or set DPOP=on to accept Bearer tokens';
 const ASSERTION =
-  'the assertion was not sent: whoever writes the file (the kubelet, a SPIFFE agent) must keep a current JWT in it; a rotated file is tried at once';
+  'the assertion was not sent: whoever writes the file (the kubelet, a SPIFFE agent) must keep a current JWT in it; a ' +
+  'rotated file is tried at once';
 
 /** RFC 6749 §5.2 and RFC 8707 §2 codes, each with what the operator should look at. */
 const OAUTH_HINTS: Readonly<Record<string, (r: RefusalContext) => string>> = {
@@ -72,7 +74,8 @@ const OAUTH_HINTS: Readonly<Record<string, (r: RefusalContext) => string>> = {
   // RFC 9449 §8: asked for a nonce again right after the proxy sent the one it was given.
   use_dpop_nonce: () => 'the token endpoint refused the DPoP nonce it had just given; check DPOP and the clock of this host',
   invalid_dpop_proof: () =>
-    'the token endpoint refused the DPoP proof: check DPOP_KEY_FILE and DPOP_ALG (the algorithms the identity provider accepts) and the clock of this host',
+    'the token endpoint refused the DPoP proof: check DPOP_KEY_FILE and DPOP_ALG (the algorithms the identity provider ' +
+    'accepts) and the clock of this host',
 };
 
 const ANY_CREDENTIALS = 'CLIENT_ID and the secret, key or assertion';

@@ -20,7 +20,9 @@ const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
 const TIME = '\\d{2}:\\d{2}:\\d{2}';
 /** RFC 9110 §5.6.7: IMF-fixdate, the obsolete RFC 850 form and asctime. */
 const HTTP_DATE = new RegExp(
-  `^(?:${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT|${LONG_DAY}, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT|${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4})$`,
+  `^(?:${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT` +
+    `|${LONG_DAY}, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT` +
+    `|${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4})$`,
 );
 
 /**

@@ -114,7 +114,8 @@ export function checkTokenSettings(ctx: SettingsCheckContext): TokenStartup {
     if (method === 'tls_client_auth' && config.tlsClientCertFile === undefined && config.tlsClientKeyFile === undefined) {
       // RFC 8705 §2.1: the certificate is the client's only proof of who it is.
       ctx.problem(
-        `${ctx.name('tokenAuthMethod')}=tls_client_auth needs TLS_CLIENT_CERT_FILE and TLS_CLIENT_KEY_FILE: the client certificate is what proves the client`,
+        `${ctx.name('tokenAuthMethod')}=tls_client_auth needs TLS_CLIENT_CERT_FILE and TLS_CLIENT_KEY_FILE: the client ` +
+          `certificate is what proves the client`,
       );
     }
     if (method === 'tls_client_auth' && ctx.given(secretKey))
@@ -124,7 +125,8 @@ export function checkTokenSettings(ctx: SettingsCheckContext): TokenStartup {
     for (const key of ['clientAssertionKeyFile', 'clientAssertionFile'] as const) {
       if (ctx.given(key))
         ctx.problem(
-          `${ctx.name(key)} is set but TOKEN_AUTH_METHOD is ${method}; set TOKEN_AUTH_METHOD=${key === 'clientAssertionFile' ? 'client_assertion_file' : 'private_key_jwt'} or remove it`,
+          `${ctx.name(key)} is set but TOKEN_AUTH_METHOD is ${method}; set ` +
+            `TOKEN_AUTH_METHOD=${key === 'clientAssertionFile' ? 'client_assertion_file' : 'private_key_jwt'} or remove it`,
         );
     }
   }

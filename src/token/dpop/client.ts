@@ -99,7 +99,8 @@ export function createDpopClient(options: DpopClientOptions): DpopClient {
       bearerLogged = true;
       log.warn(
         { dpop: options.mode },
-        'the identity provider answered a DPoP token request with a Bearer token; it is used as Bearer (DPOP=on). Enable DPoP-bound tokens for this client at the identity provider, or set DPOP=required to refuse Bearer tokens',
+        'the identity provider answered a DPoP token request with a Bearer token; it is used as Bearer (DPOP=on). Enable ' +
+          'DPoP-bound tokens for this client at the identity provider, or set DPOP=required to refuse Bearer tokens',
       );
     },
   };

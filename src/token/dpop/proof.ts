@@ -60,7 +60,8 @@ export function createDpopProver(options: DpopProverOptions): DpopProver {
     },
     proof(htm, htu, opts) {
       const key = opts?.key ?? current;
-      let claims = `{"jti":${JSON.stringify(jti())},"htm":${JSON.stringify(htm)},"htu":${JSON.stringify(htu)},"iat":${Math.floor(clock.now() / 1000)}`;
+      const iat = Math.floor(clock.now() / 1000);
+      let claims = `{"jti":${JSON.stringify(jti())},"htm":${JSON.stringify(htm)},"htu":${JSON.stringify(htu)},"iat":${iat}`;
       const token = opts?.token;
       if (token !== undefined) {
         if (token !== lastToken) {
