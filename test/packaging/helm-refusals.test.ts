@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { SETTINGS } from '../../src/config/config.js';
 import { ConfigError } from '../../src/core/errors.js';
-import { loadSettings } from '../unit/load-settings.js';
+import { loadSettings } from '../helpers/load-settings.js';
 import { helm } from './helm-binary.js';
 
 const root = join(import.meta.dirname, '..', '..');

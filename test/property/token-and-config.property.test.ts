@@ -9,7 +9,7 @@ import { SETTINGS } from '../../src/config/config.js';
 import { ConfigError, TokenFetchError } from '../../src/core/errors.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
 import { FC } from './budget.js';
-import { loadSettings } from '../unit/load-settings.js';
+import { loadSettings } from '../helpers/load-settings.js';
 
 const TOKEN = 'tok-Zq81-secret-token-value';
 const SECRET = 'sek-Pw55-client-secret-value';

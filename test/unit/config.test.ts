@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { isLoopbackHost } from '../../src/core/hosts.js';
 import { ConfigError } from '../../src/core/errors.js';
 import type { TokenStartup } from '../../src/token/settings.js';
-import { filesOf, loadSettings } from './load-settings.js';
+import { filesOf, loadSettings } from '../helpers/load-settings.js';
 
 const FILE = '/etc/ticket-auth-proxy.yaml';
 const SECRET_PATH = '/var/run/secrets/ticket/client-secret';

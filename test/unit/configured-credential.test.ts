@@ -9,7 +9,7 @@ import { loadAssertionKey } from '../../src/token/assertion-key.js';
 import type { Credential } from '../../src/token/client-auth.js';
 import { configuredCredential, type CredentialTarget } from '../../src/token/configured-credential.js';
 import type { TokenStartup } from '../../src/token/settings.js';
-import { FakeLog } from './fakes.js';
+import { FakeLog } from '../helpers/fakes.js';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {

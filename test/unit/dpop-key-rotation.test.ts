@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadDpopKey, type DpopKey } from '../../src/token/dpop/dpop-key.js';
 import { watchDpopKeyFile } from '../../src/token/dpop/key-rotation.js';
 import { createDpopProver } from '../../src/token/dpop/proof.js';
-import { BAD_PEMS, PEMS } from './dpop-keys.js';
-import { FakeClock } from './fake-clock.js';
-import { FakeLog } from './fakes.js';
+import { BAD_PEMS, PEMS } from '../helpers/dpop-keys.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { FakeLog } from '../helpers/fakes.js';
 
 const PATH = '/var/run/secrets/dpop/key.pem';
 const HTU = 'https://gw.example.com/api/v1/t';

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { DPOP_ALGS, type DpopAlg } from '../../src/config/config.js';
 import { derToRs, generateDpopKey, jwkThumbprint, loadDpopKey, SUPPORTED_DPOP_ALGS } from '../../src/token/dpop/dpop-key.js';
 import { accessTokenHash, createDpopProver } from '../../src/token/dpop/proof.js';
-import { BAD_PEMS, PEMS } from './dpop-keys.js';
-import { FakeClock } from './fake-clock.js';
+import { BAD_PEMS, PEMS } from '../helpers/dpop-keys.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 
 const HTU = 'https://gw.example.com/gw/api/v1/tickets';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/core/errors.js';
-import { BAD_PEMS, PEMS } from './dpop-keys.js';
-import { filesOf, loadSettings } from './load-settings.js';
+import { BAD_PEMS, PEMS } from '../helpers/dpop-keys.js';
+import { filesOf, loadSettings } from '../helpers/load-settings.js';
 
 const BASE = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET: 'secret-value' };
 const FILES = {

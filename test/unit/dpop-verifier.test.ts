@@ -9,8 +9,8 @@ import type { DpopAlg } from '../../src/config/config.js';
 import { createDpopVerifier, dpopChallenge, type DpopRequest, type DpopVerdict } from '../../src/mock/dpop-verifier.js';
 import { loadDpopKey } from '../../src/token/dpop/dpop-key.js';
 import { accessTokenHash, createDpopProver } from '../../src/token/dpop/proof.js';
-import { PEMS } from './dpop-keys.js';
-import { FakeClock } from './fake-clock.js';
+import { PEMS } from '../helpers/dpop-keys.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 
 const URL_ = 'https://gw.example.com/gw/api/v1/tickets';
 const TOKEN = 'the-access-token';

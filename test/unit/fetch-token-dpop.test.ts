@@ -7,7 +7,7 @@ import { clientSecretPost } from '../../src/token/client-auth.js';
 import { describeFetchFailure } from '../../src/token/diagnose.js';
 import { createDpopClient, generateDpopKey, type DpopClient } from '../../src/token/dpop/index.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
-import { loopbackEndpoint } from './loopback-endpoint.js';
+import { loopbackEndpoint } from '../helpers/loopback-endpoint.js';
 
 /** Token requests with DPoP (RFC 9449 §5, §8) against a token endpoint on loopback. */
 

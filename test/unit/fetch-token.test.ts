@@ -8,7 +8,7 @@ import { TokenRefusedError } from '../../src/token/refusal.js';
 import { clientAssertionFile } from '../../src/token/assertion-file.js';
 import { parseParams } from '../../src/config/values.js';
 import { secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
-import { loopbackEndpoint } from './loopback-endpoint.js';
+import { loopbackEndpoint } from '../helpers/loopback-endpoint.js';
 
 interface Seen {
   method: string;

@@ -1,8 +1,8 @@
 import { getHeapStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { startMemoryRelease, v8ReleaseMemory } from '../../src/telemetry/memory-release.js';
-import { FakeClock } from './fake-clock.js';
-import { FakeLog } from './fakes.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { FakeLog } from '../helpers/fakes.js';
 
 const MB = 1024 * 1024;
 

@@ -8,7 +8,7 @@ import type { TlsFiles } from '../../src/net/tls-files.js';
 import { redactUserinfo, withoutUserinfo } from '../../src/core/redact.js';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
 import { clientCert, createCa, expiredCert, type Ca, type Pem } from '../helpers/certs.js';
-import { filesOf, loadSettings } from './load-settings.js';
+import { filesOf, loadSettings } from '../helpers/load-settings.js';
 
 const BASE = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET: 'secret-value' };
 let ca: Ca;

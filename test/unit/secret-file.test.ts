@@ -5,8 +5,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { watchSecretFile } from '../../src/token/secret-file.js';
-import { FakeClock } from './fake-clock.js';
-import { FakeLog } from './fakes.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { FakeLog } from '../helpers/fakes.js';
 
 const PATH = '/var/run/secrets/ticket/client-secret';
 

@@ -4,8 +4,8 @@ import { InvalidClientError, TokenFetchError, type FetchOutcome } from '../../sr
 import { parseBasicCredentials } from '../../src/token/basic-credentials.js';
 import { createSourceCache, credentialKeyer, REJECTION_MEMORY_MS, type SourceCacheOptions } from '../../src/token/source-cache.js';
 import { TokenSource } from '../../src/token/token-source.js';
-import { FakeClock, settle } from './fake-clock.js';
-import { FakeFetcher, FakeLog } from './fakes.js';
+import { FakeClock, settle } from '../helpers/fake-clock.js';
+import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
 
 const LIFETIME = 100_000;
 const ALPHA = { clientId: 'alpha-id', clientSecret: 'alpha-secret-!@#' };

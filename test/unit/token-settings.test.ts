@@ -6,7 +6,7 @@ import { ASSERTION_ALGS } from '../../src/token/assertion-key.js';
 import { JWT_BEARER } from '../../src/token/client-auth.js';
 import { trimSecret } from '../../src/token/secret-file.js';
 import type { TokenStartup } from '../../src/token/settings.js';
-import { filesOf, loadSettings } from './load-settings.js';
+import { filesOf, loadSettings } from '../helpers/load-settings.js';
 
 const BASE = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app' };
 const pem = (type: string, opts: object): string =>

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.js';
 import { createDpopClient, generateDpopKey } from '../../src/token/dpop/index.js';
 import { TokenSource } from '../../src/token/token-source.js';
-import { FakeClock, settle } from './fake-clock.js';
-import { FakeFetcher, FakeLog } from './fakes.js';
+import { FakeClock, settle } from '../helpers/fake-clock.js';
+import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 

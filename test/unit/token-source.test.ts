@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../../src/core/errors.js';
 import { ClientAssertionError } from '../../src/token/client-auth.js';
 import { TokenSource, type TokenSourceOptions, type TokenState } from '../../src/token/token-source.js';
-import { FakeClock, settle } from './fake-clock.js';
-import { FakeFetcher, FakeLog, track } from './fakes.js';
+import { FakeClock, settle } from '../helpers/fake-clock.js';
+import { FakeFetcher, FakeLog, track } from '../helpers/fakes.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 const LIFETIME = 100_000;

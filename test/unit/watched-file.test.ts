@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { watchFile } from '../../src/core/watched-file.js';
-import { FakeClock } from './fake-clock.js';
-import { FakeLog } from './fakes.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { FakeLog } from '../helpers/fakes.js';
 
 const PATH = '/etc/tls/ca.crt';
 
