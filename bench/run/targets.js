@@ -1,0 +1,55 @@
+// What the product sets out to be, each target a row: in which scenario, which figure, against
+// which candidate (a ratio of the product's figure to its, the median of the rounds'), and the
+// bound. `scenario: '*'` is every scenario of the run. The report checks each row whose scenario
+// ran; bench/README.md ("Reading it") lists them.
+import { BEARER, HTTP_PROXY, MINIMAL, PRODUCT } from './candidates.js';
+
+export const TARGETS = [
+  { scenario: 'get-1k', figure: 'cpu', against: MINIMAL, bound: '≤', value: 1.0 },
+  { scenario: 'get-1k', figure: 'rps', against: HTTP_PROXY, bound: '≥', value: 2 },
+  { scenario: 'get-1k', figure: 'p99', against: MINIMAL, bound: '≤', value: 1.1 },
+  { scenario: 'get-1k', figure: 'peakRss', against: MINIMAL, bound: '≤', value: 1.1 },
+  // A proof on every request (RFC 9449) with the default generated key, against the Bearer path.
+  { scenario: 'get-1k-dpop', figure: 'cpu', against: BEARER, bound: '≤', value: 2 },
+  // A token is fetched once and used for its lifetime (one hour, longer than any scenario).
+  { scenario: '*', figure: 'tokenFetches', bound: '=', value: 1 },
+];
+
+/** Each figure's name; `ratio`: it is read from the product's ratios to `against`, else from the product's own summary. */
+const FIGURES = {
+  cpu: { label: 'CPU per request', ratio: 'cpu' },
+  rps: { label: 'req/s', ratio: 'rps' },
+  p99: { label: 'p99', ratio: 'p99' },
+  peakRss: { label: 'peak RSS', ratio: 'peakRss' },
+  tokenFetches: { label: 'token fetches by the product per token lifetime', own: 'tokenFetches' },
+};
+
+const HOLDS = { '≤': (x, v) => x <= v, '≥': (x, v) => x >= v, '=': (x, v) => x === v };
+
+/**
+ * Each target whose scenario ran, checked: `{ scenario, target, against, measured, verdict }`,
+ * `measured` the figures (one per scenario the row names; ratios to `against` when it names a
+ * candidate), `verdict` 'met', 'NOT met' or why it was not measured.
+ *
+ * @param results the run's `{ scenario, summary, ratios }`, one per scenario
+ * @param unmeasured `(result) => string | undefined`: why a scenario's figures do not measure what it
+ *   is meant to (a DPoP scenario whose tokens were Bearer), or nothing
+ */
+export function checkTargets(results, unmeasured) {
+  const checked = [];
+  for (const { scenario, figure, against, bound, value } of TARGETS) {
+    const { label, ratio, own } = FIGURES[figure];
+    const ran = scenario === '*' ? results : results.filter((r) => r.scenario.name === scenario);
+    if (ran.length === 0) continue;
+    const measured = ran.map((r) => (against ? r.ratios[against]?.[ratio] : r.summary[PRODUCT][own]));
+    const why = ran.map(unmeasured).find(Boolean) ?? (measured.every(Number.isFinite) ? undefined : 'not measured');
+    checked.push({
+      scenario: scenario === '*' ? 'every scenario' : scenario,
+      target: against ? `${label} ${bound} ${value.toFixed(1)}× ${against}` : `${label} ${bound} ${value}`,
+      against,
+      measured,
+      verdict: why ?? (measured.every((x) => HOLDS[bound](x, value)) ? 'met' : 'NOT met'),
+    });
+  }
+  return checked;
+}
