@@ -14,7 +14,7 @@
 // Settings (environment): FLEET_SIDECARS (10000), FLEET_HOURS (3), FLEET_TOKEN_TTL_S (3600),
 // FLEET_OUTAGE_AT_S (2700: inside the first refresh wave, where an outage hurts), FLEET_OUTAGE_S
 // (300), FLEET_REFRESH_RATIO (0.8, the default of TOKEN_REFRESH_RATIO), FLEET_SEED (1).
-import { TokenFetchError } from '../dist/core/errors.js';
+import { TokenFetchError } from '../dist/token/errors.js';
 import { BACKOFF_CAP_MS, DEFAULT_SCHEDULE } from '../dist/token/backoff.js';
 import { createSourceCache } from '../dist/token/source-cache.js';
 import { TokenSource } from '../dist/token/token-source.js';

@@ -1,50 +1,70 @@
 /**
- * The proxy's error hierarchy. Every error the proxy answers a caller with, or reports to an
- * operator, is a {@link ProxyError} with a stable `code`; `problem.ts` is the one place that maps
- * a code to an HTTP status and body.
+ * The proxy's error hierarchy, in undici's manner: one class for each kind of failure, with a
+ * stable `code`. A class a caller is answered with carries the status and title of that answer
+ * as static members (the problem's own members, RFC 9457 §3.1), so `problem.ts` turns any error
+ * into problem+json from its class alone. What a token request ends in lives in `token/errors.ts`.
  */
 
-/** Outcome of one token request, as counted by `ticket_auth_proxy_token_fetches_total`. */
-export type FetchOutcome = 'success' | 'rejected' | 'rate_limited' | 'server_error' | 'network_error' | 'timeout' | 'invalid_response';
-
 export class ProxyError extends Error {
-  readonly code: string = 'proxy_error';
-  override name = 'ProxyError';
+  /** The problem's `code` and the end of its `type` URN; stable across releases. */
+  static readonly code: string = 'proxy_error';
+  /** The status a caller is answered with; none: the error is never an answer (a 500 `internal_error`). */
+  static readonly status: number | undefined = undefined;
+  /** The problem's title: the same for every occurrence of the class (RFC 9457 §3.1.4). */
+  static readonly title: string = 'Proxy error';
+  /** The class's {@link ProxyError.code}, on the instance as undici's errors carry theirs. */
+  readonly code: string;
+
+  constructor(message?: string, options?: ErrorOptions) {
+    super(message, options);
+    // Once for every class: the bundle keeps class names (test/packaging/bundle.test.ts).
+    this.name = new.target.name;
+    this.code = (new.target as typeof ProxyError).code;
+  }
 }
 
 export class NotProxiedError extends ProxyError {
-  override readonly code = 'not_proxied';
-  override name = 'NotProxiedError';
+  static override readonly code = 'not_proxied';
+  static override readonly status = 404;
+  static override readonly title = 'Not proxied';
 }
 
 export class BadPathError extends ProxyError {
-  override readonly code = 'bad_path';
-  override name = 'BadPathError';
+  static override readonly code = 'bad_path';
+  static override readonly status = 400;
+  static override readonly title = 'Bad path';
 }
 
 export class BadRequestError extends ProxyError {
-  override readonly code = 'bad_request';
-  override name = 'BadRequestError';
+  static override readonly code = 'bad_request';
+  static override readonly status = 400;
+  static override readonly title = 'Bad request';
 }
 
 export class HeadersTooLargeError extends ProxyError {
-  override readonly code = 'headers_too_large';
-  override name = 'HeadersTooLargeError';
+  static override readonly code = 'headers_too_large';
+  static override readonly status = 431;
+  static override readonly title = 'Request header fields too large';
 }
 
+/** Answered with `Allow` (RFC 9110 §15.5.6). */
 export class MethodNotAllowedError extends ProxyError {
-  override readonly code = 'method_not_allowed';
-  override name = 'MethodNotAllowedError';
+  static override readonly code = 'method_not_allowed';
+  static override readonly status = 405;
+  static override readonly title = 'Method not allowed';
 }
 
 export class UpgradeNotSupportedError extends ProxyError {
-  override readonly code = 'upgrade_not_supported';
-  override name = 'UpgradeNotSupportedError';
+  static override readonly code = 'upgrade_not_supported';
+  static override readonly status = 501;
+  static override readonly title = 'Upgrade not supported';
 }
 
+/** No valid token in time; answered with `Retry-After` (RFC 9110 §10.2.3). */
 export class TokenUnavailableError extends ProxyError {
-  override readonly code = 'token_unavailable';
-  override name = 'TokenUnavailableError';
+  static override readonly code = 'token_unavailable';
+  static override readonly status = 503;
+  static override readonly title = 'Token unavailable';
   /** Whole seconds after which a retry has a chance, for the `Retry-After` header. */
   readonly retryAfterS: number;
   constructor(message: string, retryAfterS: number, options?: ErrorOptions) {
@@ -55,8 +75,9 @@ export class TokenUnavailableError extends ProxyError {
 
 /** The gateway could not be reached: the request was never sent. */
 export class UpstreamUnreachableError extends ProxyError {
-  override readonly code = 'upstream_unreachable';
-  override name = 'UpstreamUnreachableError';
+  static override readonly code = 'upstream_unreachable';
+  static override readonly status = 502;
+  static override readonly title = 'Upstream unreachable';
 }
 
 /**
@@ -64,29 +85,34 @@ export class UpstreamUnreachableError extends ProxyError {
  * head: the gateway may have acted on it, so only an idempotent request may be sent again.
  */
 export class UpstreamDisconnectedError extends ProxyError {
-  override readonly code = 'upstream_disconnected';
-  override name = 'UpstreamDisconnectedError';
+  static override readonly code = 'upstream_disconnected';
+  static override readonly status = 502;
+  static override readonly title = 'Upstream disconnected';
 }
 
 export class UpstreamTimeoutError extends ProxyError {
-  override readonly code = 'upstream_timeout';
-  override name = 'UpstreamTimeoutError';
+  static override readonly code = 'upstream_timeout';
+  static override readonly status = 504;
+  static override readonly title = 'Upstream timeout';
 }
 
+/** A pass-through credential malformed or refused; answered with a Basic challenge (RFC 7617 §2). */
 export class InvalidClientError extends ProxyError {
-  override readonly code = 'invalid_client';
-  override name = 'InvalidClientError';
+  static override readonly code = 'invalid_client';
+  static override readonly status = 401;
+  static override readonly title = 'Invalid client';
 }
 
+/** No configured credential and none in the request; answered with a Basic challenge (RFC 7617 §2). */
 export class CredentialsRequiredError extends ProxyError {
-  override readonly code = 'credentials_required';
-  override name = 'CredentialsRequiredError';
+  static override readonly code = 'credentials_required';
+  static override readonly status = 401;
+  static override readonly title = 'Credentials required';
 }
 
-/** Configuration problems, all of them, each naming its setting. */
+/** Configuration problems, all of them, each naming its setting. Never an answer: the proxy does not start. */
 export class ConfigError extends ProxyError {
-  override readonly code = 'invalid_config';
-  override name = 'ConfigError';
+  static override readonly code = 'invalid_config';
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
     super(
@@ -94,38 +120,5 @@ export class ConfigError extends ProxyError {
         problems.map((p) => `  - ${p}`).join('\n'),
     );
     this.problems = problems;
-  }
-}
-
-/** A token request that did not yield a usable token. Never carries the secret or a token. */
-export class TokenFetchError extends ProxyError {
-  override readonly code = 'token_fetch_failed';
-  override name = 'TokenFetchError';
-  readonly outcome: Exclude<FetchOutcome, 'success'>;
-  /** HTTP status of the token endpoint's answer, when there was one. */
-  readonly status: number | undefined;
-  /** RFC 6749 §5.2 `error` code, when the endpoint sent one. */
-  readonly oauthError: string | undefined;
-  /** RFC 6749 §5.2 `error_description`, when the endpoint sent one. */
-  readonly oauthErrorDescription: string | undefined;
-  /** Least wait before the next attempt, from `Retry-After` (ms). */
-  readonly retryAfterMs: number | undefined;
-  constructor(
-    outcome: Exclude<FetchOutcome, 'success'>,
-    message: string,
-    details: {
-      status?: number | undefined;
-      oauthError?: string | undefined;
-      oauthErrorDescription?: string | undefined;
-      retryAfterMs?: number | undefined;
-      cause?: unknown;
-    } = {},
-  ) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.outcome = outcome;
-    this.status = details.status;
-    this.oauthError = details.oauthError;
-    this.oauthErrorDescription = details.oauthErrorDescription;
-    this.retryAfterMs = details.retryAfterMs;
   }
 }

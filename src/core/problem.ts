@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { ProxyError, TokenUnavailableError } from './errors.js';
+import { CredentialsRequiredError, InvalidClientError, MethodNotAllowedError, ProxyError, TokenUnavailableError } from './errors.js';
 
 /** RFC 9457 problem details, as the proxy answers them. */
 export interface Problem {
@@ -10,39 +10,26 @@ export interface Problem {
   code: string;
 }
 
-const STATUS: Record<string, [number, string]> = {
-  not_proxied: [404, 'Not proxied'],
-  bad_path: [400, 'Bad path'],
-  bad_request: [400, 'Bad request'],
-  headers_too_large: [431, 'Request header fields too large'],
-  method_not_allowed: [405, 'Method not allowed'],
-  upgrade_not_supported: [501, 'Upgrade not supported'],
-  token_unavailable: [503, 'Token unavailable'],
-  upstream_unreachable: [502, 'Upstream unreachable'],
-  upstream_disconnected: [502, 'Upstream disconnected'],
-  upstream_timeout: [504, 'Upstream timeout'],
-  invalid_client: [401, 'Invalid client'],
-  credentials_required: [401, 'Credentials required'],
-};
-
-const INTERNAL: [number, string] = [500, 'Internal error'];
+const INTERNAL = { status: 500, title: 'Internal error', code: 'internal_error' } as const;
 
 /**
- * The one mapping from an error to the proxy's HTTP answer. Unknown errors become a 500 whose
- * detail says nothing about the cause (it may hold anything); the cause belongs in the log.
+ * The one mapping from an error to the proxy's HTTP answer: a {@link ProxyError} whose class has a
+ * status is answered with its class's status, title and code, and its message as the detail.
+ * Any other error becomes a 500 whose detail says nothing about the cause (it may hold
+ * anything); the cause belongs in the log.
  */
 export function problemFor(err: unknown): { problem: Problem; headers: Record<string, string> } {
-  const known = err instanceof ProxyError ? STATUS[err.code] : undefined;
-  const [status, title] = known ?? INTERNAL;
-  const code = known ? (err as ProxyError).code : 'internal_error';
+  const kind = err instanceof ProxyError ? (err.constructor as typeof ProxyError) : undefined;
+  const known = kind?.status === undefined ? undefined : { status: kind.status, title: kind.title, code: kind.code };
+  const { status, title, code } = known ?? INTERNAL;
   const detail = known ? (err as ProxyError).message : 'The proxy failed to handle this request; see its log.';
   const headers: Record<string, string> = {
     'content-type': 'application/problem+json',
     'cache-control': 'no-store',
   };
   if (err instanceof TokenUnavailableError) headers['retry-after'] = String(err.retryAfterS);
-  if (code === 'method_not_allowed') headers['allow'] = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
-  if (code === 'credentials_required' || code === 'invalid_client') {
+  if (err instanceof MethodNotAllowedError) headers['allow'] = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
+  if (err instanceof CredentialsRequiredError || err instanceof InvalidClientError) {
     headers['www-authenticate'] = 'Basic realm="ticket-auth-proxy", charset="UTF-8"';
   }
   return { problem: { type: `urn:ticket-auth-proxy:problem:${code}`, title, status, detail, code }, headers };

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
-import type { FetchOutcome } from '../core/errors.js';
+import type { FetchOutcome } from '../token/errors.js';
 import type { ProxyObserver } from '../proxy/observer.js';
 import type { DpopObserver } from '../token/dpop/index.js';
 import type { TokenSourceObserver, TokenState } from '../token/token-source.js';

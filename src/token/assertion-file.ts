@@ -2,7 +2,8 @@
  * `client_assertion_file`: a JWT that another party writes and rotates (a Kubernetes projected
  * service account token, a SPIFFE JWT-SVID), read afresh for every token request.
  */
-import { ClientAssertionError, type ClientAuth } from './client-auth.js';
+import type { ClientAuth } from './client-auth.js';
+import { ClientAssertionError } from './errors.js';
 
 /** Options of {@link clientAssertionFile}. */
 export interface ClientAssertionFileOptions {

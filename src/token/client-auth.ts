@@ -1,19 +1,10 @@
 import { createHmac, randomUUID, type KeyObject } from 'node:crypto';
 import type { TokenAuthMethod } from '../config/config.js';
-import { TokenFetchError } from '../core/errors.js';
 
 /** One client's identity at the token endpoint: its id, and its secret when it has one ('' when not). */
 export interface Credential {
   readonly clientId: string;
   readonly clientSecret: string;
-}
-
-/**
- * The assertion could not be sent (file missing, not a JWT, expired). Its message names the file
- * and never holds the assertion, so `/readyz` and `check` may show it whole.
- */
-export class ClientAssertionError extends TokenFetchError {
-  override name = 'ClientAssertionError';
 }
 
 /** What a strategy adds to one token request: headers and form fields (beside grant_type). */

@@ -3,11 +3,10 @@
  * to look. The one place that account is built: the token source's log line, `check` and the
  * `/readyz` reason all take it from here, so they say the same.
  */
-import { TokenFetchError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
 import { withoutUserinfo } from '../core/redact.js';
-import { ClientAssertionError } from './client-auth.js';
-import { DpopBearerError, nearestOAuthCode, TokenRefusedError, type RefusalContext } from './refusal.js';
+import { ClientAssertionError, DpopBearerError, TokenFetchError, TokenRefusedError, type RefusalContext } from './errors.js';
+import { nearestOAuthCode } from './oauth-error-codes.js';
 
 /** The operator-facing account of one failed token fetch. */
 export interface TokenDiagnosis {

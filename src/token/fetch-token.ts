@@ -1,11 +1,10 @@
 import { request, type Dispatcher } from 'undici';
-import { TokenFetchError } from '../core/errors.js';
 import { networkFailureReason } from '../net/failure-reason.js';
 import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
 import type { ClientAuth, Credential } from './client-auth.js';
 import type { DpopClient } from './dpop/index.js';
-import { DpopBearerError, TokenRefusedError } from './refusal.js';
+import { DpopBearerError, TokenFetchError, TokenRefusedError } from './errors.js';
 
 /**
  * Runs one client-credentials grant (RFC 6749 §4.4). Rejects with {@link TokenFetchError}; an

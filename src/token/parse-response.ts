@@ -1,4 +1,4 @@
-import { TokenFetchError } from '../core/errors.js';
+import { TokenFetchError } from './errors.js';
 import type { DpopKey } from './dpop/index.js';
 
 /** A usable token and how long it lives, measured from when its request was sent. */

@@ -1,7 +1,8 @@
 import { hash, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../core/clock.js';
-import { InvalidClientError, TokenFetchError, TokenUnavailableError } from '../core/errors.js';
+import { InvalidClientError, TokenUnavailableError } from '../core/errors.js';
+import { TokenFetchError } from './errors.js';
 import type { Log } from '../core/log.js';
 import type { Authorization } from './authorization.js';
 import type { Credential } from './client-auth.js';

@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.js';
-import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../core/errors.js';
+import { TokenUnavailableError } from '../core/errors.js';
+import { TokenFetchError, type FetchOutcome } from './errors.js';
 import type { Log } from '../core/log.js';
 import { backoffDelay, DEFAULT_SCHEDULE, expiryMarginMs, type RefreshSchedule } from './backoff.js';
 import type { Credential } from './client-auth.js';

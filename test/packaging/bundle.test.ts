@@ -2,6 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import * as core from '../../src/core/errors.js';
+import * as token from '../../src/token/errors.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const main = join(root, 'dist', 'main.js');
@@ -32,6 +34,15 @@ describe('the built entry (PRODUCT §13: one file loads leaner than two hundred 
 
   it('takes node:http with require(), so http.WebSocket never loads Node’s own undici', () => {
     expect(source).not.toMatch(/from\s*['"](node:)?http['"]/);
+  });
+
+  it("keeps the names of the proxy's error classes, which name every error (esbuild renames a class whose name another module uses)", () => {
+    const names = [...Object.keys(core), ...Object.keys(token)].filter((name) => name.endsWith('Error'));
+    expect(names.length).toBeGreaterThan(15);
+    for (const name of names) {
+      expect(source).toMatch(new RegExp(`\\b${name}\\b`));
+      expect(source).not.toMatch(new RegExp(`\\b${name}\\d+\\b`));
+    }
   });
 
   it.skipIf(olderNode() === undefined)('tells a user on an older Node which version it needs, before any dependency runs', () => {

@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SETTINGS } from '../../src/config/config.js';
-import { ConfigError, TokenFetchError } from '../../src/core/errors.js';
+import { ConfigError } from '../../src/core/errors.js';
+import { TokenFetchError } from '../../src/token/errors.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
 import { FC } from './budget.js';
 import { loadSettings } from '../helpers/load-settings.js';

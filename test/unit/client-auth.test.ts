@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
-import { TokenFetchError } from '../../src/core/errors.js';
+import { TokenFetchError } from '../../src/token/errors.js';
 import {
   JWT_BEARER,
   changedByFormEncoding,

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { createLogger } from '../../src/core/log.js';
-import type { TokenFetchError } from '../../src/core/errors.js';
+import type { TokenFetchError } from '../../src/token/errors.js';
 import { clientSecretPost } from '../../src/token/client-auth.js';
 import { describeFetchFailure } from '../../src/token/diagnose.js';
 import { createDpopClient, generateDpopKey, type DpopClient } from '../../src/token/dpop/index.js';

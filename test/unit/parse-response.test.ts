@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TokenFetchError } from '../../src/core/errors.js';
+import { TokenFetchError } from '../../src/token/errors.js';
 import { jwtExpiry, parseRetryAfter, parseTokenResponse, RETRY_AFTER_CAP_MS } from '../../src/token/parse-response.js';
 
 const SENT_AT = Date.UTC(2026, 0, 1, 12, 0, 0);

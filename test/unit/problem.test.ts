@@ -10,14 +10,16 @@ import {
   MethodNotAllowedError,
   NotProxiedError,
   ProxyError,
-  TokenFetchError,
   TokenUnavailableError,
   UpgradeNotSupportedError,
   UpstreamDisconnectedError,
   UpstreamTimeoutError,
   UpstreamUnreachableError,
 } from '../../src/core/errors.js';
+import { TokenFetchError } from '../../src/token/errors.js';
 import { problemFor, rawProblemResponse, sendProblem } from '../../src/core/problem.js';
+import * as core from '../../src/core/errors.js';
+import * as token from '../../src/token/errors.js';
 
 describe('problemFor', () => {
   it.each([
@@ -74,6 +76,54 @@ describe('problemFor', () => {
     expect(problem.code).toBe('internal_error');
     expect(JSON.stringify(problem)).not.toContain('s3cr3t');
     expect(headers['content-type']).toBe('application/problem+json');
+  });
+});
+
+describe('the error classes', () => {
+  const classes = [
+    ...Object.values(core).filter((v) => typeof v === 'function'),
+    ...Object.values(token).filter((v) => typeof v === 'function'),
+  ] as (typeof ProxyError)[];
+
+  it('are named after their class, and carry their class code, each set once in the base class', () => {
+    // Every class whose constructor takes more than a message and options, with a sample of its own.
+    const special = new Set<unknown>([core.TokenUnavailableError, core.ConfigError, ...Object.values(token)]);
+    const refused = new token.TokenFetchError('rejected', 'x');
+    const samples: ProxyError[] = [
+      ...classes.filter((kind) => !special.has(kind)).map((kind) => new kind('x')),
+      new core.TokenUnavailableError('x', 1),
+      new core.ConfigError(['x']),
+      refused,
+      new token.TokenRefusedError(refused, { credentials: undefined, alternative: undefined, scopeSet: false }),
+      new token.DpopBearerError(200),
+      new token.ClientAssertionError('network_error', 'x'),
+    ];
+    expect(new Set(samples.map((err) => err.constructor))).toEqual(new Set(classes));
+    for (const err of samples) {
+      const kind = err.constructor as typeof ProxyError;
+      expect(err.name).toBe(kind.name);
+      expect(err.code).toBe(kind.code);
+      expect(String(err)).toMatch(new RegExp(`^${kind.name}: `));
+    }
+  });
+
+  it('answers an error class problem.ts was never told of, from its status, title and code alone', () => {
+    class TeapotError extends ProxyError {
+      static override readonly code = 'teapot';
+      static override readonly status = 418;
+      static override readonly title = "I'm a teapot";
+    }
+    const { problem } = problemFor(new TeapotError('short and stout'));
+    expect(problem).toEqual({
+      type: 'urn:ticket-auth-proxy:problem:teapot',
+      title: "I'm a teapot",
+      status: 418,
+      detail: 'short and stout',
+      code: 'teapot',
+    });
+    // A subclass answers as its parent unless it says otherwise.
+    class LidError extends TeapotError {}
+    expect(problemFor(new LidError('tip me over')).problem).toMatchObject({ status: 418, code: 'teapot', detail: 'tip me over' });
   });
 });
 

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { InvalidClientError, TokenFetchError, type FetchOutcome } from '../../src/core/errors.js';
+import { InvalidClientError } from '../../src/core/errors.js';
+import { TokenFetchError, type FetchOutcome } from '../../src/token/errors.js';
 import { parseBasicCredentials } from '../../src/token/basic-credentials.js';
 import { createSourceCache, credentialKeyer, REJECTION_MEMORY_MS, type SourceCacheOptions } from '../../src/token/source-cache.js';
 import { TokenSource } from '../../src/token/token-source.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { TokenFetchError, TokenUnavailableError, type FetchOutcome } from '../../src/core/errors.js';
-import { ClientAssertionError } from '../../src/token/client-auth.js';
+import { TokenUnavailableError } from '../../src/core/errors.js';
+import { TokenFetchError, type FetchOutcome } from '../../src/token/errors.js';
+import { ClientAssertionError } from '../../src/token/errors.js';
 import { TokenSource, type TokenSourceOptions, type TokenState } from '../../src/token/token-source.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog, track } from '../helpers/fakes.js';
