@@ -4,18 +4,19 @@
 // on a simulated clock: the sidecars start within the same second, the token endpoint issues
 // tokens of one hour and answers in 50 ms, and it is down (503, no Retry-After) for five minutes
 // inside the first refresh wave. The same fleet runs twice in one run: with the product's schedule
-// (DEFAULT_SCHEDULE: first refresh between half the ratio and the ratio, later ones between three
-// quarters of the ratio and the ratio; backoff cap a quarter of the held token's usable life) and
-// with the schedule before it (EARLIER_SCHEDULE below, given to each token source as its
-// `schedule`: every refresh at the ratio less up to 10 %, a 30 s cap). Then one proxy with pass-through credentials
-// (dist/token/source-cache.js): as many credentials as sidecars, each used every 5 minutes, a
-// tenth of them idle after the first hour.
+// (DEFAULT_SCHEDULE of dist/token/refresh-schedule.js: every refresh, the first and the later
+// ones, at a random moment between half the ratio and the ratio of the lifetime; the backoff cap
+// a quarter of the held token's usable life, at least 30 s) and with the schedule before it
+// (EARLIER_SCHEDULE below, given to each token source as its `schedule`: every refresh at the
+// ratio less up to 10 % of the lifetime, a 30 s cap). Then one proxy with pass-through
+// credentials (dist/token/source-cache.js): as many credentials as sidecars, each used every
+// 5 minutes, a tenth of them idle after the first hour.
 //
 // Settings (environment): FLEET_SIDECARS (10000), FLEET_HOURS (3), FLEET_TOKEN_TTL_S (3600),
 // FLEET_OUTAGE_AT_S (2700: inside the first refresh wave, where an outage hurts), FLEET_OUTAGE_S
 // (300), FLEET_REFRESH_RATIO (0.8, the default of TOKEN_REFRESH_RATIO), FLEET_SEED (1).
 import { TokenFetchError } from '../dist/token/errors.js';
-import { BACKOFF_CAP_MS, DEFAULT_SCHEDULE } from '../dist/token/backoff.js';
+import { BACKOFF_CAP_MS, DEFAULT_SCHEDULE } from '../dist/token/refresh-schedule.js';
 import { createSourceCache } from '../dist/token/source-cache.js';
 import { TokenSource } from '../dist/token/token-source.js';
 
@@ -266,7 +267,8 @@ lines.push('# Fleet simulation: the token endpoint under a fleet of sidecars', '
 lines.push(
   `${sidecars} sidecars started within 1 s; tokens of ${ttlMs / 1000} s; refresh ratio ${refreshRatio}; ${horizonS / 3600} simulated hours; ` +
     `token endpoint down (503) from ${clockTime(outageFromS)} for ${outageMs / 1000} s. Simulated in ${simulatedS} s. ` +
-    'Rates are requests per minute; "before" is the earlier schedule (first refresh like the others, 30 s backoff cap).',
+    'Rates are requests per minute; "before" is the earlier schedule (every refresh at the ratio less up to 10 % of the lifetime, ' +
+    'a 30 s backoff cap).',
   '',
 );
 lines.push('| figure | before | after | target |');

@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock.js';
 import { TokenUnavailableError } from '../core/errors.js';
 import { TokenFetchError, type FetchOutcome } from './errors.js';
 import type { Log } from '../core/log.js';
-import { backoffDelay, DEFAULT_SCHEDULE, expiryMarginMs, type RefreshSchedule } from './backoff.js';
+import { backoffDelay, DEFAULT_SCHEDULE, expiryMarginMs, type RefreshSchedule } from './refresh-schedule.js';
 import type { Credential } from './client-auth.js';
 import { authorizationFor, type Authorization } from './authorization.js';
 import { asFetchError, logFetchFailure } from './diagnose.js';
@@ -56,9 +56,10 @@ interface Waiter {
 }
 
 /**
- * One credential's token: fetched ahead of need, refreshed in the background with
- * jitter, one fetch in flight at most, backoff with full jitter on failure, and never used in the
- * last `min(10 s, lifetime / 10)` of its life. A valid token is a synchronous field read.
+ * One credential's token: fetched ahead of need, refreshed in the background on its schedule
+ * (`refresh-schedule.ts`: every refresh at a random moment between half the ratio and the ratio),
+ * one fetch in flight at most, backoff with full jitter on failure, and never used in the last
+ * `min(10 s, lifetime / 10)` of its life. A valid token is a synchronous field read.
  */
 export class TokenSource {
   private readonly opts: TokenSourceOptions;
@@ -80,8 +81,6 @@ export class TokenSource {
   private nextAttemptAt: number | undefined;
   private waiters: Waiter[] = [];
   private stopped = false;
-  /** Whether a refresh was scheduled already: the first one is spread wider. */
-  private refreshedOnce = false;
   /** The last failure, kept until the next success (pass-through credentials read `outcome`). */
   lastError: TokenFetchError | undefined;
 
@@ -234,8 +233,7 @@ export class TokenSource {
       this.fetchNow();
       return;
     }
-    const offset = this.schedule.refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random, !this.refreshedOnce);
-    this.refreshedOnce = true;
+    const offset = this.schedule.refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random);
     const refreshAt = Math.min(startedAt + offset, this.usableUntil);
     this.refreshTimer = this.clock.setTimeout(
       () => {

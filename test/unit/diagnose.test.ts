@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { TokenFetchError } from '../../src/token/errors.js';
+import { TokenFetchError, TokenRefusedError } from '../../src/token/errors.js';
 import { clientAssertionFile } from '../../src/token/assertion-file.js';
 import { describeFetchFailure, describeTokenFailure, diagnoseTokenFailure, displayTokenUrl } from '../../src/token/diagnose.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
-import { TokenRefusedError } from '../../src/token/errors.js';
 
 const URL_ = 'https://idp.example/oauth2/token';
 

@@ -1,10 +1,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { TokenFetchError } from '../../src/token/errors.js';
+import { TokenFetchError, TokenRefusedError } from '../../src/token/errors.js';
 import type { TokenAuthMethod } from '../../src/config/config.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
-import { TokenRefusedError } from '../../src/token/errors.js';
 import { clientAssertionFile } from '../../src/token/assertion-file.js';
 import { parseParams } from '../../src/config/values.js';
 import { secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';

@@ -16,7 +16,6 @@ import {
   UpstreamTimeoutError,
   UpstreamUnreachableError,
 } from '../../src/core/errors.js';
-import { TokenFetchError } from '../../src/token/errors.js';
 import { problemFor, rawProblemResponse, sendProblem } from '../../src/core/problem.js';
 import * as core from '../../src/core/errors.js';
 import * as token from '../../src/token/errors.js';
@@ -68,7 +67,7 @@ describe('problemFor', () => {
     ['a plain Error', new Error('ECONNRESET at 10.1.2.3 with secret s3cr3t')],
     ['a ProxyError without a mapped code', new ProxyError('internal s3cr3t')],
     ['a ConfigError', new ConfigError(['CLIENT_ID s3cr3t'])],
-    ['a TokenFetchError', new TokenFetchError('rejected', 'token endpoint answered 401 s3cr3t')],
+    ['a TokenFetchError', new token.TokenFetchError('rejected', 'token endpoint answered 401 s3cr3t')],
     ['a thrown string', 's3cr3t'],
   ])('answers %s with a 500 that says nothing of the cause', (_what, err) => {
     const { problem, headers } = problemFor(err);

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TokenUnavailableError } from '../../src/core/errors.js';
-import { TokenFetchError, type FetchOutcome } from '../../src/token/errors.js';
-import { ClientAssertionError } from '../../src/token/errors.js';
+import { ClientAssertionError, TokenFetchError, type FetchOutcome } from '../../src/token/errors.js';
 import { TokenSource, type TokenSourceOptions, type TokenState } from '../../src/token/token-source.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog, track } from '../helpers/fakes.js';
@@ -131,12 +130,12 @@ describe('TokenSource refresh schedule', () => {
 });
 
 describe('TokenSource injected schedule', () => {
-  it('takes the refresh offset and the backoff cap from the schedule it is given, telling it which refresh is the first', async () => {
-    const firsts: boolean[] = [];
+  it('takes the refresh offset and the backoff cap from the schedule it is given', async () => {
+    const offsets: number[] = [];
     const t = setup({
       schedule: {
-        refreshOffsetMs: (_lifetime, _ratio, _random, first) => {
-          firsts.push(first);
+        refreshOffsetMs: (lifetime) => {
+          offsets.push(lifetime);
           return 12_345;
         },
         backoffCapMs: () => 2_000,
@@ -150,7 +149,7 @@ describe('TokenSource injected schedule', () => {
     expect(t.fetcher.calls).toHaveLength(2);
     t.fetcher.last.succeed('tok-B', LIFETIME);
     await settle();
-    expect(firsts).toEqual([true, false]);
+    expect(offsets).toEqual([LIFETIME, LIFETIME]);
     // Failures back off by at most the schedule's cap, whatever the held token's life.
     t.fetcher.answer = serverError;
     await t.clock.advance(30_000);

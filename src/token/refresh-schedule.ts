@@ -1,4 +1,10 @@
 /**
+ * A token's schedule: when it stops being used, when it is refreshed, and how long a failed
+ * fetch waits before the next (README "Refresh and backoff"). Pure functions of the lifetime and
+ * a random number, so the token source's lifecycle is tested on a fake clock.
+ */
+
+/**
  * Exponential backoff with full jitter: about 0.5 s, doubling, capped at 30 s, or at
  * {@link backoffCapMs} while a valid token is held.
  */
@@ -43,10 +49,10 @@ export function refreshOffsetMs(lifetimeMs: number, ratio: number, random: () =>
   return lifetimeMs * ratio * (1 - random() / 2);
 }
 
-/** When a token source refreshes and how far its backoff may grow (a benchmark injects another). */
+/** When a token source refreshes and how far its backoff may grow (`npm run bench:fleet` injects another). */
 export interface RefreshSchedule {
-  /** The refresh's offset from when the token was requested; `first` for the source's first refresh. */
-  refreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number, first: boolean): number;
+  /** The refresh's offset from when the token was requested. */
+  refreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number): number;
   /** The backoff cap while the held token is usable for `validForMs` more (0 when none is held). */
   backoffCapMs(validForMs: number): number;
 }
@@ -56,7 +62,4 @@ export interface RefreshSchedule {
  * uniformly between half the ratio and the ratio (a fleet restarted at once loses its lock-step
  * and does not find it again); the backoff cap grows with the held token's usable life.
  */
-export const DEFAULT_SCHEDULE: RefreshSchedule = {
-  refreshOffsetMs: (lifetimeMs, ratio, random) => refreshOffsetMs(lifetimeMs, ratio, random),
-  backoffCapMs,
-};
+export const DEFAULT_SCHEDULE: RefreshSchedule = { refreshOffsetMs, backoffCapMs };

@@ -7,7 +7,7 @@ import {
   expiryMarginMs,
   refreshOffsetMs,
   DEFAULT_SCHEDULE,
-} from '../../src/token/backoff.js';
+} from '../../src/token/refresh-schedule.js';
 
 const fixed = (r: number) => () => r;
 
@@ -71,12 +71,11 @@ describe('refreshOffsetMs', () => {
 });
 
 describe('DEFAULT_SCHEDULE', () => {
-  it('spreads every refresh, not only the first, over the same window', () => {
-    for (const first of [true, false]) {
-      expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0), first)).toBe(2_880_000);
-      expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.5), first)).toBe(2_160_000);
-      expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.999_999), first)).toBeGreaterThan(1_440_000);
-    }
+  it('is the refresh offset and the backoff cap above, with nothing kept between refreshes', () => {
+    expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0))).toBe(2_880_000);
+    expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.5))).toBe(2_160_000);
+    expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.5))).toBe(2_160_000);
+    expect(DEFAULT_SCHEDULE.backoffCapMs(3_000_000)).toBe(750_000);
   });
 });
 
