@@ -16,7 +16,7 @@ import { startMemoryRelease } from '../telemetry/memory-release.js';
 import { createMetrics } from '../telemetry/metrics.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
 import type { DpopStartup } from '../token/dpop/index.js';
-import type { TokenStartup } from '../token/settings.js';
+import type { TokenStartup } from '../token/client-auth/index.js';
 import type { TokenSource } from '../token/token-source.js';
 import { shutdown, type Stop, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';

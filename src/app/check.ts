@@ -3,11 +3,10 @@ import type { Config } from '../config/config.js';
 import { createLogger } from '../core/log.js';
 import { dispatchersFromSettings } from '../net/dispatchers.js';
 import type { TlsFiles } from '../net/tls-files.js';
-import { configuredCredential } from '../token/configured-credential.js';
+import { configuredCredential, type TokenStartup } from '../token/client-auth/index.js';
 import { describeFetchFailure } from '../token/diagnose.js';
 import { tokenFetcherFromConfig } from '../token/fetch-token.js';
 import type { DpopStartup } from '../token/dpop/index.js';
-import type { TokenStartup } from '../token/settings.js';
 import { dpopClient } from './token-sources.js';
 
 /**

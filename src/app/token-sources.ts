@@ -3,12 +3,10 @@ import type { Config } from '../config/config.js';
 import type { Log } from '../core/log.js';
 import type { Dispatcher } from 'undici';
 import type { Metrics } from '../telemetry/metrics.js';
-import { secretClientAuth } from '../token/client-auth.js';
-import { configuredCredential } from '../token/configured-credential.js';
+import { configuredCredential, passthroughClientAuth, type TokenStartup } from '../token/client-auth/index.js';
 import { createDpopClient, watchDpopKeyFile, type DpopClient, type DpopObserver, type DpopStartup } from '../token/dpop/index.js';
 import { tokenFetcherFromConfig } from '../token/fetch-token.js';
 import { createSourceCache, type SourceCache } from '../token/source-cache.js';
-import type { TokenStartup } from '../token/settings.js';
 import { TokenSource } from '../token/token-source.js';
 import type { StopList } from './shutdown.js';
 
@@ -101,7 +99,7 @@ function passthroughCache(
   if (!config.passthroughBasic) return undefined;
   const cache = createSourceCache({
     max: config.tokenCacheMax,
-    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), secretClientAuth(config.tokenAuthMethod), dpop),
+    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), passthroughClientAuth(config, { clock, log }), dpop),
     dpop,
     clock,
     random,

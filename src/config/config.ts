@@ -1,8 +1,21 @@
 import type { LogLevel } from '../core/log.js';
 
-/** How the client proves who it is at the token endpoint (`TOKEN_AUTH_METHOD`). */
-export type TokenAuthMethod =
-  'client_secret_post' | 'client_secret_basic' | 'private_key_jwt' | 'tls_client_auth' | 'client_assertion_file' | 'client_secret_jwt';
+/**
+ * The names `TOKEN_AUTH_METHOD` accepts: how the client proves who it is at the token endpoint.
+ * Each is one record in `token/client-auth/`, which config/ sits below and cannot read; the
+ * compiler and `test/unit/auth-methods.test.ts` hold the two together.
+ */
+export const TOKEN_AUTH_METHODS = [
+  'client_secret_post',
+  'client_secret_basic',
+  'private_key_jwt',
+  'tls_client_auth',
+  'client_assertion_file',
+  'client_secret_jwt',
+] as const;
+
+/** One of {@link TOKEN_AUTH_METHODS}. */
+export type TokenAuthMethod = (typeof TOKEN_AUTH_METHODS)[number];
 
 /** Sender-constrained tokens (`DPOP`, RFC 9449): off, proofs sent (a Bearer answer still used), or a DPoP-bound token required. */
 export type DpopMode = 'off' | 'on' | 'required';
@@ -112,17 +125,7 @@ export const SETTINGS: readonly Setting[] = [
   {
     env: 'TOKEN_AUTH_METHOD',
     key: 'tokenAuthMethod',
-    kind: {
-      type: 'enum',
-      values: [
-        'client_secret_post',
-        'client_secret_basic',
-        'private_key_jwt',
-        'tls_client_auth',
-        'client_assertion_file',
-        'client_secret_jwt',
-      ],
-    },
+    kind: { type: 'enum', values: TOKEN_AUTH_METHODS },
     default: 'client_secret_post',
   },
   { env: 'TOKEN_PARAMS', key: 'tokenParams', kind: { type: 'params' } },

@@ -1,5 +1,5 @@
 import { InvalidClientError } from '../core/errors.js';
-import type { Credential } from './client-auth.js';
+import type { Credential } from './client-auth/index.js';
 
 const BASIC = /^basic[ \t]+([^ \t]*)[ \t]*$/i;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

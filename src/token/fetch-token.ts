@@ -2,7 +2,7 @@ import { request, type Dispatcher } from 'undici';
 import { networkFailureReason } from '../net/failure-reason.js';
 import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
-import type { ClientAuth, Credential } from './client-auth.js';
+import type { ClientAuth, Credential } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
 import { DpopBearerError, TokenFetchError, TokenRefusedError } from './errors.js';
 
@@ -14,7 +14,7 @@ export type FetchToken = (credential: Credential) => Promise<TokenGrant>;
 
 export interface TokenFetcherOptions {
   tokenUrl: string;
-  /** How the client proves who it is: a strategy from `client-auth.ts`. */
+  /** How the client proves who it is, and how a refusal is explained: its method's (`client-auth/`). */
   clientAuth: ClientAuth;
   scope: string | undefined;
   /** Extra form fields on every request (TOKEN_PARAMS), in order, names may repeat. */
@@ -108,7 +108,7 @@ export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
     const key = dpop?.prover.key();
     for (let attempt = 0; ; attempt++) {
       // Called for every request, retries included: an assertion is signed or read afresh.
-      const auth = await clientAuth(credential, tokenUrl);
+      const auth = await clientAuth.authenticate(credential, tokenUrl);
       const form = new URLSearchParams({ grant_type: 'client_credentials' });
       for (const [k, v] of auth.form) form.append(k, v);
       if (scope !== undefined) form.set('scope', scope);
@@ -132,7 +132,8 @@ export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
         }
         // A refusal keeps what the request was made of: the diagnosis names those settings first.
         if (err instanceof TokenFetchError && err.outcome === 'rejected') {
-          throw new TokenRefusedError(err, { credentials: auth.credentials, alternative: auth.alternative, scopeSet: scope !== undefined });
+          const { credentials, alternative } = clientAuth.explainRefusal(credential);
+          throw new TokenRefusedError(err, { credentials, alternative, scopeSet: scope !== undefined });
         }
         throw err;
       }

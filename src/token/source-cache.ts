@@ -5,7 +5,7 @@ import { InvalidClientError, TokenUnavailableError } from '../core/errors.js';
 import { TokenFetchError } from './errors.js';
 import type { Log } from '../core/log.js';
 import type { Authorization } from './authorization.js';
-import type { Credential } from './client-auth.js';
+import type { Credential } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
 import { TokenSource, type TokenSourceObserver } from './token-source.js';

@@ -3,7 +3,7 @@ import { TokenUnavailableError } from '../core/errors.js';
 import { TokenFetchError, type FetchOutcome } from './errors.js';
 import type { Log } from '../core/log.js';
 import { backoffDelay, DEFAULT_SCHEDULE, expiryMarginMs, type RefreshSchedule } from './refresh-schedule.js';
-import type { Credential } from './client-auth.js';
+import type { Credential } from './client-auth/index.js';
 import { authorizationFor, type Authorization } from './authorization.js';
 import { asFetchError, logFetchFailure } from './diagnose.js';
 import type { DpopClient } from './dpop/index.js';

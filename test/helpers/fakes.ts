@@ -1,6 +1,6 @@
 import type { Clock } from '../../src/core/clock.js';
 import type { Log } from '../../src/core/log.js';
-import type { Credential } from '../../src/token/client-auth.js';
+import type { Credential } from '../../src/token/client-auth/index.js';
 import type { FetchToken } from '../../src/token/fetch-token.js';
 import type { TokenGrant } from '../../src/token/parse-response.js';
 

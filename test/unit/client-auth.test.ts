@@ -2,21 +2,21 @@ import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { TokenFetchError } from '../../src/token/errors.js';
-import {
-  JWT_BEARER,
-  changedByFormEncoding,
-  clientSecretBasic,
-  clientSecretJwt,
-  clientSecretPost,
-  secretClientAuth,
-  privateKeyJwt,
-  tlsClientAuth,
-} from '../../src/token/client-auth.js';
-import { clientAssertionFile, summarizeAssertion } from '../../src/token/assertion-file.js';
+import type { Config } from '../../src/config/config.js';
+import { assertionFromFile, summarizeAssertion } from '../../src/token/client-auth/client-assertion-file.js';
+import { changedByFormEncoding, clientSecretBasic } from '../../src/token/client-auth/client-secret-basic.js';
+import { clientSecretJwt, clientSecretJwtAssertion } from '../../src/token/client-auth/client-secret-jwt.js';
+import { clientSecretPost } from '../../src/token/client-auth/client-secret-post.js';
+import { JWT_BEARER, type AuthMethod } from '../../src/token/client-auth/index.js';
+import { privateKeyJwtAssertion } from '../../src/token/client-auth/private-key-jwt.js';
+import { tlsClientAuth } from '../../src/token/client-auth/tls-client-auth.js';
+import { clientAuthOf as configure } from '../helpers/client-auth.js';
 
 const CRED = { clientId: 'client-1', clientSecret: 's3cret' };
 const URL_ = 'https://idp.example/token';
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 0);
+
+const clientAuthOf = (method: AuthMethod) => configure(method, {}, NOW);
 
 function jwt(claims: Record<string, unknown>): string {
   const b = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
@@ -25,7 +25,7 @@ function jwt(claims: Record<string, unknown>): string {
 
 describe('secret strategies', () => {
   it('client_secret_post puts the id and secret in the form and no header', async () => {
-    expect(await clientSecretPost(CRED, URL_)).toMatchObject({
+    expect(await clientAuthOf(clientSecretPost).authenticate(CRED, URL_)).toMatchObject({
       headers: {},
       form: [
         ['client_id', 'client-1'],
@@ -35,13 +35,13 @@ describe('secret strategies', () => {
   });
 
   it('client_secret_basic puts the id and secret in a Basic header and nothing in the form', async () => {
-    const parts = await clientSecretBasic(CRED, URL_);
+    const parts = await clientAuthOf(clientSecretBasic).authenticate(CRED, URL_);
     expect(parts.form).toEqual([]);
     expect(parts.headers.authorization).toBe(`Basic ${Buffer.from('client-1:s3cret').toString('base64')}`);
   });
 
   it('tls_client_auth names the client and sends no secret', async () => {
-    expect(await tlsClientAuth(CRED, URL_)).toMatchObject({ headers: {}, form: [['client_id', 'client-1']] });
+    expect(await clientAuthOf(tlsClientAuth).authenticate(CRED, URL_)).toEqual({ headers: {}, form: [['client_id', 'client-1']] });
   });
 });
 
@@ -57,21 +57,24 @@ describe('client_secret_basic and secrets that a provider may not decode', () =>
     expect(changedByFormEncoding('Abc-123_x.y*z')).toBe(false);
   });
 
-  it('suggests client_secret_post when the secret would be changed, without quoting it', async () => {
-    const parts = await clientSecretBasic({ clientId: 'client-1', clientSecret: 'p+ss/w0rd~!' }, URL_);
-    expect(parts.alternative).toContain('try TOKEN_AUTH_METHOD=client_secret_post');
-    expect(parts.alternative).toContain('the secret has characters');
-    expect(parts.alternative).not.toContain('p+ss');
-    expect(parts.credentials).toContain('CLIENT_ID');
-    expect((await clientSecretBasic(CRED, URL_)).alternative).toBeUndefined();
-    expect((await clientSecretPost({ clientId: 'client-1', clientSecret: 'p+ss' }, URL_)).alternative).toBeUndefined();
+  it('suggests client_secret_post when the secret would be changed, without quoting it', () => {
+    const explained = clientAuthOf(clientSecretBasic).explainRefusal({ clientId: 'client-1', clientSecret: 'p+ss/w0rd~!' });
+    expect(explained.alternative).toContain('try TOKEN_AUTH_METHOD=client_secret_post');
+    expect(explained.alternative).toContain('the secret has characters');
+    expect(explained.alternative).not.toContain('p+ss');
+    expect(explained.credentials).toContain('CLIENT_ID');
+    expect(clientSecretBasic.explainRefusal({ clientId: 'a b', clientSecret: 'x' }, {} as Config).alternative).toContain(
+      'the client id has characters',
+    );
+    expect(clientAuthOf(clientSecretBasic).explainRefusal(CRED).alternative).toBeUndefined();
+    expect(clientAuthOf(clientSecretPost).explainRefusal({ clientId: 'client-1', clientSecret: 'p+ss' }).alternative).toBeUndefined();
   });
 });
 
-describe('clientSecretJwt', () => {
+describe('client_secret_jwt', () => {
   it('signs a fresh HS256 assertion with the secret for every request: iss = sub = client id, aud = token URL, exp = iat + 60 s; the secret is not sent', async () => {
     let n = 0;
-    const auth = clientSecretJwt({ now: () => NOW, randomId: () => `jti-${++n}` });
+    const auth = clientSecretJwtAssertion({ now: () => NOW, randomId: () => `jti-${++n}` });
     const a = await auth(CRED, URL_);
     const b = await auth(CRED, URL_);
     const form = Object.fromEntries(a.form);
@@ -93,18 +96,17 @@ describe('clientSecretJwt', () => {
 
   it('signs with the UTF-8 octets of a secret beyond ASCII', async () => {
     const cred = { clientId: 'client-1', clientSecret: 'gehé+im' };
-    const form = Object.fromEntries((await clientSecretJwt({ now: () => NOW })(cred, URL_)).form);
+    const form = Object.fromEntries((await clientSecretJwtAssertion({ now: () => NOW })(cred, URL_)).form);
     await jwtVerify(form.client_assertion!, Buffer.from('gehé+im', 'utf8'), { currentDate: new Date(NOW) });
   });
 
-  it('is what secretClientAuth gives for client_secret_jwt, dated by the clock it is given', async () => {
-    const form = Object.fromEntries((await secretClientAuth('client_secret_jwt', () => NOW)(CRED, URL_)).form);
+  it('is how the record authenticates, dated by the clock it is configured with', async () => {
+    const form = Object.fromEntries((await clientAuthOf(clientSecretJwt).authenticate(CRED, URL_)).form);
     expect(summarizeAssertion(form.client_assertion!)).toMatchObject({ issuer: 'client-1', expiresAt: NOW / 1000 + 60 });
-    expect(await secretClientAuth('client_secret_basic')(CRED, URL_)).toMatchObject({ form: [] });
   });
 });
 
-describe('privateKeyJwt', () => {
+describe('private_key_jwt', () => {
   for (const [type, opts, alg] of [
     ['rsa', { modulusLength: 2048 }, 'RS256'],
     ['ec', { namedCurve: 'P-256' }, 'ES256'],
@@ -113,7 +115,7 @@ describe('privateKeyJwt', () => {
     it(`signs a fresh ${alg} assertion for every request with iss = sub = client id, aud = token URL, exp = iat + 60 s`, async () => {
       const { privateKey, publicKey } = generateKeyPairSync(type as 'rsa', opts as { modulusLength: number });
       let n = 0;
-      const auth = privateKeyJwt({ key: () => privateKey, alg, kid: 'k1', now: () => NOW, randomId: () => `jti-${++n}` });
+      const auth = privateKeyJwtAssertion({ key: () => privateKey, alg, kid: 'k1', now: () => NOW, randomId: () => `jti-${++n}` });
       const a = await auth(CRED, URL_);
       const b = await auth(CRED, URL_);
       const form = Object.fromEntries(a.form);
@@ -128,11 +130,11 @@ describe('privateKeyJwt', () => {
   }
 });
 
-describe('clientAssertionFile', () => {
+describe('client_assertion_file', () => {
   const live = jwt({ iss: 'https://cluster', sub: 'system:serviceaccount:ns:app', aud: 'api', exp: NOW / 1000 + 600 });
 
   it('sends the trimmed file content with the configured assertion type', async () => {
-    const auth = clientAssertionFile({ path: '/t', read: () => `  ${live}\n`, assertionType: JWT_BEARER, now: () => NOW });
+    const auth = assertionFromFile({ path: '/t', read: () => `  ${live}\n`, assertionType: JWT_BEARER, now: () => NOW });
     expect((await auth(CRED, URL_)).form).toEqual([
       ['client_id', 'client-1'],
       ['client_assertion_type', JWT_BEARER],
@@ -142,7 +144,7 @@ describe('clientAssertionFile', () => {
 
   it('does not send an expired assertion and names the file and the moment it expired, not the assertion', async () => {
     const expired = jwt({ iss: 'i', exp: NOW / 1000 - 5 });
-    const auth = clientAssertionFile({ path: '/var/run/t', read: () => expired, assertionType: JWT_BEARER, now: () => NOW });
+    const auth = assertionFromFile({ path: '/var/run/t', read: () => expired, assertionType: JWT_BEARER, now: () => NOW });
     const err = await Promise.resolve()
       .then(() => auth(CRED, URL_))
       .catch((e: unknown) => e);
@@ -154,7 +156,7 @@ describe('clientAssertionFile', () => {
   });
 
   it('fails naming the file when it is missing or not a JWT', async () => {
-    const missing = clientAssertionFile({
+    const missing = assertionFromFile({
       path: '/nope',
       read: () => {
         throw Object.assign(new Error('x'), { code: 'ENOENT' });
@@ -163,7 +165,7 @@ describe('clientAssertionFile', () => {
       now: () => NOW,
     });
     await expect(Promise.resolve().then(() => missing(CRED, URL_))).rejects.toThrow('client assertion file /nope cannot be used (ENOENT)');
-    const junk = clientAssertionFile({ path: '/j', read: () => 'hello', assertionType: JWT_BEARER, now: () => NOW });
+    const junk = assertionFromFile({ path: '/j', read: () => 'hello', assertionType: JWT_BEARER, now: () => NOW });
     await expect(Promise.resolve().then(() => junk(CRED, URL_))).rejects.toThrow(
       'client assertion file /j cannot be used (not a compact JWT)',
     );

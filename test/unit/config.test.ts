@@ -5,7 +5,7 @@ import { SETTINGS, type Config } from '../../src/config/config.js';
 import { loadConfig } from '../../src/config/load.js';
 import { isLoopbackHost } from '../../src/core/hosts.js';
 import { ConfigError } from '../../src/core/errors.js';
-import type { TokenStartup } from '../../src/token/settings.js';
+import type { TokenStartup } from '../../src/token/client-auth/index.js';
 import { filesOf, loadSettings } from '../helpers/load-settings.js';
 
 const FILE = '/etc/ticket-auth-proxy.yaml';

@@ -5,10 +5,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/config.js';
 import { systemClock } from '../../src/core/clock.js';
-import { loadAssertionKey } from '../../src/token/assertion-key.js';
-import type { Credential } from '../../src/token/client-auth.js';
-import { configuredCredential, type CredentialTarget } from '../../src/token/configured-credential.js';
-import type { TokenStartup } from '../../src/token/settings.js';
+import { loadAssertionKey } from '../../src/token/client-auth/assertion-key.js';
+import { configuredCredential, type Credential, type CredentialTarget } from '../../src/token/client-auth/index.js';
+import type { TokenStartup } from '../../src/token/client-auth/index.js';
 import { FakeLog } from '../helpers/fakes.js';
 
 const cleanups: (() => void)[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TokenFetchError, TokenRefusedError } from '../../src/token/errors.js';
-import { clientAssertionFile } from '../../src/token/assertion-file.js';
+import { assertionFromFile } from '../../src/token/client-auth/client-assertion-file.js';
 import { describeFetchFailure, describeTokenFailure, diagnoseTokenFailure, displayTokenUrl } from '../../src/token/diagnose.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
 
@@ -108,7 +108,7 @@ describe('diagnoseTokenFailure', () => {
 
 /** What the client_assertion_file strategy throws for a file holding `content` at `nowS`. */
 async function assertionFailure(content: string | Error, nowS = 2_000_000_000): Promise<unknown> {
-  const strategy = clientAssertionFile({
+  const strategy = assertionFromFile({
     path: '/var/run/secrets/token',
     read: () => {
       if (content instanceof Error) throw content;

@@ -3,7 +3,8 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { createLogger } from '../../src/core/log.js';
 import type { TokenFetchError } from '../../src/token/errors.js';
-import { clientSecretPost } from '../../src/token/client-auth.js';
+import { clientSecretPost } from '../../src/token/client-auth/client-secret-post.js';
+import { clientAuthOf } from '../helpers/client-auth.js';
 import { describeFetchFailure } from '../../src/token/diagnose.js';
 import { createDpopClient, generateDpopKey, type DpopClient } from '../../src/token/dpop/index.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
@@ -42,7 +43,7 @@ function setup(mode: 'on' | 'required' = 'on'): { dpop: DpopClient; fetch: () =>
   });
   const fetcher = createTokenFetcher({
     tokenUrl: `${endpoint.origin}/token?x=1`,
-    clientAuth: clientSecretPost,
+    clientAuth: clientAuthOf(clientSecretPost),
     scope: undefined,
     timeoutMs: 2000,
     defaultTtlS: 300,

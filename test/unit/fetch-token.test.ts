@@ -2,11 +2,15 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TokenFetchError, TokenRefusedError } from '../../src/token/errors.js';
-import type { TokenAuthMethod } from '../../src/config/config.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
-import { clientAssertionFile } from '../../src/token/assertion-file.js';
+import { assertionFromFile } from '../../src/token/client-auth/client-assertion-file.js';
 import { parseParams } from '../../src/config/values.js';
-import { secretClientAuth, tlsClientAuth, type ClientAuth } from '../../src/token/client-auth.js';
+import { clientSecretBasic } from '../../src/token/client-auth/client-secret-basic.js';
+import { clientSecretJwt } from '../../src/token/client-auth/client-secret-jwt.js';
+import { clientSecretPost } from '../../src/token/client-auth/client-secret-post.js';
+import type { AuthMethod, ClientAuth } from '../../src/token/client-auth/index.js';
+import { tlsClientAuth } from '../../src/token/client-auth/tls-client-auth.js';
+import { clientAuthOf, clientAuthWith } from '../helpers/client-auth.js';
 import { loopbackEndpoint } from '../helpers/loopback-endpoint.js';
 
 interface Seen {
@@ -36,17 +40,17 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
 
 function fetcher(
   options: {
-    authMethod?: Extract<TokenAuthMethod, 'client_secret_post' | 'client_secret_basic'> | ClientAuth;
+    authMethod?: AuthMethod | ClientAuth;
     scope?: string;
     timeoutMs?: number;
     url?: string;
     extraParams?: [string, string][];
   } = {},
 ) {
-  const method = options.authMethod ?? 'client_secret_post';
+  const method = options.authMethod ?? clientSecretPost;
   return createTokenFetcher({
     tokenUrl: options.url ?? `${endpoint.origin}/gw/api/v1/oauth2/token`,
-    clientAuth: typeof method === 'function' ? method : secretClientAuth(method),
+    clientAuth: 'authenticate' in method ? method : clientAuthOf(method),
     scope: options.scope,
     extraParams: options.extraParams ?? [],
     timeoutMs: options.timeoutMs ?? 5_000,
@@ -93,7 +97,7 @@ describe('createTokenFetcher', () => {
 
   it('reads the assertion file for every request, retries included, and never sends a secret', async () => {
     let content = 'aaa.bbb.ccc';
-    const auth = clientAssertionFile({ path: '/f', read: () => content + '\n', assertionType: 'urn:x', now: Date.now });
+    const auth = clientAuthWith(assertionFromFile({ path: '/f', read: () => content + '\n', assertionType: 'urn:x', now: Date.now }));
     const fetch = fetcher({ authMethod: auth });
     content = `${b64({ alg: 'none' })}.${b64({ iss: 'i', exp: Math.floor(Date.now() / 1000) + 600 })}.sig1`;
     await fetch(CREDENTIAL);
@@ -127,7 +131,7 @@ describe('createTokenFetcher', () => {
   });
 
   it('sends HTTP Basic with the id and secret form-encoded before they are joined (RFC 6749 §2.3.1)', async () => {
-    await fetcher({ authMethod: 'client_secret_basic' })(CREDENTIAL);
+    await fetcher({ authMethod: clientSecretBasic })(CREDENTIAL);
     const req = seen[0]!;
     const auth = req.headers.authorization!;
     expect(auth.startsWith('Basic ')).toBe(true);
@@ -140,7 +144,7 @@ describe('createTokenFetcher', () => {
   });
 
   it("form-encodes the characters encodeURIComponent leaves alone (!'()~) for Basic", async () => {
-    await fetcher({ authMethod: 'client_secret_basic' })({ clientId: "id!'()~*", clientSecret: 's~(x)' });
+    await fetcher({ authMethod: clientSecretBasic })({ clientId: "id!'()~*", clientSecret: 's~(x)' });
     const pair = Buffer.from(seen[0]!.headers.authorization!.slice('Basic '.length), 'base64').toString('utf8');
     expect(pair).toBe('id%21%27%28%29%7E*:s%7E%28x%29');
   });
@@ -164,7 +168,7 @@ describe('createTokenFetcher', () => {
       res.writeHead(status);
       res.end();
     };
-    const err = await failure(fetcher({ authMethod: 'client_secret_basic' })({ clientId: 'app', clientSecret: 'a+b' }));
+    const err = await failure(fetcher({ authMethod: clientSecretBasic })({ clientId: 'app', clientSecret: 'a+b' }));
     expect(err).toBeInstanceOf(TokenRefusedError);
     expect(err).toMatchObject({ outcome: 'rejected', status, oauthError: undefined });
     const refusal = (err as TokenRefusedError).refusal;
@@ -176,7 +180,7 @@ describe('createTokenFetcher', () => {
   });
 
   it('signs a new client_secret_jwt assertion for every request, retries included, and never sends the secret', async () => {
-    const f = fetcher({ authMethod: secretClientAuth('client_secret_jwt') });
+    const f = fetcher({ authMethod: clientSecretJwt });
     await f({ clientId: 'app', clientSecret: 'sup3r-secret' });
     await f({ clientId: 'app', clientSecret: 'sup3r-secret' });
     const assertions = seen.map((s) => new URLSearchParams(s.body).get('client_assertion'));

@@ -2,7 +2,9 @@ import { generateKeyPairSync } from 'node:crypto';
 import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
-import { clientSecretJwt, privateKeyJwt } from '../../src/token/client-auth.js';
+import { clientSecretJwtAssertion } from '../../src/token/client-auth/client-secret-jwt.js';
+import { privateKeyJwtAssertion } from '../../src/token/client-auth/private-key-jwt.js';
+import { clientAuthWith } from '../helpers/client-auth.js';
 import { createTokenFetcher } from '../../src/token/fetch-token.js';
 import { createCa, localhostCert } from '../helpers/certs.js';
 
@@ -19,7 +21,7 @@ async function fetchWithAssertion(mock: MockTicketService, tokenUrl: string, ca?
   closing.push(() => dispatcher.close());
   const fetchToken = createTokenFetcher({
     tokenUrl,
-    clientAuth: privateKeyJwt({ key: () => privateKey, alg: 'ES256', kid: undefined, now: Date.now }),
+    clientAuth: clientAuthWith(privateKeyJwtAssertion({ key: () => privateKey, alg: 'ES256', kid: undefined, now: Date.now })),
     scope: undefined,
     timeoutMs: 5_000,
     defaultTtlS: 60,
@@ -98,7 +100,7 @@ describe('the mock token endpoint refusing as identity providers differ', () => 
 describe('the mock token endpoint and client_secret_jwt', () => {
   const tokenUrlOf = (mock: MockTicketService) => `${mock.url}/api/v1/oauth2/token`;
   const assertionForm = async (mock: MockTicketService, secret: string, now = Date.now(), jti?: string) => {
-    const auth = clientSecretJwt({ now: () => now, ...(jti === undefined ? {} : { randomId: () => jti }) });
+    const auth = clientSecretJwtAssertion({ now: () => now, ...(jti === undefined ? {} : { randomId: () => jti }) });
     return Object.fromEntries([
       ['grant_type', 'client_credentials'],
       ...(await auth({ clientId: 'app', clientSecret: secret }, tokenUrlOf(mock))).form,

@@ -2,10 +2,10 @@ import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SETTINGS, type Config } from '../../src/config/config.js';
 import { ConfigError } from '../../src/core/errors.js';
-import { ASSERTION_ALGS } from '../../src/token/assertion-key.js';
-import { JWT_BEARER } from '../../src/token/client-auth.js';
+import { ASSERTION_ALGS } from '../../src/token/client-auth/assertion-key.js';
+import { JWT_BEARER } from '../../src/token/client-auth/index.js';
 import { trimSecret } from '../../src/token/secret-file.js';
-import type { TokenStartup } from '../../src/token/settings.js';
+import type { TokenStartup } from '../../src/token/client-auth/index.js';
 import { filesOf, loadSettings } from '../helpers/load-settings.js';
 
 const BASE = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app' };

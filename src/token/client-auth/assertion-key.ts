@@ -1,6 +1,6 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 
-/** The algorithms a `private_key_jwt` assertion may be signed with, by key type. */
+/** The algorithms a signed client assertion may use, by key type. */
 const ALGS_BY_KEY: Record<string, readonly string[]> = {
   rsa: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'],
   'P-256': ['ES256'],
@@ -18,9 +18,9 @@ export interface AssertionKey {
 }
 
 /**
- * Reads a PEM private key for `private_key_jwt`: RSA of at least 2048 bits, EC P-256 or P-384,
- * or Ed25519. The algorithm defaults by key type (RS256, ES256, ES384, EdDSA); one that does not
- * fit the key is refused. Throws an Error whose message says what is wrong, never the key.
+ * Reads the PEM private key client assertions are signed with (CLIENT_ASSERTION_KEY_FILE): RSA
+ * of at least 2048 bits, EC P-256 or P-384, or Ed25519. The algorithm defaults by key type
+ * (RS256, ES256, ES384, EdDSA); one that does not fit the key is refused. Throws an Error whose message says what is wrong, never the key.
  */
 export function loadAssertionKey(pem: string, alg: string | undefined): AssertionKey {
   let key: KeyObject;
