@@ -9,6 +9,7 @@ import { asFetchError, logFetchFailure } from './diagnose.js';
 import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
 import type { TokenGrant } from './parse-response.js';
+import { WaitingRequests } from './waiting-requests.js';
 
 /** Forced refreshes after a gateway 401 happen at most this often per credential. */
 export const FORCED_REFRESH_INTERVAL_MS = 5_000;
@@ -48,13 +49,6 @@ export interface TokenSourceOptions {
   dpop?: DpopClient | undefined;
 }
 
-interface Waiter {
-  resolve(auth: Authorization): void;
-  reject(err: Error): void;
-  deadline: number;
-  timer: unknown;
-}
-
 /**
  * One credential's token: fetched ahead of need, refreshed in the background on its schedule
  * (`refresh-schedule.ts`: every refresh at a random moment between half the ratio and the ratio),
@@ -79,7 +73,7 @@ export class TokenSource {
   private refreshTimer: unknown;
   private retryTimer: unknown;
   private nextAttemptAt: number | undefined;
-  private waiters: Waiter[] = [];
+  private readonly waiters: WaitingRequests;
   private stopped = false;
   /** The last failure, kept until the next success (pass-through credentials read `outcome`). */
   lastError: TokenFetchError | undefined;
@@ -89,6 +83,7 @@ export class TokenSource {
     this.clock = options.clock;
     this.schedule = options.schedule ?? DEFAULT_SCHEDULE;
     this.credential = options.credential;
+    this.waiters = new WaitingRequests(options.clock);
   }
 
   /** Starts the first fetch now, before any request needs the token. */
@@ -127,14 +122,9 @@ export class TokenSource {
     if (!this.inflight && this.nextAttemptAt !== undefined && this.nextAttemptAt > deadline) {
       return Promise.reject(this.unavailable('no valid token; the token endpoint is failing', (this.nextAttemptAt - now) / 1000));
     }
-    return new Promise<Authorization>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, deadline, timer: undefined };
-      waiter.timer = this.clock.setTimeout(() => {
-        this.removeWaiter(waiter);
-        const retryS = this.nextAttemptAt !== undefined ? (this.nextAttemptAt - this.clock.now()) / 1000 : 1;
-        reject(this.unavailable(`no valid token within ${this.opts.waitTimeoutMs} ms`, retryS));
-      }, this.opts.waitTimeoutMs);
-      this.waiters.push(waiter);
+    return this.waiters.wait(this.opts.waitTimeoutMs, () => {
+      const retryS = this.nextAttemptAt !== undefined ? (this.nextAttemptAt - this.clock.now()) / 1000 : 1;
+      return this.unavailable(`no valid token within ${this.opts.waitTimeoutMs} ms`, retryS);
     });
   }
 
@@ -185,7 +175,7 @@ export class TokenSource {
   stop(why = 'the proxy is shutting down'): void {
     this.stopped = true;
     this.clearTimers();
-    this.settle((w) => w.reject(this.unavailable(why, 1)));
+    this.waiters.settle((w) => w.reject(this.unavailable(why, 1)));
   }
 
   private fetchNow(): void {
@@ -228,7 +218,7 @@ export class TokenSource {
       { credential: this.opts.label, lifetimeS: Math.round(lifetime / 1000), durationMs: now - startedAt },
       'token fetched',
     );
-    this.settle((w) => w.resolve(auth));
+    this.waiters.settle((w) => w.resolve(auth));
     if (generation !== this.generation) {
       this.fetchNow();
       return;
@@ -274,7 +264,7 @@ export class TokenSource {
     });
     // Requests that would still be waiting when the next attempt starts get their 503 now.
     const nextAttemptAt = now + delay;
-    this.settle(
+    this.waiters.settle(
       (w) => w.reject(this.unavailable(`no valid token; ${error.message}`, delay / 1000)),
       (w) => w.deadline < nextAttemptAt,
     );
@@ -286,21 +276,6 @@ export class TokenSource {
 
   private publishState(): void {
     this.opts.observer?.onState?.(this.state);
-  }
-
-  /** Settles the waiting requests `pick` selects (every one by default); the others keep waiting. */
-  private settle(settle: (w: Waiter) => void, pick: (w: Waiter) => boolean = () => true): void {
-    const picked = new Set(this.waiters.filter(pick));
-    this.waiters = this.waiters.filter((w) => !picked.has(w));
-    for (const w of picked) {
-      this.clock.clearTimeout(w.timer);
-      settle(w);
-    }
-  }
-
-  private removeWaiter(waiter: Waiter): void {
-    const i = this.waiters.indexOf(waiter);
-    if (i >= 0) this.waiters.splice(i, 1);
   }
 
   private clearTimers(): void {
