@@ -1,8 +1,9 @@
 /**
  * How the client proves who it is at the token endpoint: the table of client authentication
  * methods, one record each, and the two ways a record is chosen (the configured client, and the
- * callers' own Basic credentials). Adding a method is adding its record here and its name to
- * `TOKEN_AUTH_METHODS` (config/config.ts).
+ * callers' own Basic credentials). A new method is a record in a file of its own, listed here,
+ * and its name in `TOKEN_AUTH_METHODS` (config/config.ts): the compiler and
+ * `test/unit/auth-methods.test.ts` say what is missing.
  */
 import { readFileSync } from 'node:fs';
 import type { Config, TokenAuthMethod } from '../../config/config.js';
@@ -37,7 +38,7 @@ export function authMethod(name: TokenAuthMethod): AuthMethod {
  * its method configures it from the settings and what its check read at start (each file is read
  * once there; the watches start from that text).
  */
-export function configuredCredential(config: Config, deps: Omit<MethodDeps, 'read'> & Partial<MethodDeps>): ConfiguredCredential {
+export function configuredCredential(config: Config, deps: Omit<MethodDeps, 'read'> & { read?: MethodDeps['read'] }): ConfiguredCredential {
   return authMethod(config.tokenAuthMethod).configure(config, { ...deps, read: deps.read ?? readText });
 }
 
