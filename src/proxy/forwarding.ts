@@ -5,8 +5,15 @@ import type { Log } from '../core/log.js';
 import { sendProblem } from '../core/problem.js';
 import type { Authorization } from '../token/authorization.js';
 import type { TokenSource } from '../token/token-source.js';
-import { authorize } from './authorize.js';
-import { callerResponseHeaders, flatHeaders, type ParsedHeaders, type RawHeaders, type RequestHeaders } from './headers.js';
+
+import {
+  callerResponseHeaders,
+  flatHeaders,
+  setAuthorization,
+  type ParsedHeaders,
+  type RawHeaders,
+  type RequestHeaders,
+} from './headers.js';
 import type { Recorder } from './observer.js';
 import { upstreamError } from './upstream-error.js';
 
@@ -176,7 +183,7 @@ export class Forwarding implements Dispatcher.DispatchHandler {
   protected send(auth: Authorization, body: IncomingMessage | Buffer | null): void {
     this.auth = auth;
     const headers = this.headers.forward;
-    this.hasProof = authorize(headers, auth, this.req.method!, this.req.url!, this.hasProof);
+    this.hasProof = setAuthorization(headers, auth, this.req.method!, this.req.url!, this.hasProof);
     this.sent = false;
     try {
       this.upstream().dispatch(

@@ -1,3 +1,5 @@
+import type { Authorization } from '../token/authorization.js';
+
 /**
  * Header rules in both directions (README "What is forwarded"). Headers travel as flat raw lists
  * (`[name, value, name, value, ...]`) both ways, so names keep their case and repeated fields
@@ -86,6 +88,27 @@ function connectionNamed(value: string): Set<string> | undefined {
     if (t !== '' && t !== 'keep-alive' && t !== 'close') (named ??= new Set()).add(t);
   }
   return named;
+}
+
+/**
+ * Puts the proxy's credentials on a forwarded request's raw header list, whose last pair is the
+ * proxy's `Authorization`: its value, and for a DPoP-bound token a fresh `DPoP` proof in the pair
+ * just before it (RFC 9449 §7.1), made for the request's method and target. `hasProof` tells
+ * whether the list carries a proof from an earlier send (a replay); returns whether it carries one
+ * now. A Bearer token costs one assignment.
+ */
+export function setAuthorization(headers: string[], auth: Authorization, method: string, target: string, hasProof: boolean): boolean {
+  const n = headers.length;
+  headers[n - 1] = auth.header;
+  if (auth.proof === undefined) {
+    // A replay whose new token came back Bearer: the old proof goes.
+    if (hasProof) headers.splice(n - 4, 2);
+    return false;
+  }
+  const proof = auth.proof(method, target);
+  if (hasProof) headers[n - 3] = proof;
+  else headers.splice(n - 2, 0, 'dpop', proof);
+  return true;
 }
 
 /** A flat header list less the named fields. */
