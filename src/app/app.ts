@@ -8,9 +8,8 @@ import { isLoopbackHost } from '../core/hosts.js';
 import type { Log } from '../core/log.js';
 import { dispatchersFromSettings } from '../net/dispatchers.js';
 import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
-import { createForwarder } from '../proxy/forward.js';
+import { createForwarder, createSourceSelector } from '../proxy/forward.js';
 import { Recorder } from '../proxy/observer.js';
-import { createSourceSelector } from '../proxy/select-source.js';
 import { createProxyServer } from '../proxy/server.js';
 import { startMemoryRelease } from '../telemetry/memory-release.js';
 import { createMetrics } from '../telemetry/metrics.js';
@@ -76,9 +75,9 @@ export async function startApp(deps: AppDeps): Promise<App> {
     pool: dispatchers.gateway,
     baseUrl: config.baseUrl,
     selectSource: createSourceSelector(configured, passthrough),
+    freshPool: dispatchers.gatewayFresh,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
-    freshPool: dispatchers.gatewayFresh,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
     recorder,
     log,

@@ -1,65 +1,98 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Dispatcher } from 'undici';
-import { ProxyError } from '../core/errors.js';
-import type { Log } from '../core/log.js';
-import { answerProblem, type ForwardContext } from './forwarding.js';
-import { readRequestHeaders } from './headers.js';
-import type { Recorder } from './observer.js';
-import { admit } from './refusals.js';
-import { RetryingForwarding } from './retry.js';
-import type { SelectSource } from './select-source.js';
+import { CredentialsRequiredError, MethodNotAllowedError, ProxyError, UpgradeNotSupportedError } from '../core/errors.js';
+import { parseBasicCredentials } from '../token/basic-credentials.js';
+import type { Credential } from '../token/client-auth/index.js';
+import { answerProblem } from './answer-problem.js';
+import { type Authorizer, Exchange, type ExchangeOptions, shareOptions } from './exchange.js';
+import { readRequestHeaders, type RequestHeaders } from './headers.js';
+import { checkTarget } from './path-guard.js';
 
-export interface ForwarderOptions {
-  /** Connection pool to the gateway's origin. */
-  pool: Dispatcher;
-  /** `BASE_URL` without its trailing slash, path prefix included. */
-  baseUrl: string;
+/** Which token source serves a request, or the error to answer it with. */
+export type SelectSource = (req: IncomingMessage) => Authorizer | ProxyError;
+
+export interface ForwarderOptions extends ExchangeOptions {
   selectSource: SelectSource;
-  upstreamTimeoutMs: number;
-  /** `UPSTREAM_IDLE_TIMEOUT_MS`; 60 s when not given. */
-  upstreamIdleTimeoutMs?: number;
-  /** The gateway, every request on a new connection (for a request sent again); the pool when not given. */
-  freshPool?: Dispatcher;
-  replayBodyLimitBytes: number;
-  recorder: Recorder;
-  log: Log;
-  /** Origin for a rewritten `Location` when the caller sent no `Host`. */
-  listenOrigin: string;
 }
 
 /** The proxy listener's request handler; `expectContinue` is true for the `checkContinue` event. */
 export type Forward = (req: IncomingMessage, res: ServerResponse, expectContinue?: boolean) => void;
 
 /**
- * Creates the proxy listener's request handler. A request meets the refusals (refusals.ts) in
- * order, the last of which picks its token source; then it is forwarded with a token, replayed
- * once after a gateway 401 (replay.ts) or a pooled connection that broke under
- * it (retry.ts), and its answer streamed back (forwarding.ts).
- * `100 Continue` is sent once the request is known to be forwarded.
+ * Creates the proxy listener's request handler. A request meets the refusals in order, then the
+ * choice of its token source, which may refuse it too; a refused one is answered with a problem.
+ * Any other is forwarded by an {@link Exchange} (exchange.ts): sent with a token, sent again once
+ * after a gateway 401 or a pooled connection that broke under it, its answer streamed back.
  */
 export function createForwarder(options: ForwarderOptions): Forward {
-  const ctx: ForwardContext = {
-    pool: options.pool,
-    baseUrl: options.baseUrl,
-    basePath: new URL(options.baseUrl).pathname.replace(/\/$/, ''),
-    upstreamTimeoutMs: options.upstreamTimeoutMs,
-    upstreamIdleTimeoutMs: options.upstreamIdleTimeoutMs ?? 60_000,
-    freshPool: options.freshPool ?? options.pool,
-    replayBodyLimitBytes: options.replayBodyLimitBytes,
-    recorder: options.recorder,
-    log: options.log,
-    listenOrigin: options.listenOrigin,
-  };
-  const selectSource = options.selectSource;
+  const shared = shareOptions(options);
+  const { selectSource, recorder } = options;
   return function forward(req, res, expectContinue = false) {
     const started = performance.now();
     const headers = readRequestHeaders(req.rawHeaders);
-    const source = admit(req, headers, res, selectSource);
-    if (source instanceof ProxyError) {
-      answerProblem(ctx, req, res, source, started, headers.hasBody);
-      return;
-    }
-    new RetryingForwarding(ctx, req, res, headers, source, started, expectContinue).start();
+    const source = refuse(req, headers, res) ?? selectSource(req);
+    if (source instanceof ProxyError) answerProblem(recorder, req, res, source, started, headers.hasBody);
+    else new Exchange(shared, req, res, headers, source, started, expectContinue).start();
+  };
+}
+
+/** One named check a request must pass before it is forwarded: the error to answer, or undefined. */
+type Refusal = (req: IncomingMessage, headers: RequestHeaders, res: ServerResponse) => ProxyError | undefined;
+
+/**
+ * `TRACE` would echo the request, the proxy's `Authorization` included, back to the caller.
+ * (`CONNECT` never reaches the forwarder: Node hands it to the listener's `connect` event, which
+ * refuses it in server.ts.)
+ */
+const refuseTrace: Refusal = (req) => (req.method === 'TRACE' ? new MethodNotAllowedError('TRACE is not forwarded') : undefined);
+
+/** Protocol upgrades (WebSocket and the like) are not forwarded; the connection closes after the answer. */
+const refuseUpgrade: Refusal = (_req, headers, res) => {
+  if (headers.upgrade === undefined) return undefined;
+  res.shouldKeepAlive = false;
+  return new UpgradeNotSupportedError(`protocol upgrades (${headers.upgrade}) are not forwarded`);
+};
+
+/** Only origin-form targets under `/api/v1/`, none a server could read as another path (path-guard.ts). */
+const guardTarget: Refusal = (req) => checkTarget(req.url!);
+
+/** The refusals, in the order they are tried. */
+const REFUSALS: readonly Refusal[] = [refuseTrace, refuseUpgrade, guardTarget];
+
+/** The first refusal that applies to a request, or undefined. */
+function refuse(req: IncomingMessage, headers: RequestHeaders, res: ServerResponse): ProxyError | undefined {
+  for (let i = 0; i < REFUSALS.length; i++) {
+    const refusal = REFUSALS[i]!(req, headers, res);
+    if (refusal !== undefined) return refusal;
+  }
+  return undefined;
+}
+
+/** The pass-through token sources, one per caller's own Basic credentials. */
+export interface PassthroughSources {
+  /** The source for these credentials, or the error to answer with (`invalid_client`). */
+  sourceFor(credential: Credential): Authorizer | ProxyError;
+}
+
+/**
+ * Chooses the token source of each request:
+ * - with pass-through on (`PASSTHROUGH_BASIC`), a request carrying Basic credentials is served by
+ *   their own source from the cache; malformed ones, or ones the token endpoint rejected, are
+ *   answered `invalid_client`;
+ * - any other request is served by the configured credential, or answered
+ *   `credentials_required` when none is configured.
+ *
+ * Built once; the function it returns allocates nothing for a request served by the configured
+ * credential.
+ */
+export function createSourceSelector(configured: Authorizer | undefined, passthrough: PassthroughSources | undefined): SelectSource {
+  const fallback: Authorizer | ProxyError =
+    configured ?? new CredentialsRequiredError('no credentials are configured; send Basic credentials');
+  if (passthrough === undefined) return () => fallback;
+  return (req) => {
+    const basic = parseBasicCredentials(req.headers.authorization);
+    if (basic instanceof ProxyError) return basic;
+    if (basic !== undefined) return passthrough.sourceFor(basic);
+    return fallback;
   };
 }

@@ -4,11 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.js';
-import { createForwarder } from '../../src/proxy/forward.js';
+import type { Authorizer } from '../../src/proxy/exchange.js';
+import { createForwarder, createSourceSelector } from '../../src/proxy/forward.js';
 import { Recorder, type ProxyObserver } from '../../src/proxy/observer.js';
-import { createSourceSelector } from '../../src/proxy/select-source.js';
 import { createProxyServer } from '../../src/proxy/server.js';
-import type { TokenSource } from '../../src/token/token-source.js';
 import { StopList } from '../../src/app/shutdown.js';
 
 /**
@@ -19,12 +18,14 @@ import { StopList } from '../../src/app/shutdown.js';
 interface Seen {
   authorization: string | undefined;
   body: string;
+  /** The DPoP proof, when one was sent. */
+  dpop?: string;
 }
 
 /** What the observer was told, in order. */
 type Event = ['ended', string, number] | ['unauthorized', boolean] | ['stalled', string];
 
-function fakeSource(): TokenSource & { invalidated: string[] } {
+function fakeSource(): Authorizer & { invalidated: string[] } {
   let token = 't1';
   const invalidated: string[] = [];
   const auth = () => ({ token, header: `Bearer ${token}` });
@@ -37,7 +38,7 @@ function fakeSource(): TokenSource & { invalidated: string[] } {
       if (t === token) token = token === 't1' ? 't2' : 't3';
       return true;
     },
-  } as unknown as TokenSource & { invalidated: string[] };
+  };
 }
 
 const closers: (() => Promise<unknown>)[] = [];
@@ -52,23 +53,45 @@ async function listening(server: Server): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
+/** What the gateway answers: a status, or a status with headers. */
+type GatewayAnswer = number | { status: number; headers: Record<string, string> };
+
 /** Starts a gateway answering with `answer` and a proxy in front of it. */
-async function stack(options: { answer: (seen: Seen, n: number) => number; configured?: boolean; replayLimit?: number }) {
+async function stack(options: {
+  answer: (seen: Seen, n: number) => GatewayAnswer;
+  configured?: boolean;
+  replayLimit?: number;
+  source?: Authorizer;
+}) {
   const seen: Seen[] = [];
   const gateway = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const s = { authorization: req.headers.authorization, body: Buffer.concat(chunks).toString() };
+      if (req.headers.dpop !== undefined) Object.assign(s, { dpop: req.headers.dpop });
       seen.push(s);
-      const status = options.answer(s, seen.length);
-      res.writeHead(status, { 'content-type': 'text/plain' }).end(`gateway ${status}`);
+      const answer = options.answer(s, seen.length);
+      const { status, headers } = typeof answer === 'number' ? { status: answer, headers: {} } : answer;
+      res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(`gateway ${status}`);
     });
   });
   gateway.keepAliveTimeout = 100;
   const origin = `http://127.0.0.1:${await listening(gateway)}`;
+  return { seen, ...(await proxyFor(origin, options)) };
+}
+
+/**
+ * A proxy in front of the gateway at `origin`, with a fake token source handing out `t1`, then
+ * `t2` once `t1` is rejected (or `source`). Retries go on connections of their own, as in the app.
+ */
+async function proxyFor(origin: string, options: { configured?: boolean; replayLimit?: number; source?: Authorizer }) {
   const pool = new Pool(origin);
-  closers.push(() => pool.destroy());
+  const freshPool = new Pool(origin, { pipelining: 0 });
+  closers.push(
+    () => pool.destroy(),
+    () => freshPool.destroy(),
+  );
   const events: Event[] = [];
   const observer: ProxyObserver = {
     requestEnded: (method, status) => events.push(['ended', method, status]),
@@ -79,9 +102,11 @@ async function stack(options: { answer: (seen: Seen, n: number) => number; confi
   const recorder = new Recorder(observer, createLogger('silent'), false);
   const forward = createForwarder({
     pool,
+    freshPool,
     baseUrl: origin,
-    selectSource: createSourceSelector(options.configured === false ? undefined : source, undefined),
+    selectSource: createSourceSelector(options.configured === false ? undefined : (options.source ?? source), undefined),
     upstreamTimeoutMs: 5_000,
+    upstreamIdleTimeoutMs: 60_000,
     replayBodyLimitBytes: options.replayLimit ?? 1024,
     recorder,
     log: createLogger('silent'),
@@ -89,7 +114,7 @@ async function stack(options: { answer: (seen: Seen, n: number) => number; confi
   });
   const proxy = createProxyServer({ forward, recorder, log: createLogger('silent'), maxHeaderBytes: 16_384 });
   const port = await listening(proxy);
-  return { seen, events, source, port };
+  return { events, source, port };
 }
 
 interface Answer {

@@ -1,0 +1,50 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type ProxyError, UpstreamDisconnectedError, UpstreamTimeoutError, UpstreamUnreachableError } from '../core/errors.js';
+import { sendProblem } from '../core/problem.js';
+import { networkFailureReason } from '../net/failure-reason.js';
+import type { Recorder } from './observer.js';
+
+/**
+ * Answers a request that is not forwarded (a refusal) or whose exchange failed with a problem, and
+ * records it. `hasBody`: the request announced a body. A connection whose request body is still
+ * unread is closed after the answer rather than read to its end (a refused upload is not taken
+ * in); one whose request had no body stays open.
+ */
+export function answerProblem(
+  recorder: Recorder,
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: unknown,
+  started: number,
+  hasBody: boolean,
+): void {
+  if (hasBody && !req.complete) res.shouldKeepAlive = false;
+  const status = sendProblem(res, err);
+  recorder.answered(req, status, started);
+}
+
+/**
+ * The problem for a failure before the answer head reached the caller. `sent`: the request was
+ * handed to an open connection (undici starts a request only on one), so the gateway may have it.
+ */
+export function upstreamError(
+  err: Error,
+  timeouts: { readonly upstreamTimeoutMs: number; readonly upstreamIdleTimeoutMs: number },
+  sent: boolean,
+): ProxyError {
+  const code = (err as { code?: string }).code;
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+    return new UpstreamTimeoutError(`the gateway sent no response headers within ${timeouts.upstreamTimeoutMs} ms`, { cause: err });
+  }
+  if (code === 'UND_ERR_BODY_TIMEOUT') {
+    return new UpstreamTimeoutError(`the gateway's answer went silent for ${timeouts.upstreamIdleTimeoutMs} ms`, { cause: err });
+  }
+  if (sent) {
+    return new UpstreamDisconnectedError(
+      `the connection to the gateway broke after the request was sent, before a complete answer ` +
+        `(${networkFailureReason(err)}); the gateway may have acted on it`,
+      { cause: err },
+    );
+  }
+  return new UpstreamUnreachableError(`the gateway could not be reached (${networkFailureReason(err)})`, { cause: err });
+}

@@ -1,0 +1,137 @@
+import type { IncomingMessage } from 'node:http';
+import type { Authorization } from '../token/authorization.js';
+import type { Recorder } from './observer.js';
+
+/**
+ * When a request is sent to the gateway a second time: two small policies the exchange
+ * (exchange.ts) consults at fixed points, and the copy of the body both need.
+ *
+ * - The replay after a gateway 401 (a token revoked before its expiry), consulted when the 401's
+ *   head arrives ({@link replayAfter}): the token is dropped and a new one fetched (one fetch for
+ *   all the requests that met it); the 401's body is read and dropped, and at its end the request
+ *   is sent once more ({@link replayAuthorization}). A DPoP gateway's 401 asking for a nonce
+ *   (RFC 9449 §9) is replayed once too, with a new proof carrying the nonce: the token is kept and
+ *   no refresh is forced. Every 401 is reported, replayed or not.
+ * - The retry after a pooled connection the gateway closed under the request (README "When things
+ *   fail"), consulted when an attempt fails ({@link mayRetry}): when the connection broke after the
+ *   request was sent and before any byte of the answer arrived, a request safe to repeat is sent
+ *   once more, on a new connection, invisibly to the caller. A retry is no 401 replay: it is not
+ *   counted as one, and a 401 after it may still be replayed.
+ *
+ * Either needs the whole body at hand: none, or one of at most `REPLAY_BODY_LIMIT_BYTES`, copied
+ * while it streamed ({@link copyBody}) and dropped as soon as the answer goes to the caller.
+ */
+
+/** The answer goes to the caller. */
+export const NO_REPLAY = 0;
+/** The token was refused: the request goes again with another. */
+export const TOKEN_REPLAY = 1;
+/** A DPoP gateway asked for a nonce: the request goes again with the same token and a new proof. */
+export const NONCE_REPLAY = 2;
+/** One of the above; for the replays a request has had, their sum (each happens once at most). */
+export type Replay = number;
+
+/**
+ * Whether a gateway 401 (`nonceAsked`: a DPoP nonce demand) is replayed, and how. `done`: the
+ * replays the request has had; `bodyAtHand`: its whole body is at hand; `source`: its token
+ * source. A refused token is dropped whether or not the request is replayed: only the replay
+ * needs the body.
+ */
+export function replayAfter(
+  nonceAsked: boolean,
+  done: Replay,
+  bodyAtHand: boolean,
+  refused: Authorization,
+  source: { invalidate(token: string): boolean },
+  recorder: Recorder,
+): Replay {
+  if (nonceAsked) {
+    // Not a refusal of the token, which is kept.
+    if ((done & NONCE_REPLAY) === 0 && bodyAtHand) return NONCE_REPLAY;
+    recorder.upstreamUnauthorized(false);
+    return NO_REPLAY;
+  }
+  const renewed = source.invalidate(refused.token);
+  const replay = (done & TOKEN_REPLAY) === 0 && bodyAtHand && renewed;
+  recorder.upstreamUnauthorized(replay);
+  return replay ? TOKEN_REPLAY : NO_REPLAY;
+}
+
+/**
+ * How a replay is authorised, given the authorization the source holds now: after a nonce demand,
+ * that one (the same token unless it was refreshed meanwhile) or the last; after a refused token,
+ * that one if its token differs, else undefined: the token the source fetches next.
+ */
+export function replayAuthorization(replay: Replay, refused: Authorization, held: Authorization | undefined): Authorization | undefined {
+  if (replay === NONCE_REPLAY) return held ?? refused;
+  return held !== undefined && held.token !== refused.token ? held : undefined;
+}
+
+/** The connection broke under the request: closed or reset by the gateway or something between. */
+const BROKEN = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT']);
+
+/** Methods safe to send twice (RFC 9110 §9.2.2); any request with an `Idempotency-Key` is too. */
+const REPEATABLE = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Whether an attempt that failed with `err` after it was sent, before any byte of its answer,
+ * is sent again: its connection broke, and the request is safe to repeat. Anything else is
+ * answered `502 upstream_disconnected`; a `POST` is never sent twice.
+ */
+export function mayRetry(err: Error, method: string, headers: readonly string[]): boolean {
+  if (!BROKEN.has((err as { code?: string }).code ?? '')) return false;
+  if (REPEATABLE.has(method)) return true;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i]!.toLowerCase() === 'idempotency-key') return true;
+  }
+  return false;
+}
+
+const kCopy = Symbol('copy');
+const kRoom = Symbol('room');
+/** The copy is kept on the request it copies: the chunks so far, and the bytes still allowed. */
+type CopiedRequest = IncomingMessage & { [kCopy]?: Buffer[]; [kRoom]?: number };
+
+/** A chunk of the body, read from the caller as undici sends it on. `this` is the request. */
+function onBodyChunk(this: CopiedRequest, chunk: Buffer): void {
+  const copy = this[kCopy];
+  if (copy === undefined) return;
+  const room = this[kRoom]! - chunk.length;
+  if (room < 0) {
+    dropCopy(this);
+    return;
+  }
+  this[kRoom] = room;
+  copy.push(chunk);
+}
+
+/**
+ * Copies the body of a request as it streams, when it may fit under `limit` bytes: before the
+ * body is handed to undici, which resumes it, so that every chunk reaches both and the body is
+ * not held back. (Not undici's `onBodySent`, which it has deprecated.)
+ */
+export function copyBody(req: IncomingMessage, contentLength: string | undefined, limit: number): void {
+  if (limit === 0 || (contentLength !== undefined && Number(contentLength) > limit)) return;
+  const copied = req as CopiedRequest;
+  copied[kCopy] = [];
+  copied[kRoom] = limit;
+  req.on('data', onBodyChunk).pause();
+}
+
+/** Drops the copy and stops copying: the answer went to the caller, or the body outgrew the limit. */
+export function dropCopy(req: IncomingMessage): void {
+  const copied = req as CopiedRequest;
+  if (copied[kCopy] === undefined) return;
+  copied[kCopy] = undefined;
+  req.off('data', onBodyChunk);
+}
+
+/** Whether the whole body is at hand for sending again: none, or all of it read and copied. */
+export function bodyAtHand(req: IncomingMessage, hasBody: boolean): boolean {
+  return !hasBody || ((req as CopiedRequest)[kCopy] !== undefined && req.readableEnded);
+}
+
+/** The body for sending again, once {@link bodyAtHand} said it is: null for none. */
+export function copiedBody(req: IncomingMessage, hasBody: boolean): Buffer | null {
+  return hasBody ? Buffer.concat((req as CopiedRequest)[kCopy]!) : null;
+}
