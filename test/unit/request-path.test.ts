@@ -9,6 +9,9 @@ import { createForwarder, createSourceSelector } from '../../src/proxy/forward.j
 import { Recorder, type ProxyObserver } from '../../src/proxy/observer.js';
 import { createProxyServer } from '../../src/proxy/server.js';
 import { StopList } from '../../src/app/shutdown.js';
+import type { Authorization } from '../../src/token/authorization.js';
+import { pollUntil } from '../helpers/index.js';
+import { startRawGateway } from '../helpers/raw-gateway.js';
 
 /**
  * The request path in one process: the proxy listener and forwarder as the app wires them, a
@@ -212,6 +215,134 @@ describe('the replay after a gateway 401', () => {
     expect(s.events).toEqual([
       ['unauthorized', false],
       ['ended', 'POST', 401],
+    ]);
+  });
+});
+
+/**
+ * A source of DPoP-bound tokens (`t1`, then `t2` once `t1` is rejected): each send gets a numbered
+ * proof, and the gateway's `use_dpop_nonce` 401 is a nonce demand.
+ */
+function dpopSource(): Authorizer {
+  let proofs = 0;
+  const bound = (token: string): Authorization => ({
+    token,
+    header: `DPoP ${token}`,
+    proof: (method, target) => `proof-${++proofs} ${method} ${target}`,
+    answered: (status, headers) => status === 401 && headers['www-authenticate'] === 'DPoP error="use_dpop_nonce"',
+  });
+  let held = bound('t1');
+  return {
+    authorization: () => held,
+    authorize: () => Promise.resolve(held),
+    invalidate(token) {
+      if (token === held.token) held = bound('t2');
+      return true;
+    },
+  };
+}
+
+describe('the replay after a DPoP nonce demand', () => {
+  it('sends the same body with a new proof, then again with a new token after a 401 for the token, byte for byte each time', async () => {
+    const demand = { status: 401, headers: { 'www-authenticate': 'DPoP error="use_dpop_nonce"', 'dpop-nonce': 'n-1' } };
+    const s = await stack({ source: dpopSource(), answer: (_seen, n) => (n === 1 ? demand : n === 2 ? 401 : 200) });
+    const answer = await send(s.port, 'POST', '/api/v1/tickets', { 'content-type': 'text/plain' }, ['first,', 'second']);
+    expect(answer).toEqual({ status: 200, body: 'gateway 200' });
+    expect(s.seen).toEqual([
+      { authorization: 'DPoP t1', body: 'first,second', dpop: 'proof-1 POST /api/v1/tickets' },
+      { authorization: 'DPoP t1', body: 'first,second', dpop: 'proof-2 POST /api/v1/tickets' },
+      { authorization: 'DPoP t2', body: 'first,second', dpop: 'proof-3 POST /api/v1/tickets' },
+    ]);
+    // A nonce demand refuses no token: only the 401 for the token is counted.
+    expect(s.events).toEqual([
+      ['unauthorized', true],
+      ['ended', 'POST', 200],
+    ]);
+  });
+});
+
+describe('the replay and the retry in one request', () => {
+  it('retries a replay whose connection broke before any answer on a new connection, body and all', async () => {
+    let broken = false;
+    const g = await startRawGateway({
+      act: (r) => {
+        if (r.headers.authorization === 'Bearer t1') return { answer: 401 };
+        if (broken) return { answer: 200 };
+        broken = true;
+        return { close: true };
+      },
+    });
+    closers.push(() => g.close());
+    const s = await proxyFor(g.url, {});
+    const body = '{"id":"r-1"}';
+    const headers = { 'content-length': String(body.length), 'idempotency-key': 'k-1' };
+    expect(await send(s.port, 'PUT', '/api/v1/tickets/1', headers, [body])).toEqual({ status: 200, body: 'gateway 200' });
+    expect(g.seen.map((r) => [r.headers.authorization, r.body, r.headers['idempotency-key']])).toEqual([
+      ['Bearer t1', body, 'k-1'],
+      ['Bearer t2', body, 'k-1'],
+      ['Bearer t2', body, 'k-1'],
+    ]);
+    expect(g.seen[2]!.onConnection).toBe(1);
+    expect(s.events).toEqual([
+      ['unauthorized', true],
+      ['ended', 'PUT', 200],
+    ]);
+  });
+
+  it('replays the 401 that meets a retried GET, once, on a new connection', async () => {
+    // The first connection answers once and closes under its second request.
+    const g = await startRawGateway({
+      act: (r) => {
+        if (r.connection === 1) return r.onConnection === 1 ? { answer: 200 } : { close: true };
+        return { answer: r.headers.authorization === 'Bearer t1' ? 401 : 200 };
+      },
+    });
+    closers.push(() => g.close());
+    const s = await proxyFor(g.url, {});
+    expect((await send(s.port, 'GET', '/api/v1/warm')).status).toBe(200);
+    expect(await send(s.port, 'GET', '/api/v1/tickets')).toEqual({ status: 200, body: 'gateway 200' });
+    expect(g.seen.filter((r) => r.path === '/api/v1/tickets').map((r) => [r.headers.authorization, r.connection, r.onConnection])).toEqual([
+      ['Bearer t1', 1, 2],
+      ['Bearer t1', 2, 1],
+      ['Bearer t2', 3, 1],
+    ]);
+    expect(s.events).toEqual([
+      ['ended', 'GET', 200],
+      ['unauthorized', true],
+      ['ended', 'GET', 200],
+    ]);
+  });
+});
+
+describe('a caller that leaves during a replay', () => {
+  it('is recorded once, as 499, and its request is not sent again when the new token comes', async () => {
+    // A source that drops a rejected token and hands out the next only when told to.
+    let held: Authorization | undefined = { token: 't1', header: 'Bearer t1' };
+    const waiting: ((auth: Authorization) => void)[] = [];
+    const source: Authorizer = {
+      authorization: () => held,
+      authorize: () => (held !== undefined ? Promise.resolve(held) : new Promise((resolve) => waiting.push(resolve))),
+      invalidate(token) {
+        if (token === held?.token) held = undefined;
+        return true;
+      },
+    };
+    const s = await stack({ source, answer: (seen) => (seen.authorization === 'Bearer t1' ? 401 : 200) });
+    const leaving = request({ host: '127.0.0.1', port: s.port, method: 'GET', path: '/api/v1/tickets' });
+    leaving.on('error', () => {});
+    leaving.end();
+    await pollUntil(() => waiting.length === 1, { timeoutMs: 5_000 });
+    leaving.destroy();
+    await pollUntil(() => s.events.length === 2, { timeoutMs: 5_000 });
+    held = { token: 't2', header: 'Bearer t2' };
+    for (const resolve of waiting.splice(0)) resolve(held);
+    // The replay, had it been sent, was on its way before this request.
+    expect(await send(s.port, 'GET', '/api/v1/later')).toEqual({ status: 200, body: 'gateway 200' });
+    expect(s.seen.map((x) => x.authorization)).toEqual(['Bearer t1', 'Bearer t2']);
+    expect(s.events).toEqual([
+      ['unauthorized', true],
+      ['ended', 'GET', 499],
+      ['ended', 'GET', 200],
     ]);
   });
 });
