@@ -53,5 +53,5 @@ COPY config ./config
 # A numeric user: the kubelet can check runAsNonRoot only against a uid.
 USER 65532:65532
 EXPOSE 8180 8181
-# Exec form: node is PID 1 and handles SIGTERM itself (README "Shutdown").
+# Exec form: node is PID 1 and handles SIGTERM itself (docs/operations.md, "Shutdown").
 CMD ["node", "dist/main.js"]

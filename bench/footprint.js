@@ -1,4 +1,4 @@
-// npm run bench:footprint: the proxy's footprint beside a bare Node process, against the budgets of README "What a pod pays for the sidecar".
+// npm run bench:footprint: the proxy's footprint beside a bare Node process, against the budgets of docs/performance.md, "What a pod pays for the sidecar".
 // Starts on loopback the mock Ticket Service (token endpoint and tickets), a bare
 // `node -e 'setInterval(() => {}, 1e3)'` and the product (node dist/main.js, with the image's
 // NODE_OPTIONS), side by side on the same Node, and reports:

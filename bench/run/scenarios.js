@@ -8,8 +8,9 @@
 //                `before` only when BENCH_BEFORE or BENCH_BEFORE_ENV names a build
 //   tls          the upstream speaks HTTPS (its CA made for the run), its TLS handshakes counted
 //   basic        `user:password` sent as Basic in every request; the product's builds run with
-//                PASSTHROUGH_BASIC=true (README, "Several workspaces behind one proxy")
-//   dpop         the proof algorithm: the product runs with DPOP=on and that key (README, "DPoP"),
+//                PASSTHROUGH_BASIC=true (docs/configuration.md, "Several workspaces behind one proxy")
+//   dpop         the proof algorithm: the product runs with DPOP=on and that key
+//                (docs/networks-and-authentication.md, "DPoP: tokens bound to the proxy's key"),
 //                and the upstream counts the proofs it receives
 //   optional     not run unless BENCH_SCENARIOS names it
 import { BEARER, BEFORE, HTTP_PROXY, MINIMAL } from './candidates.js';

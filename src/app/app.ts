@@ -37,7 +37,7 @@ export interface AppDeps {
 export interface App {
   readonly proxyAddress: AddressInfo;
   readonly adminAddress: AddressInfo;
-  /** Graceful shutdown (README "Shutdown"); resolves with the exit status. */
+  /** Graceful shutdown (docs/operations.md, "Shutdown"); resolves with the exit status. */
   shutdown(): Promise<number>;
 }
 

@@ -38,7 +38,7 @@ export interface ShutdownOptions {
 }
 
 /**
- * Graceful shutdown (README "Shutdown"): not ready at once, keep serving for `delayS`, then stop
+ * Graceful shutdown (docs/operations.md, "Shutdown"): not ready at once, keep serving for `delayS`, then stop
  * accepting, let in-flight requests finish for at most `timeoutS`, close idle keep-alive sockets.
  * Resolves with the exit status: 0 after a full drain, 1 when the drain timed out.
  */

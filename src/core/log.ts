@@ -11,7 +11,7 @@ export interface Log {
 }
 
 /**
- * Paths pino censors wherever they appear one or two levels deep (README "Logs"). The proxy never
+ * Paths pino censors wherever they appear one or two levels deep (docs/operations.md, "Logs"). The proxy never
  * logs a token or a secret on purpose; this is the second line of defence.
  */
 export const REDACT_PATHS = [

@@ -2,7 +2,7 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import { Agent, Dispatcher, EnvHttpProxyAgent, Pool } from 'undici';
 import type { TlsMaterial } from './tls-material.js';
 
-/** The egress proxy settings, as curl reads them (README "An egress proxy"). */
+/** The egress proxy settings, as curl reads them (docs/networks-and-authentication.md, "An egress proxy"). */
 export interface EgressProxy {
   httpsProxy: string | undefined;
   httpProxy: string | undefined;

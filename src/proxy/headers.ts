@@ -1,7 +1,7 @@
 import type { Authorization } from '../token/authorization.js';
 
 /**
- * Header rules in both directions (README "What is forwarded"). Headers travel as flat raw lists
+ * Header rules in both directions (docs/forwarding.md, "Headers"). Headers travel as flat raw lists
  * (`[name, value, name, value, ...]`) both ways, so names keep their case and repeated fields
  * their order.
  */

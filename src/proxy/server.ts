@@ -51,7 +51,7 @@ export function createProxyServer(options: ProxyServerOptions): Server {
       maxHeaderSize: options.maxHeaderBytes,
       keepAliveTimeout: 65_000,
       // A caller gets 10 s for a request head (slowloris), checked every second; the body may
-      // stream for as long as it takes (requestTimeout 0: large uploads). README "Limits".
+      // stream for as long as it takes (requestTimeout 0: large uploads). docs/forwarding.md, "Limits under abuse".
       headersTimeout: 10_000,
       connectionsCheckingInterval: 1_000,
       requestTimeout: 0,

@@ -32,7 +32,7 @@ interface RequestCount {
 }
 
 /**
- * The proxy's metrics (README "Admin listener and metrics"), registered on an injected registry,
+ * The proxy's metrics (docs/operations.md, "Metrics"), registered on an injected registry,
  * label children bound once. They observe the request path (`ProxyObserver`) and the token
  * sources (`TokenSourceObserver`), which own those interfaces.
  */

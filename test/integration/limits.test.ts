@@ -1,5 +1,5 @@
 /**
- * Limits under abuse (README "Limits"): slow-header callers are cut off, idle keep-alive
+ * Limits under abuse (docs/forwarding.md, "Limits under abuse"): slow-header callers are cut off, idle keep-alive
  * connections do not stop new callers, a slow reader of a large download costs bounded memory,
  * and a flood of requests while no token can be had is answered 503 without reaching the gateway.
  */

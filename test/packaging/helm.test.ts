@@ -245,7 +245,7 @@ function expectMounted(container: Obj, volumes: Obj[], setting: string): Obj {
   return volume;
 }
 
-describe('production networks (README, "Production networks")', () => {
+describe('production networks (docs/networks-and-authentication.md)', () => {
   it('mounts the CA, a kubernetes.io/tls client certificate and takes the proxy URL from a Secret', async () => {
     const objects = await render(['-f', join(chart, 'ci', 'standalone-networks-values.yaml')]);
     for (const o of objects) validateObject(o);
@@ -280,7 +280,7 @@ function expectDpopKey(container: Obj, volumes: Obj[], secretName: string, key: 
   expect(env(container).DPOP_KEY_FILE.value.endsWith(`/${key}`)).toBe(true);
 }
 
-describe('DPoP (README, "DPoP")', () => {
+describe('DPoP (docs/networks-and-authentication.md, "DPoP with Helm")', () => {
   it('passes the mode, the algorithm and a key mounted from an existing Secret', async () => {
     const objects = await render(['-f', join(chart, 'ci', 'dpop-values.yaml')]);
     for (const o of objects) validateObject(o);
@@ -338,7 +338,7 @@ function expectSecretless(container: Obj, volumes: Obj[], audience: string): voi
   ).toBe(false);
 }
 
-describe('secretless mode (README, "Run without a secret")', () => {
+describe('secretless mode (docs/networks-and-authentication.md, "Run without a secret")', () => {
   it('projects the service-account token with the audience and sets it as the client assertion, with no Secret', async () => {
     const objects = await render(['-f', join(chart, 'ci', 'secretless-values.yaml')]);
     for (const o of objects) validateObject(o);

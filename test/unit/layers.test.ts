@@ -3,7 +3,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The layer rule of README "Development": imports point down
+ * The layer rule of docs/development.md, "The house: rooms in layers": imports point down
  * `main / app → admin, telemetry → proxy → token → net → config → core`, and `mock/` imports
  * nothing of the product. Type-only imports count too.
  */

@@ -1,6 +1,7 @@
 /**
- * The README's Deploy section: every example in it is a file the other packaging tests render or
- * parse, or a command run here as far as this machine can (no Docker engine, no cluster).
+ * The examples of the README and of docs/ (marked `<!-- example: NAME -->`): each is a file the
+ * other packaging tests render or parse, or a command run here as far as this machine can (no
+ * Docker engine, no cluster). And the README's Quick start, as a newcomer follows it.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,20 +10,13 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
+import { examples, readDoc, ROOT as root, section } from '../helpers/docs.js';
 import { pollUntil, startProxy } from '../helpers/index.js';
 import { helm } from './helm-binary.js';
 import { envOf, findKind, KNOWN_ENV, type Obj, parseObjects, validateObject } from './k8s-objects.js';
 
-const root = join(import.meta.dirname, '..', '..');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const readme = readDoc('README.md');
 const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
-
-/** The code blocks marked `<!-- example: NAME -->` in the README, by name. */
-function examples(): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const m of readme.matchAll(/<!-- example: (\S+) -->\n```[a-z]*\n([\s\S]*?)```\n/g)) out.set(m[1]!, m[2]!);
-  return out;
-}
 
 /** A shell command's words: continuation lines joined, quotes removed (no expansions). */
 function words(command: string): string[] {
@@ -35,10 +29,13 @@ function flagValues(argv: string[], ...names: string[]): string[] {
   return argv.flatMap((w, i) => (names.includes(w) && argv[i + 1] !== undefined ? [argv[i + 1]!] : []));
 }
 
-const blocks = examples();
+const marked = examples();
+const blocks = new Map([...marked].map(([name, { body }]) => [name, body]));
+/** The page an example is in. */
+const pageOf = (name: string): string => readDoc(marked.get(name)!.page);
 
-describe('README Deploy section', () => {
-  it('has the Docker, Compose, Helm standalone, Helm sidecar and kubectl examples', () => {
+describe('the examples', () => {
+  it('are the Docker, Compose, Helm standalone, Helm sidecar, kubectl and DPoP values examples', () => {
     expect([...blocks.keys()].sort()).toEqual(
       [
         'docker-run',
@@ -70,7 +67,7 @@ describe('README Deploy section', () => {
     expect(target).toBe(env.CLIENT_SECRET_FILE);
     expect(mode).toBe('ro');
     expect(argv.at(-1)).toBe(`registry.example.com/platform/ticket-auth-proxy:${version}`);
-    expect(readme).toContain(`docker build -t registry.example.com/platform/ticket-auth-proxy:${version} .`);
+    expect(pageOf('docker-run')).toContain(`docker build -t registry.example.com/platform/ticket-auth-proxy:${version} .`);
   });
 
   it('installs the standalone chart with a command helm renders into valid objects', async () => {
@@ -85,11 +82,11 @@ describe('README Deploy section', () => {
     expect(container.image).toBe(`registry.example.com/platform/ticket-auth-proxy:${version}`);
     expect(findKind(objects, 'NetworkPolicy')!.spec.ingress[0].from[0].podSelector.matchLabels).toEqual({ app: 'legacy-app' });
     expect(findKind(objects, 'Service')!.metadata.name).toBe('tickets-ticket-auth-proxy');
-    expect(readme).toContain('http://tickets-ticket-auth-proxy.<namespace>.svc:8180');
+    expect(pageOf('helm-standalone')).toContain('http://tickets-ticket-auth-proxy.<namespace>.svc:8180');
   });
 });
 
-describe("the README's DPoP example", () => {
+describe('the DPoP example', () => {
   it('is Helm values the chart renders into DPOP=on and the key mounted from the Secret', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tap-readme-dpop-'));
     try {
@@ -115,7 +112,7 @@ describe("the README's DPoP example", () => {
         expect.objectContaining({ secret: expect.objectContaining({ secretName: 'ticket-auth-proxy-dpop-key' }) }),
       );
       // The commands beside it make the Secret the values name, with the key they name.
-      expect(readme).toContain('kubectl create secret generic ticket-auth-proxy-dpop-key --from-file=dpop-key.pem');
+      expect(pageOf('helm-dpop-values')).toContain('kubectl create secret generic ticket-auth-proxy-dpop-key --from-file=dpop-key.pem');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -242,12 +239,12 @@ describe('the images the examples run (none is published)', () => {
     expect(result.stderr).toBe('');
     const container: Obj = findKind(parseObjects(result.stdout), 'Deployment')!.spec.template.spec.containers[0];
     expect(container.image).toBe(`${PLACEHOLDER}:${version}`);
-    expect(readme).toContain(`is \`${PLACEHOLDER}\``);
+    expect(readDoc('docs/deployment.md')).toContain(`\`${PLACEHOLDER}\`, a placeholder that never resolves`);
   });
 });
 
 describe('README Quick start', () => {
-  const quickStart = /^## Quick start\n([\s\S]*?)^## /m.exec(readme)![1]!;
+  const quickStart = section(readme, 'Quick start');
 
   it("says how to get Node.js 22: a version manager, or the npm registry's node package as .ci/run does", () => {
     expect(quickStart).toMatch(/Node\.js 22 or newer/);
