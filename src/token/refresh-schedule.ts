@@ -1,7 +1,8 @@
 /**
  * A token's schedule: when it stops being used, when it is refreshed, and how long a failed
- * fetch waits before the next (README "Refresh and backoff"). Pure functions of the lifetime and
- * a random number, so the token source's lifecycle is tested on a fake clock.
+ * fetch waits before the next (docs/forwarding.md, "The token: refresh and backoff"). Pure
+ * functions of the lifetime and a random number, so the token source's lifecycle is tested on a
+ * fake clock.
  */
 
 /**
