@@ -22,6 +22,11 @@ export function readDoc(path: string): string {
   return readFileSync(join(ROOT, path), 'utf8');
 }
 
+/** `text` without its fenced code blocks (fences and the code in them become empty lines). */
+export function prose(text: string): string {
+  return proseLines(text).join('\n');
+}
+
 /** The lines of `text` outside fenced code blocks (fences and the code in them become empty lines). */
 function proseLines(text: string): string[] {
   let fenced = false;

@@ -12,7 +12,7 @@ import { SETTINGS } from '../../src/config/config.js';
 import * as coreErrors from '../../src/core/errors.js';
 import { problemFor } from '../../src/core/problem.js';
 import * as tokenErrors from '../../src/token/errors.js';
-import { codeSpans, docPages, headings, links, readDoc, ROOT, rowsOf, section } from '../helpers/docs.js';
+import { codeSpans, docPages, headings, links, prose, readDoc, ROOT, rowsOf, section } from '../helpers/docs.js';
 import { metricsText, sharedStack } from '../helpers/stack.js';
 
 const it = sharedStack();
@@ -144,6 +144,13 @@ describe('the pages', () => {
         ).toContain(anchor);
       }
     }
+  });
+
+  it.each(docPages())('%s names only repository files that exist', (page) => {
+    const named = codeSpans(prose(readDoc(page))).filter((span) =>
+      /^(src|test|bench|scripts|helm|ops|examples|config|docs)\/\S+$/.test(span),
+    );
+    for (const path of named) expect(existsSync(join(ROOT, path)), `${page} names ${path}`).toBe(true);
   });
 
   it('are each linked from the README, with a line saying what is in them', () => {
