@@ -12,11 +12,11 @@ import type { Recorder } from './observer.js';
  *   is sent once more ({@link replayAuthorization}). A DPoP gateway's 401 asking for a nonce
  *   (RFC 9449 §9) is replayed once too, with a new proof carrying the nonce: the token is kept and
  *   no refresh is forced. Every 401 is reported, replayed or not.
- * - The retry after a pooled connection the gateway closed under the request (README "When things
- *   fail"), consulted when an attempt fails ({@link mayRetry}): when the connection broke after the
- *   request was sent and before any byte of the answer arrived, a request safe to repeat is sent
- *   once more, on a new connection, invisibly to the caller. A retry is no 401 replay: it is not
- *   counted as one, and a 401 after it may still be replayed.
+ * - The retry after a pooled connection the gateway closed under the request (docs/forwarding.md,
+ *   "Bodies and connections"), consulted when an attempt fails ({@link mayRetry}): when the
+ *   connection broke after the request was sent and before any byte of the answer arrived, a
+ *   request safe to repeat is sent once more, on a new connection, invisibly to the caller. A
+ *   retry is no 401 replay: it is not counted as one, and a 401 after it may still be replayed.
  *
  * Either needs the whole body at hand: none, or one of at most `REPLAY_BODY_LIMIT_BYTES`, copied
  * while it streamed ({@link copyBody}) and dropped as soon as the answer goes to the caller.
