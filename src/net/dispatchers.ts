@@ -12,8 +12,6 @@ export interface EgressProxy {
 export interface DispatchersOptions {
   /** `BASE_URL`'s origin: the gateway's connections. */
   gatewayOrigin: string;
-  /** `TOKEN_URL`: the token endpoint's connections. */
-  tokenUrl: string;
   gatewayConnectTimeoutMs: number;
   tokenConnectTimeoutMs: number;
   proxy: EgressProxy;
@@ -21,8 +19,9 @@ export interface DispatchersOptions {
 }
 
 /**
- * The connections to the gateway and to the token endpoint, made from the TLS material and the
- * egress proxy; forwarding and token fetching see only these two dispatchers.
+ * The connections to the gateway and to the identity provider (its token endpoint, and the
+ * metadata of `ISSUER_URL`), made from the TLS material and the egress proxy; forwarding and
+ * token fetching see only these dispatchers.
  */
 export interface Dispatchers {
   /** For the forwarder: requests need no `origin`, it is the gateway's. */
@@ -32,6 +31,10 @@ export interface Dispatchers {
    * sending a request again after a pooled connection broke under it.
    */
   readonly gatewayFresh: Dispatcher;
+  /**
+   * For the identity provider: any origin, since the token endpoint an issuer's metadata names is
+   * known only once it has been read, and need not share the issuer's origin.
+   */
   readonly token: Dispatcher;
   /**
    * New TLS material (a rotated CA file or client certificate): new connections use it; requests
@@ -132,10 +135,18 @@ function build(
   return single ? new Pool(target.origin, { ...poolOptions, connect }) : new Agent({ ...poolOptions, connect });
 }
 
-/** Builds the gateway's and the token endpoint's dispatchers. */
+/**
+ * Connections to any origin: undici's Agent keeps a dispatcher for each origin it meets, built as
+ * the gateway's is (a pool, or the egress proxy its scheme asks for), so an origin known only at
+ * run time (the token endpoint an issuer's metadata names) is reached as one named in the settings.
+ */
+function buildAnyOrigin(tls: TlsMaterial, proxy: EgressProxy, connectTimeoutMs: number, poolOptions: Pool.Options): Dispatcher {
+  return new Agent({ factory: (origin) => build(new URL(String(origin)), tls, proxy, connectTimeoutMs, poolOptions, true) });
+}
+
+/** Builds the gateway's and the identity provider's dispatchers. */
 export function createDispatchers(options: DispatchersOptions): Dispatchers {
   const gatewayTarget = new URL(options.gatewayOrigin);
-  const tokenTarget = new URL(options.tokenUrl);
   // The gateway's pool: kept alive for every method; connections unbounded. An idle connection
   // is kept as long as the gateway's `Keep-Alive: timeout` hint less a second (undici reuses none
   // when that leaves nothing), and without a hint 4 s: below the idle timeouts of common servers
@@ -148,8 +159,7 @@ export function createDispatchers(options: DispatchersOptions): Dispatchers {
     build(gatewayTarget, tls, options.proxy, options.gatewayConnectTimeoutMs, gatewayPool, true);
   const buildFresh = (tls: TlsMaterial): Dispatcher =>
     build(gatewayTarget, tls, options.proxy, options.gatewayConnectTimeoutMs, freshPool, true);
-  const buildToken = (tls: TlsMaterial): Dispatcher =>
-    build(tokenTarget, tls, options.proxy, options.tokenConnectTimeoutMs, tokenPool, false);
+  const buildToken = (tls: TlsMaterial): Dispatcher => buildAnyOrigin(tls, options.proxy, options.tokenConnectTimeoutMs, tokenPool);
 
   const gateway = new SwappableDispatcher(buildGateway(options.tls), gatewayTarget.origin);
   const gatewayFresh = new SwappableDispatcher(buildFresh(options.tls), gatewayTarget.origin);
@@ -175,7 +185,6 @@ export function createDispatchers(options: DispatchersOptions): Dispatchers {
 /** The settings the dispatchers are made from (a configuration has them all). */
 export interface DispatcherSettings {
   baseUrl: string;
-  tokenUrl: string;
   upstreamTimeoutMs: number;
   tokenFetchTimeoutMs: number;
   httpsProxy: string | undefined;
@@ -198,7 +207,6 @@ const GATEWAY_CONNECT_TIMEOUT_MS = 10_000;
 export function dispatchersFromSettings(settings: DispatcherSettings, tls: TlsMaterial): Dispatchers {
   return createDispatchers({
     gatewayOrigin: new URL(settings.baseUrl).origin,
-    tokenUrl: settings.tokenUrl,
     gatewayConnectTimeoutMs: Math.min(settings.upstreamTimeoutMs, GATEWAY_CONNECT_TIMEOUT_MS),
     tokenConnectTimeoutMs: settings.tokenFetchTimeoutMs,
     proxy: { httpsProxy: settings.httpsProxy, httpProxy: settings.httpProxy, noProxy: settings.noProxy },
