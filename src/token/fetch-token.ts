@@ -1,5 +1,6 @@
 import { request, type Dispatcher } from 'undici';
 import { networkFailureReason } from '../net/failure-reason.js';
+import { readSmallBody } from '../net/small-body.js';
 import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
 import type { ClientAuth, Credential } from './client-auth/index.js';
@@ -72,23 +73,12 @@ async function send(options: TokenFetcherOptions, headers: Record<string, string
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_BODY_BYTES) {
-        res.body.destroy();
-        throw new TokenFetchError(
-          'invalid_response',
-          `token endpoint answered ${res.statusCode} with a body over ${MAX_BODY_BYTES} bytes`,
-          {
-            status: res.statusCode,
-          },
-        );
-      }
-      chunks.push(chunk as Buffer);
+    const text = await readSmallBody(res.body, MAX_BODY_BYTES);
+    if (text === undefined) {
+      const message = `token endpoint answered ${res.statusCode} with a body over ${MAX_BODY_BYTES} bytes`;
+      throw new TokenFetchError('invalid_response', message, { status: res.statusCode });
     }
-    return { statusCode: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') };
+    return { statusCode: res.statusCode, headers: res.headers, text };
   } catch (err) {
     if (err instanceof TokenFetchError) throw err;
     throw classify(err, timeoutMs, signal, tokenUrl);
