@@ -93,6 +93,9 @@ export const clientAssertionFile: AuthMethod<'client_assertion_file'> = {
   name: 'client_assertion_file',
   usesSecret: false,
   proofSetting: 'clientAssertionFile',
+  // No registered name: an assertion another party signed is accepted under names that differ
+  // from one identity provider to the next (the client's own key's, a federation's of their own).
+  listedAs: undefined,
 
   check(ctx, secretSetting) {
     if (ctx.given(secretSetting)) {

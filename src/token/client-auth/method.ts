@@ -122,6 +122,17 @@ export interface AuthMethod<Name extends TokenAuthMethod = TokenAuthMethod> {
   /** Settings that shape its proof only: set with another method, they are refused, naming this one. */
   readonly proofOptions?: readonly (keyof Config)[];
   /**
+   * The name an authorization server's metadata lists it by in
+   * `token_endpoint_auth_methods_supported` (RFC 8414 §2, from the IANA registry of token
+   * endpoint authentication methods), or undefined when no registered name fits.
+   */
+  readonly listedAs: string | undefined;
+  /**
+   * Its proof is the TLS client certificate (RFC 8705 §2): the token endpoint's mutual-TLS alias
+   * is used where an issuer's metadata names one (RFC 8705 §5).
+   */
+  readonly mutualTls?: boolean;
+  /**
    * Its settings check, beside the rules every method shares: what it needs, what it refuses
    * beside it (every problem recorded, naming its setting), and what it read at start.
    */

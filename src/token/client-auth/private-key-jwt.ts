@@ -43,6 +43,7 @@ export const privateKeyJwt: AuthMethod<'private_key_jwt'> = {
   usesSecret: false,
   proofSetting: 'clientAssertionKeyFile',
   proofOptions: ['clientAssertionKid', 'clientAssertionAlg'],
+  listedAs: 'private_key_jwt',
 
   check(ctx, secretSetting): Partial<TokenStartup> {
     if (ctx.given(secretSetting)) {

@@ -30,6 +30,7 @@ export function secretMethod<Name extends TokenAuthMethod>(spec: SecretMethodSpe
   return {
     name: spec.name,
     usesSecret: true,
+    listedAs: spec.name,
     check: () => ({}),
     configure(config, deps) {
       const { clientId, clientSecretFile } = config;

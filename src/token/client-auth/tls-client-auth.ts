@@ -20,6 +20,8 @@ export function certificateThumbprint(pemChain: string): string {
 export const tlsClientAuth: AuthMethod<'tls_client_auth'> = {
   name: 'tls_client_auth',
   usesSecret: false,
+  listedAs: 'tls_client_auth',
+  mutualTls: true,
 
   check(ctx, secretSetting) {
     const { config } = ctx;
