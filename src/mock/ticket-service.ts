@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createApi, type ApiFault, type ApiHandler, type ApiRequestRecord } from './api.js';
 import { createAssertionClients, type AssertionClients } from './client-assertions.js';
 import { createDpopVerifier, type DpopVerifier } from './dpop-verifier.js';
+import { createMockIssuer, type MockIssuer } from './issuer.js';
 import { listen, type MockTls } from './listener.js';
 import { json } from './respond.js';
 import {
@@ -22,6 +23,7 @@ import {
 } from './token-endpoint.js';
 
 export type { ApiFault, ApiRequestRecord } from './api.js';
+export type { IssuerDocuments, IssuerLists, MockIssuer } from './issuer.js';
 export type { MockTls } from './listener.js';
 export type { TokenFault, TokenRefusalStyle, TokenRequestRecord } from './token-endpoint.js';
 
@@ -48,6 +50,8 @@ export interface MockTicketServiceOptions {
    * DPoP token request with a Bearer token (an identity provider without DPoP for the client).
    */
   dpop?: { tokenNonce?: boolean; gatewayNonce?: boolean; bearerOnly?: boolean };
+  /** The path of the issuer identifier after the origin (`/realms/tickets`); default none (the origin is the issuer). */
+  issuerPath?: string;
 }
 
 export interface MockTicketService {
@@ -83,16 +87,26 @@ export interface MockTicketService {
   setDown(down: boolean): Promise<void>;
   /** Connections open right now. */
   openConnections(): number;
+  /** The mock as an issuer: its metadata documents, and where they say the token endpoint is. */
+  readonly issuer: MockIssuer;
   /** Emits `request` (ApiRequestRecord) when an API request ends or aborts, and `token` (TokenRequestRecord). */
   readonly events: EventEmitter;
   close(): Promise<void>;
 }
 
 /**
- * Routes a request once its body is read: the token endpoint, the API under `/api/v1`, or 404.
- * Every API request is recorded, and emitted as `request` when it ends or aborts.
+ * Routes a request once its body is read: the issuer's metadata, the token endpoint (404 at its
+ * first path once it moved), the API under `/api/v1`, or 404. Every API request is recorded, and
+ * emitted as `request` when it ends or aborts.
  */
-function router(api: string, tokenEndpoint: TokenEndpoint, serveApi: ApiHandler, apiRequests: ApiRequestRecord[], events: EventEmitter) {
+function router(
+  api: string,
+  issuer: MockIssuer,
+  tokenEndpoint: TokenEndpoint,
+  serveApi: ApiHandler,
+  apiRequests: ApiRequestRecord[],
+  events: EventEmitter,
+) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -101,7 +115,8 @@ function router(api: string, tokenEndpoint: TokenEndpoint, serveApi: ApiHandler,
     const hash = createHash('sha256');
     const chunks: Buffer[] = [];
     let length = 0;
-    const isToken = path === `${api}/oauth2/token`;
+    const isToken = path === issuer.tokenPath;
+    const movedAway = path === `${api}/oauth2/token` && !isToken;
     req.on('data', (c: Buffer) => {
       length += c.length;
       hash.update(c);
@@ -109,6 +124,11 @@ function router(api: string, tokenEndpoint: TokenEndpoint, serveApi: ApiHandler,
     });
     req.on('error', () => {});
     req.on('end', () => {
+      if (movedAway) {
+        json(res, 404, { error: 'not_found' });
+        return;
+      }
+      if (req.method === 'GET' && issuer.handle(path, res)) return;
       if (isToken) {
         if (req.method !== 'POST') json(res, 405, { error: 'invalid_request' });
         else tokenEndpoint.handle(req, res, Buffer.concat(chunks));
@@ -143,6 +163,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
   const prefix = (options.pathPrefix ?? '').replace(/\/$/, '');
   const api = `${prefix}/api/v1`;
   const events = new EventEmitter();
+  const issuer = createMockIssuer(() => new URL(url).origin, options.issuerPath ?? '', `${api}/oauth2/token`);
   const assertionClients = createAssertionClients();
   let url = '';
   const dpop = {
@@ -156,7 +177,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     assertionClients,
     events,
     // The audience a private_key_jwt assertion must name: this endpoint, as the client reaches it.
-    audience: () => `${url}/api/v1/oauth2/token`,
+    audience: () => `${new URL(url).origin}${issuer.tokenPath}`,
     ...(options.tokenRefusal === undefined ? {} : { refusal: options.tokenRefusal }),
   });
   let rejectAll = false;
@@ -169,7 +190,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     origin: () => new URL(url).origin,
   });
   const apiRequests: ApiRequestRecord[] = [];
-  const listener = await listen(host, options.port ?? 0, options.tls, router(api, tokenEndpoint, serveApi, apiRequests, events));
+  const listener = await listen(host, options.port ?? 0, options.tls, router(api, issuer, tokenEndpoint, serveApi, apiRequests, events));
   url = `${options.tls ? 'https' : 'http'}://${host}:${listener.port}${prefix}`;
 
   return {
@@ -192,6 +213,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     setApiFault: (fault) => {
       apiFault = fault;
     },
+    issuer,
     setDown: listener.setDown,
     openConnections: listener.openConnections,
     rejectAllTokens: (on) => {
