@@ -9,6 +9,7 @@ import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';
 import { createLogger } from './core/log.js';
 import { checkNetSettings } from './net/settings.js';
+import { checkIssuerSettings } from './token/discovery/index.js';
 import { checkDpopSettings } from './token/dpop/index.js';
 import { checkTokenSettings } from './token/settings.js';
 
@@ -41,7 +42,11 @@ async function main(): Promise<void> {
   };
   let loaded;
   try {
-    loaded = await readConfig(args.configFile, { tls: checkNetSettings, token: checkTokenSettings, dpop: checkDpopSettings }, process.env);
+    loaded = await readConfig(
+      args.configFile,
+      { tls: checkNetSettings, token: checkTokenSettings, dpop: checkDpopSettings, issuer: checkIssuerSettings },
+      process.env,
+    );
   } catch (err) {
     writeWarnings();
     if (err instanceof ConfigError) fail(err.message);

@@ -16,6 +16,7 @@ import { createMetrics } from '../telemetry/metrics.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
 import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/client-auth/index.js';
+import type { TokenEndpoint } from '../token/discovery/index.js';
 import type { TokenSource } from '../token/token-source.js';
 import { shutdown, type Stop, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
@@ -54,7 +55,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   const stops = new StopList();
   const dispatchers = dispatchersFromSettings(config, deps.tls.material);
   stops.add(() => dispatchers.destroy());
-  const { configured, passthrough } = createTokenSources({ ...deps, metrics, dispatcher: dispatchers.token, stops });
+  const { configured, passthrough, endpoint } = createTokenSources({ ...deps, metrics, dispatcher: dispatchers.token, stops });
   // Rotated TLS files are used by new connections; a new client certificate fetches a token at
   // once, as a secret change does.
   stops.add(
@@ -85,9 +86,12 @@ export async function startApp(deps: AppDeps): Promise<App> {
   });
   const phase: Phase = { listening: false, stopping: false };
   const proxyServer = createProxyServer({ forward, recorder, log, maxHeaderBytes: config.maxHeaderBytes });
-  const adminServer = createAdminServer({ registry, log, readiness: () => notReadyReason(phase, configured, config.tokenUrl) });
+  const adminServer = createAdminServer({ registry, log, readiness: () => notReadyReason(phase, configured, endpoint) });
 
   configured?.start();
+  // Pass-through credentials only: no token is fetched at start, but an issuer's metadata is read
+  // then all the same, so its warnings come at start and the first caller does not wait for it.
+  if (configured === undefined) readEndpointAtStart(endpoint, log);
   let proxyAddress: AddressInfo;
   let adminAddress: AddressInfo;
   try {
@@ -100,7 +104,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   }
   phase.listening = true;
   stops.add(releaseMemoryAfterBursts(proxyServer, clock, log));
-  announce(config, log, proxyAddress, adminAddress);
+  announce(config, endpoint, log, proxyAddress, adminAddress);
 
   return {
     proxyAddress,
@@ -134,16 +138,25 @@ function listen(server: Server, port: number, host: string, what: string): Promi
 }
 
 /** Why the proxy is not ready, or undefined when it is: listening, not stopping, a token held. */
-function notReadyReason(phase: Phase, configured: TokenSource | undefined, tokenUrl: string): string | undefined {
+function notReadyReason(phase: Phase, configured: TokenSource | undefined, endpoint: TokenEndpoint): string | undefined {
   if (phase.stopping) return 'shutting down';
   if (!phase.listening) return 'starting';
   if (configured !== undefined && configured.current() === undefined) {
     const last = configured.lastError;
     if (last === undefined) return 'no valid token yet';
-    const failure = describeFetchFailure(last, tokenUrl);
+    const failure = describeFetchFailure(last, endpoint);
     return `no valid token (last fetch: ${failure.outcome}: ${failure.text})`;
   }
   return undefined;
+}
+
+/** Reads an issuer's metadata now; a failure is logged, and the first token fetch reads it again. */
+function readEndpointAtStart(endpoint: TokenEndpoint, log: Log): void {
+  if (endpoint.issuer === undefined) return;
+  endpoint.resolve().catch((err: unknown) => {
+    const failure = describeFetchFailure(err, endpoint);
+    log.warn({ issuer: endpoint.issuer, outcome: failure.outcome, reason: failure.text }, 'the issuer metadata could not be read');
+  });
 }
 
 /** Gives memory back once a burst of requests is over (memory-release.ts). */
@@ -156,7 +169,7 @@ function releaseMemoryAfterBursts(proxyServer: Server, clock: Clock, log: Log): 
   return () => memoryRelease.stop();
 }
 
-function announce(config: Config, log: Log, proxyAddress: AddressInfo, adminAddress: AddressInfo): void {
+function announce(config: Config, endpoint: TokenEndpoint, log: Log, proxyAddress: AddressInfo, adminAddress: AddressInfo): void {
   if (!isLoopbackHost(config.listenHost)) {
     log.warn({ host: config.listenHost }, 'the proxy listener is not on loopback: anyone who can reach it uses the configured credentials');
   }
@@ -165,7 +178,8 @@ function announce(config: Config, log: Log, proxyAddress: AddressInfo, adminAddr
       proxy: { host: proxyAddress.address, port: proxyAddress.port },
       admin: { host: adminAddress.address, port: adminAddress.port },
       gateway: config.baseUrl,
-      tokenUrl: displayTokenUrl(config.tokenUrl),
+      tokenUrl: endpoint.url === undefined ? undefined : displayTokenUrl(endpoint.url),
+      issuer: endpoint.issuer,
     },
     'listeners up',
   );

@@ -5,6 +5,7 @@ import type { Dispatcher } from 'undici';
 import type { Metrics } from '../telemetry/metrics.js';
 import { configuredCredential, passthroughClientAuth, type TokenStartup } from '../token/client-auth/index.js';
 import { createDpopClient, watchDpopKeyFile, type DpopClient, type DpopObserver, type DpopStartup } from '../token/dpop/index.js';
+import { tokenEndpointFromConfig, type TokenEndpoint } from '../token/discovery/index.js';
 import { tokenFetcherFromConfig } from '../token/fetch-token.js';
 import { createSourceCache, type SourceCache } from '../token/source-cache.js';
 import { TokenSource } from '../token/token-source.js';
@@ -20,20 +21,35 @@ export interface TokenSourceDeps {
   log: Log;
   random: () => number;
   metrics: Metrics;
-  /** The token endpoint's connections. */
+  /** The identity provider's connections. */
   dispatcher: Dispatcher;
   /** Where each part registers how it is stopped. */
   stops: StopList;
 }
 
+/** The token side as wired: its sources, and where their requests go. */
+export interface TokenSources {
+  /** The configured credential's source, when one is configured. */
+  readonly configured: TokenSource | undefined;
+  /** The pass-through credentials' cache, when `PASSTHROUGH_BASIC` is on. */
+  readonly passthrough: SourceCache | undefined;
+  /** The token endpoint both send to: `TOKEN_URL`, or the one `ISSUER_URL`'s metadata names. */
+  readonly endpoint: TokenEndpoint;
+}
+
+/** What the sources are built with: the dependencies, and the one token endpoint they share. */
+type Wiring = TokenSourceDeps & { endpoint: TokenEndpoint };
+
 /**
  * The configured credential's token source (when one is configured), following the files it is
- * made of, and the pass-through credentials' cache (when
- * `PASSTHROUGH_BASIC` is on). Neither is started here.
+ * made of, and the pass-through credentials' cache (when `PASSTHROUGH_BASIC` is on), both sending
+ * to one token endpoint (an issuer's metadata is read once for both). Neither is started here.
  */
-export function createTokenSources(deps: TokenSourceDeps): { configured: TokenSource | undefined; passthrough: SourceCache | undefined } {
+export function createTokenSources(deps: TokenSourceDeps): TokenSources {
   const dpop = dpopClient(deps.config, deps.dpop, { ...deps, observer: deps.metrics.dpop });
-  const configured = configuredSource(deps, dpop);
+  const endpoint = tokenEndpointFromConfig(deps.config, { ...deps, dpopAlg: () => dpop?.prover.key().alg });
+  const wiring: Wiring = { ...deps, endpoint };
+  const configured = configuredSource(wiring, dpop);
   // A new key in DPOP_KEY_FILE: the configured credential fetches a token bound to it at once;
   // tokens held meanwhile keep being proven with the key they are bound to.
   const keyFile = deps.config.dpopKeyFile;
@@ -52,7 +68,7 @@ export function createTokenSources(deps: TokenSourceDeps): { configured: TokenSo
       }),
     );
   }
-  return { configured, passthrough: passthroughCache(deps, dpop) };
+  return { configured, passthrough: passthroughCache(wiring, dpop), endpoint };
 }
 
 /** The DPoP side (one key per process) with `DPOP` on or required, else undefined. */
@@ -66,7 +82,7 @@ export function dpopClient(
 }
 
 function configuredSource(
-  { config, token, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps,
+  { config, token, clock, log, random, metrics, dispatcher, endpoint, stops }: Wiring,
   dpop: DpopClient | undefined,
 ): TokenSource | undefined {
   // How the configured client proves who it is (TOKEN_AUTH_METHOD).
@@ -75,14 +91,14 @@ function configuredSource(
   const source = new TokenSource({
     label: 'configured',
     credential: auth.credential,
-    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), auth.clientAuth, dpop),
+    fetchToken: tokenFetcherFromConfig(config, endpoint, dispatcher, () => clock.now(), auth.clientAuth, dpop),
     clock,
     random,
     refreshRatio: config.tokenRefreshRatio,
     waitTimeoutMs: config.tokenWaitTimeoutMs,
     log,
     observer: metrics.configuredToken,
-    tokenUrl: config.tokenUrl,
+    endpoint,
     dpop,
   });
   stops.add(() => source.stop());
@@ -93,13 +109,20 @@ function configuredSource(
 
 /** Callers' own Basic credentials, each with a token source of its own. */
 function passthroughCache(
-  { config, clock, log, random, metrics, dispatcher, stops }: TokenSourceDeps,
+  { config, clock, log, random, metrics, dispatcher, endpoint, stops }: Wiring,
   dpop: DpopClient | undefined,
 ): SourceCache | undefined {
   if (!config.passthroughBasic) return undefined;
   const cache = createSourceCache({
     max: config.tokenCacheMax,
-    fetchToken: tokenFetcherFromConfig(config, dispatcher, () => clock.now(), passthroughClientAuth(config, { clock, log }), dpop),
+    fetchToken: tokenFetcherFromConfig(
+      config,
+      endpoint,
+      dispatcher,
+      () => clock.now(),
+      passthroughClientAuth(config, { clock, log }),
+      dpop,
+    ),
     dpop,
     clock,
     random,

@@ -39,7 +39,10 @@ export interface Config {
   readonly adminHost: string;
   readonly adminPort: number;
   readonly configFile: string | undefined;
-  readonly tokenUrl: string;
+  /** The token endpoint: `TOKEN_URL`, or the gateway's own; undefined when `ISSUER_URL`'s metadata names it. */
+  readonly tokenUrl: string | undefined;
+  /** An OAuth 2.0 / OpenID Connect issuer, exactly as given: its metadata names the token endpoint. */
+  readonly issuerUrl: string | undefined;
   readonly tokenScope: string | undefined;
   readonly tokenAuthMethod: TokenAuthMethod;
   /** Extra form fields on every token request (TOKEN_PARAMS), in order. */
@@ -121,6 +124,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ADMIN_PORT', key: 'adminPort', kind: { type: 'port' }, default: 8181 },
   { env: 'CONFIG_FILE', key: 'configFile', kind: { type: 'path' }, envOnly: true },
   { env: 'TOKEN_URL', key: 'tokenUrl', kind: { type: 'url' } },
+  { env: 'ISSUER_URL', key: 'issuerUrl', kind: { type: 'url' } },
   { env: 'TOKEN_SCOPE', key: 'tokenScope', kind: { type: 'string' } },
   {
     env: 'TOKEN_AUTH_METHOD',

@@ -104,7 +104,7 @@ function apiRootProblem(baseUrl: string, tokenUrlGiven: boolean, name: string): 
   );
 }
 
-/** BASE_URL and TOKEN_URL: absolute, http(s), http only for loopback unless allowed. */
+/** BASE_URL, TOKEN_URL and ISSUER_URL: absolute, http(s), http only for loopback unless allowed. */
 function endpoints(
   out: Record<string, unknown>,
   given: (key: string) => boolean,
@@ -125,8 +125,12 @@ function endpoints(
   if (out.tokenUrl !== undefined) {
     // Used as given: unlike BASE_URL, a token endpoint's trailing slash can matter to its server.
     out.tokenUrl = checkUrl(out.tokenUrl as string, name('tokenUrl'), insecure, problems, false);
-  } else if (typeof out.baseUrl === 'string') {
+  } else if (typeof out.baseUrl === 'string' && !given('issuerUrl')) {
     out.tokenUrl = `${out.baseUrl}/api/v1/oauth2/token`;
+  }
+  // Kept exactly as given: the metadata's issuer must be the same string (RFC 8414 §3.3).
+  if (out.issuerUrl !== undefined && checkUrl(out.issuerUrl as string, name('issuerUrl'), insecure, problems, false) === undefined) {
+    out.issuerUrl = undefined;
   }
 }
 

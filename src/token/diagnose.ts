@@ -5,15 +5,22 @@
  */
 import type { Log } from '../core/log.js';
 import { withoutUserinfo } from '../core/redact.js';
-import { ClientAssertionError, DpopBearerError, TokenFetchError, TokenRefusedError, type RefusalContext } from './errors.js';
+import {
+  ClientAssertionError,
+  DpopBearerError,
+  IssuerMetadataError,
+  TokenFetchError,
+  TokenRefusedError,
+  type RefusalContext,
+} from './errors.js';
 import { nearestOAuthCode } from './oauth-error-codes.js';
 
 /** The operator-facing account of one failed token fetch. */
 export interface TokenDiagnosis {
   /** The failure as counted by the fetch metrics (`network_error` for anything unexpected). */
   readonly error: TokenFetchError;
-  /** The token URL without userinfo: not secret, and the first thing to check. */
-  readonly tokenUrl: string;
+  /** The token URL without userinfo: not secret, and the first thing to check (undefined before an issuer's metadata named it). */
+  readonly tokenUrl: string | undefined;
   /** What happened, naming the token URL when a request was sent. */
   readonly message: string;
   /** What to look at, when there is a likely mistake to point to. */
@@ -37,6 +44,34 @@ export function displayTokenUrl(tokenUrl: string): string {
 }
 
 /**
+ * Where the token requests went, as a diagnosis names it: a token URL (given as a string: the
+ * settings named it), or the one `ISSUER_URL`'s metadata named (`discovery/`'s `TokenEndpoint`).
+ */
+export type EndpointName = string | { readonly url: string | undefined; readonly issuer: string | undefined };
+
+/** What a hint says of a token URL that is wrong, or unreachable: the settings that chose it. */
+interface UrlWords {
+  readonly wrong: string;
+  readonly unreachable: string;
+  /** An API's answer, not a token endpoint's. */
+  readonly notTokenEndpoint: string;
+}
+
+const BY_SETTINGS: UrlWords = {
+  wrong: 'is TOKEN_URL/BASE_URL right?',
+  unreachable: 'check the host name and port of TOKEN_URL/BASE_URL, and HTTPS_PROXY/NO_PROXY',
+  notTokenEndpoint:
+    "this does not look like a token endpoint: is TOKEN_URL/BASE_URL right? (BASE_URL is the gateway's base, without /api/v1)",
+};
+const BY_ISSUER: UrlWords = {
+  wrong: "it is the token endpoint ISSUER_URL's metadata names, read again at most once a minute in case it moved: is ISSUER_URL right?",
+  unreachable:
+    "check the host name and port of the token endpoint ISSUER_URL's metadata names, and HTTPS_PROXY/NO_PROXY (the metadata is " +
+    'read again at most once a minute in case it moved)',
+  notTokenEndpoint: "this does not look like a token endpoint, yet ISSUER_URL's metadata names it: is ISSUER_URL right?",
+};
+
+/**
  * Any error a fetch can end in, as a {@link TokenFetchError}: one is returned as it is; anything
  * else (a bug, a strategy that threw) becomes a `network_error` quoting its message.
  */
@@ -46,9 +81,6 @@ export function asFetchError(err: unknown): TokenFetchError {
   return new TokenFetchError('network_error', `token request failed (${message})`, { cause: err });
 }
 
-const WRONG_URL = 'is TOKEN_URL/BASE_URL right?';
-const NOT_TOKEN_ENDPOINT = `this does not look like a token endpoint: ${WRONG_URL} (BASE_URL is the gateway's base, without /api/v1)`;
-const UNREACHABLE = 'check the host name and port of TOKEN_URL/BASE_URL, and HTTPS_PROXY/NO_PROXY';
 const DPOP_REQUIRED =
   'turn on DPoP-bound tokens for this client at the identity provider (Keycloak: the client setting for DPoP-bound access ' +
   'tokens; Okta: Require DPoP), or set DPOP=on to accept Bearer tokens';
@@ -57,7 +89,7 @@ const ASSERTION =
   'rotated file is tried at once';
 
 /** RFC 6749 §5.2 and RFC 8707 §2 codes, each with what the operator should look at. */
-const OAUTH_HINTS: Readonly<Record<string, (r: RefusalContext) => string>> = {
+const OAUTH_HINTS: Readonly<Record<string, (r: RefusalContext, url: UrlWords) => string>> = {
   invalid_client: (r) => `check the client credentials: ${r.credentials ?? ANY_CREDENTIALS}${alternative(r)}`,
   invalid_grant: (r) => `check the client credentials (${r.credentials ?? ANY_CREDENTIALS}) and the grant the IdP expects`,
   invalid_scope: (r) =>
@@ -66,10 +98,10 @@ const OAUTH_HINTS: Readonly<Record<string, (r: RefusalContext) => string>> = {
       : 'check TOKEN_SCOPE: it is not set, and this IdP may want one',
   invalid_target: () => 'check TOKEN_PARAMS (resource/audience): the IdP does not know this target',
   unauthorized_client: () => "check the client's allowed grants at the IdP: it must allow client_credentials",
-  unsupported_grant_type: () => `check the token URL (${WRONG_URL}): this endpoint does not take client_credentials`,
-  invalid_request: () => `check the token URL (${WRONG_URL}) and TOKEN_PARAMS: the endpoint refused the request's form`,
+  unsupported_grant_type: (_r, url) => `check the token URL (${url.wrong}): this endpoint does not take client_credentials`,
+  invalid_request: (_r, url) => `check the token URL (${url.wrong}) and TOKEN_PARAMS: the endpoint refused the request's form`,
   // A resource server's answer (RFC 6750 §3.1): the URL is an API, not a token endpoint.
-  invalid_token: () => NOT_TOKEN_ENDPOINT,
+  invalid_token: (_r, url) => url.notTokenEndpoint,
   // RFC 9449 §8: asked for a nonce again right after the proxy sent the one it was given.
   use_dpop_nonce: () => 'the token endpoint refused the DPoP nonce it had just given; check DPOP and the clock of this host',
   invalid_dpop_proof: () =>
@@ -93,26 +125,27 @@ function readCode(code: string | undefined): string | undefined {
   return code === undefined ? undefined : code in OAUTH_HINTS ? code : nearestOAuthCode(code);
 }
 
-function rejectedHint(error: TokenFetchError): string {
+function rejectedHint(error: TokenFetchError, url: UrlWords): string {
   const r = error instanceof TokenRefusedError ? error.refusal : NO_REFUSAL_CONTEXT;
   const code = error.oauthError;
   if (code === undefined) return `the token endpoint refused the client without an error code: ${credentialsFirst(r)}`;
   const reading = readCode(code);
   if (reading === undefined) return `${code} is no RFC 6749 error code: ${credentialsFirst(r)}`;
-  const hint = OAUTH_HINTS[reading]!(r);
+  const hint = OAUTH_HINTS[reading]!(r, url);
   return reading === code ? hint : `${code} (read as ${reading}): ${hint}`;
 }
 
-function hintFor(error: TokenFetchError): string | undefined {
+function hintFor(error: TokenFetchError, url: UrlWords): string | undefined {
   if (error instanceof ClientAssertionError) return ASSERTION;
   if (error instanceof DpopBearerError) return DPOP_REQUIRED;
+  if (error instanceof IssuerMetadataError) return error.hint;
   switch (error.outcome) {
     case 'rejected':
-      return rejectedHint(error);
+      return rejectedHint(error, url);
     case 'invalid_response':
-      return error.status === 404 || error.status === 405 ? WRONG_URL : undefined;
+      return error.status === 404 || error.status === 405 ? url.wrong : undefined;
     case 'network_error':
-      return UNREACHABLE;
+      return url.unreachable;
     default:
       return undefined;
   }
@@ -121,19 +154,22 @@ function hintFor(error: TokenFetchError): string | undefined {
 /**
  * Turns a failed fetch into the message and hint an operator sees. Pure: the token URL is only
  * shown, never fetched. Never quotes a secret (the errors carry none); a client assertion error
- * names the file and why its assertion was not sent, not the token URL it was never sent to.
+ * names the file and why its assertion was not sent, and an issuer metadata error `ISSUER_URL`,
+ * not the token URL no request was sent to.
  */
-export function diagnoseTokenFailure(err: unknown, tokenUrl: string): TokenDiagnosis {
+export function diagnoseTokenFailure(err: unknown, endpoint: EndpointName): TokenDiagnosis {
   const error = asFetchError(err);
   // Anything but a TokenFetchError failed before a request could be sent: the host is not to blame.
   const expected = err instanceof TokenFetchError;
-  const url = displayTokenUrl(tokenUrl);
+  const { url: tokenUrl, issuer } = typeof endpoint === 'string' ? { url: endpoint, issuer: undefined } : endpoint;
+  const url = tokenUrl === undefined ? undefined : displayTokenUrl(tokenUrl);
+  const whole = error instanceof ClientAssertionError || error instanceof IssuerMetadataError || url === undefined;
   const code = readCode(error.oauthError);
   return {
     error,
     tokenUrl: url,
-    message: error instanceof ClientAssertionError ? error.message : `${error.message} (token URL ${url})`,
-    hint: expected ? hintFor(error) : undefined,
+    message: whole ? error.message : `${error.message} (token URL ${url})`,
+    hint: expected ? hintFor(error, issuer === undefined ? BY_SETTINGS : BY_ISSUER) : undefined,
     credentialsRejected:
       error.outcome === 'rejected' && (error.oauthError === undefined || code === 'invalid_client' || code === 'invalid_grant'),
   };
@@ -143,23 +179,29 @@ export function diagnoseTokenFailure(err: unknown, tokenUrl: string): TokenDiagn
  * The account of a failed fetch for `check` and `/readyz`: the outcome the metrics counted and one
  * line, the message then the hint. Takes any error a fetch can end in.
  */
-export function describeFetchFailure(error: unknown, tokenUrl: string): FetchFailureAccount {
-  const d = diagnoseTokenFailure(error, tokenUrl);
+export function describeFetchFailure(error: unknown, endpoint: EndpointName): FetchFailureAccount {
+  const d = diagnoseTokenFailure(error, endpoint);
   return { outcome: d.error.outcome, text: d.hint === undefined ? d.message : `${d.message}; ${d.hint}` };
 }
 
 /** The line of {@link describeFetchFailure} alone. */
-export function describeTokenFailure(error: unknown, tokenUrl: string): string {
-  return describeFetchFailure(error, tokenUrl).text;
+export function describeTokenFailure(error: unknown, endpoint: EndpointName): string {
+  return describeFetchFailure(error, endpoint).text;
 }
 
 /**
  * One log line per failed fetch of the credential `label`, with the account `check` and
  * `/readyz` give of it: at error level when the client's credentials were refused.
  */
-export function logFetchFailure(log: Log, label: string, tokenUrl: string | undefined, err: unknown, retry: Record<string, number>): void {
+export function logFetchFailure(
+  log: Log,
+  label: string,
+  endpoint: EndpointName | undefined,
+  err: unknown,
+  retry: Record<string, number>,
+): void {
   const error = asFetchError(err);
-  const diagnosis = tokenUrl === undefined ? undefined : diagnoseTokenFailure(err, tokenUrl);
+  const diagnosis = endpoint === undefined ? undefined : diagnoseTokenFailure(err, endpoint);
   const fields = {
     credential: label,
     outcome: error.outcome,

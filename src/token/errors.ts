@@ -82,3 +82,25 @@ export class DpopBearerError extends TokenFetchError {
  * names the file and never holds the assertion, so `/readyz` and `check` may show it whole.
  */
 export class ClientAssertionError extends TokenFetchError {}
+
+/**
+ * `ISSUER_URL`'s metadata (RFC 8414 §3) could not be read or used, so no token request could be
+ * sent. Counted as what happened: `network_error` or `timeout` when it could not be reached,
+ * `server_error` or `rate_limited` for the identity provider's own 5xx or 429, and
+ * `invalid_response` when no document, or no usable one, is there (a wrong `ISSUER_URL`, as a token
+ * URL that answers 404 is); never `rejected`, since no credential was sent. Its message names
+ * `ISSUER_URL` and its hint says what to look at, so `/readyz` and `check` show both whole.
+ */
+export class IssuerMetadataError extends TokenFetchError {
+  /** What the operator should look at. */
+  readonly hint: string;
+  constructor(
+    outcome: Exclude<FetchOutcome, 'success' | 'rejected'>,
+    message: string,
+    hint: string,
+    details: { status?: number | undefined; retryAfterMs?: number | undefined; cause?: unknown } = {},
+  ) {
+    super(outcome, message, details);
+    this.hint = hint;
+  }
+}

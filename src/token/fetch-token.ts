@@ -5,6 +5,7 @@ import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
 import type { ClientAuth, Credential } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
+import { sentTo, type TokenEndpoint } from './discovery/index.js';
 import { DpopBearerError, TokenFetchError, TokenRefusedError } from './errors.js';
 
 /**
@@ -13,8 +14,11 @@ import { DpopBearerError, TokenFetchError, TokenRefusedError } from './errors.js
  */
 export type FetchToken = (credential: Credential) => Promise<TokenGrant>;
 
-export interface TokenFetcherOptions {
-  tokenUrl: string;
+/** Runs one client-credentials grant at `tokenUrl`, as {@link FetchToken} does. */
+export type RequestToken = (credential: Credential, tokenUrl: string) => Promise<TokenGrant>;
+
+/** How token requests are made, wherever they are sent. */
+export interface TokenRequestOptions {
   /** How the client proves who it is, and how a refusal is explained: its method's (`client-auth/`). */
   clientAuth: ClientAuth;
   scope: string | undefined;
@@ -29,17 +33,25 @@ export interface TokenFetcherOptions {
   dpop?: DpopClient | undefined;
 }
 
-/** The fetcher for the configured token endpoint, authenticating with `clientAuth`. */
+/** Token requests made as `TokenRequestOptions` say, all sent to `tokenUrl`. */
+export interface TokenFetcherOptions extends TokenRequestOptions {
+  tokenUrl: string;
+}
+
+/**
+ * The fetcher for the configured token endpoint (`TOKEN_URL`, or the one `ISSUER_URL`'s metadata
+ * names: `endpoint` says which, for every request), authenticating with `clientAuth`.
+ */
 export function tokenFetcherFromConfig(
-  config: Pick<Config, 'tokenUrl' | 'tokenScope' | 'tokenParams' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
+  config: Pick<Config, 'tokenScope' | 'tokenParams' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
+  endpoint: TokenEndpoint,
   dispatcher: Dispatcher,
   now: () => number,
   clientAuth: ClientAuth,
   dpop?: DpopClient,
 ): FetchToken {
-  return createTokenFetcher({
+  const request = createTokenRequester({
     dpop,
-    tokenUrl: config.tokenUrl,
     clientAuth,
     scope: config.tokenScope,
     extraParams: config.tokenParams,
@@ -48,6 +60,7 @@ export function tokenFetcherFromConfig(
     dispatcher,
     now,
   });
+  return sentTo(endpoint, request);
 }
 
 /** A token response larger than this is not a token response. */
@@ -60,8 +73,8 @@ interface Answer {
 }
 
 /** Sends one token request and reads its whole answer; network failures become {@link TokenFetchError}. */
-async function send(options: TokenFetcherOptions, headers: Record<string, string>, body: string): Promise<Answer> {
-  const { tokenUrl, timeoutMs, dispatcher } = options;
+async function send(options: TokenRequestOptions, tokenUrl: string, headers: Record<string, string>, body: string): Promise<Answer> {
+  const { timeoutMs, dispatcher } = options;
   const signal = AbortSignal.timeout(timeoutMs);
   try {
     const res = await request(tokenUrl, {
@@ -85,16 +98,22 @@ async function send(options: TokenFetcherOptions, headers: Record<string, string
   }
 }
 
+/** Creates the function that requests a token from the token endpoint `options.tokenUrl`, as {@link createTokenRequester} does. */
+export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
+  const request = createTokenRequester(options);
+  return (credential) => request(credential, options.tokenUrl);
+}
+
 /**
- * Creates the function that requests a token from the token endpoint with `undici`. With DPoP,
+ * Creates the function that requests a token from a token endpoint with `undici`. With DPoP,
  * each request carries a proof signed with the key current when the fetch began (the token is
  * bound to it); an answer `use_dpop_nonce` with a `DPoP-Nonce` is retried at once with that nonce,
  * once, within the same fetch (RFC 9449 §8).
  */
-export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
-  const { tokenUrl, clientAuth, scope, defaultTtlS, now, dpop } = options;
+export function createTokenRequester(options: TokenRequestOptions): RequestToken {
+  const { clientAuth, scope, defaultTtlS, now, dpop } = options;
   const extraParams = options.extraParams ?? [];
-  return async function fetchToken(credential) {
+  return async function requestToken(credential, tokenUrl) {
     const key = dpop?.prover.key();
     for (let attempt = 0; ; attempt++) {
       // Called for every request, retries included: an assertion is signed or read afresh.
@@ -110,7 +129,7 @@ export function createTokenFetcher(options: TokenFetcherOptions): FetchToken {
       };
       if (dpop !== undefined) headers.dpop = dpop.tokenRequestProof(tokenUrl, key!);
       const sentAt = now();
-      const answer = await send(options, headers, form.toString());
+      const answer = await send(options, tokenUrl, headers, form.toString());
       dpop?.rememberTokenNonce(tokenUrl, answer.headers['dpop-nonce']);
       let grant: TokenGrant;
       try {

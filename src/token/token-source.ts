@@ -5,7 +5,7 @@ import type { Log } from '../core/log.js';
 import { backoffDelay, DEFAULT_SCHEDULE, expiryMarginMs, type RefreshSchedule } from './refresh-schedule.js';
 import type { Credential } from './client-auth/index.js';
 import { authorizationFor, type Authorization } from './authorization.js';
-import { asFetchError, logFetchFailure } from './diagnose.js';
+import { asFetchError, logFetchFailure, type EndpointName } from './diagnose.js';
 import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
 import type { TokenGrant } from './parse-response.js';
@@ -41,8 +41,8 @@ export interface TokenSourceOptions {
   observer?: TokenSourceObserver | undefined;
   /** When to refresh and how far the backoff grows; {@link DEFAULT_SCHEDULE} unless given. */
   schedule?: RefreshSchedule | undefined;
-  /** The token URL, named (without userinfo) with every fetch failure logged. */
-  tokenUrl?: string | undefined;
+  /** Where the token requests go, named (without userinfo) with every fetch failure logged. */
+  endpoint?: EndpointName | undefined;
   /** Called once a failed fetch is handled: its retry scheduled, the waiting requests told. */
   onFailure?: ((error: TokenFetchError) => void) | undefined;
   /** With DPoP: a DPoP-bound token's authorization makes proofs with the key it is bound to. */
@@ -257,7 +257,7 @@ export class TokenSource {
       this.retryTimer = undefined;
       this.fetchNow();
     }, delay);
-    logFetchFailure(this.opts.log, this.opts.label, this.opts.tokenUrl, err, {
+    logFetchFailure(this.opts.log, this.opts.label, this.opts.endpoint, err, {
       attempt: this.failures,
       retryInMs: delay,
       tokenValidForMs: validForMs,

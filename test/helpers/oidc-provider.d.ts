@@ -11,6 +11,8 @@ declare module 'oidc-provider' {
 
   export interface Configuration {
     clients?: Record<string, unknown>[];
+    /** The client authentication methods the token endpoint accepts, as its metadata lists them. */
+    clientAuthMethods?: string[];
     scopes?: string[];
     features?: {
       devInteractions?: { enabled: boolean };

@@ -84,6 +84,32 @@ describe.skipIf(lacks('tinyproxy'))(`an egress proxy, through a real tinyproxy${
     expect(t.count(`GET http://127.0.0.1:${g.port}/api/v1/tickets?x=1`)).toBe(1);
   });
 
+  it("reads ISSUER_URL's metadata through the egress proxy of its scheme, as the token request", async ({ mock, stack, tinyproxy }) => {
+    const secure = await gateway(mock);
+    const forHttps = await tinyproxy();
+    const forHttp = await tinyproxy();
+    const proxies = { HTTPS_PROXY: forHttps.url, HTTP_PROXY: forHttp.url };
+    const p = await proxyFor(stack, secure, { BASE_URL: secure.url, ISSUER_URL: secure.issuer.url, ...proxies });
+    await untilReady(p, 10_000);
+    expect(secure.issuer.requests).toEqual(['/.well-known/oauth-authorization-server']);
+    expect(forHttps.count(`CONNECT 127.0.0.1:${secure.port}`)).toBeGreaterThanOrEqual(1);
+    expect(forHttp.count(`127.0.0.1:${secure.port}`)).toBe(0);
+
+    // A plain-http issuer: HTTP_PROXY in absolute form, never a tunnel through HTTPS_PROXY.
+    const plain = await gateway(mock, false);
+    const out = await runCli(['check'], {
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: SECRET,
+      BASE_URL: plain.url,
+      ISSUER_URL: plain.issuer.url,
+      ...proxies,
+    });
+    expect(out.code).toBe(0);
+    expect(forHttp.count(`GET http://127.0.0.1:${plain.port}/.well-known/oauth-authorization-server`)).toBe(1);
+    expect(forHttp.count(`POST http://127.0.0.1:${plain.port}/api/v1/oauth2/token`)).toBe(1);
+    expect(forHttps.count(`127.0.0.1:${plain.port}`)).toBe(0);
+  });
+
   it('goes direct for hosts in NO_PROXY', async ({ mock, stack, tinyproxy }) => {
     const g = await gateway(mock);
     const t = await tinyproxy();

@@ -52,6 +52,7 @@ describe('loadConfig defaults and sources', () => {
       adminPort: 8181,
       configFile: undefined,
       tokenUrl: 'https://gw.example.com/api/v1/oauth2/token',
+      issuerUrl: undefined,
       tokenScope: undefined,
       tokenAuthMethod: 'client_secret_post',
       tokenParams: [],
@@ -138,6 +139,7 @@ describe('loadConfig defaults and sources', () => {
     adminPort: 9181,
     configFile: FILE,
     tokenUrl: 'http://idp.internal/oauth/token',
+    issuerUrl: undefined,
     tokenScope: 'tickets.read tickets.write',
     tokenAuthMethod: 'client_secret_basic',
     tokenParams: [
@@ -376,6 +378,34 @@ describe('loadConfig URL rules', () => {
 
   it('keeps the trailing slash of TOKEN_URL: the token endpoint is used as given', () => {
     expect(load({ ...MINIMAL, TOKEN_URL: 'https://idp.example.com/o/token/' }).tokenUrl).toBe('https://idp.example.com/o/token/');
+  });
+
+  it('reads the token endpoint from ISSUER_URL instead of defaulting it, keeping the issuer exactly as given', () => {
+    for (const issuer of ['https://tenant.auth0.com/', 'https://kc.example.com/realms/tickets', 'https://idp.example.com']) {
+      const config = load({ ...MINIMAL, ISSUER_URL: issuer });
+      expect(config.issuerUrl).toBe(issuer);
+      expect(config.tokenUrl).toBeUndefined();
+    }
+    expect(load({ ...MINIMAL }, { issuerUrl: 'https://idp.example.com/o' }).issuerUrl).toBe('https://idp.example.com/o');
+  });
+
+  it('applies the same rules to ISSUER_URL', () => {
+    expect(configError({ ...MINIMAL, ISSUER_URL: 'http://idp.example.com' }).problems).toEqual([
+      'ISSUER_URL uses http: for a non-loopback host (idp.example.com); use https, or set ALLOW_INSECURE_HTTP=true to accept sending ' +
+        'credentials in clear text',
+    ]);
+    expect(configError({ ...MINIMAL, ISSUER_URL: 'https://idp.example.com/o#x' }).problems[0]).toMatch(/^ISSUER_URL must not have a query/);
+    expect(configError({ ...MINIMAL, ISSUER_URL: 'idp.example.com' }).problems[0]).toMatch(/^ISSUER_URL must be an absolute/);
+    expect(load({ ...MINIMAL, ISSUER_URL: 'http://127.0.0.1:8080/realms/t' }).issuerUrl).toBe('http://127.0.0.1:8080/realms/t');
+  });
+
+  it('refuses ISSUER_URL with TOKEN_URL, naming both and where each came from', () => {
+    expect(
+      configError({ ...MINIMAL, ISSUER_URL: 'https://idp.example.com' }, { tokenUrl: 'https://idp.example.com/token' }).problems,
+    ).toEqual([
+      `ISSUER_URL and TOKEN_URL are both set (ISSUER_URL from the environment, TOKEN_URL from tokenUrl in ${FILE}): ISSUER_URL's ` +
+        'metadata names the token endpoint; set only one (ISSUER_URL to read it from the identity provider, TOKEN_URL to name it yourself)',
+    ]);
   });
 
   it('requires BASE_URL', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TokenFetchError, TokenRefusedError } from '../../src/token/errors.js';
+import { IssuerMetadataError, TokenFetchError, TokenRefusedError } from '../../src/token/errors.js';
 import { assertionFromFile } from '../../src/token/client-auth/client-assertion-file.js';
 import { describeFetchFailure, describeTokenFailure, diagnoseTokenFailure, displayTokenUrl } from '../../src/token/diagnose.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
@@ -171,5 +171,40 @@ describe('describeFetchFailure', () => {
     const account = describeFetchFailure(fromAnswer(400, { error: 'invalid_scope', error_description: 'no' }), URL_);
     expect(account.outcome).toBe('rejected');
     expect(account.text).toContain('check TOKEN_SCOPE');
+  });
+});
+
+describe('a failure where ISSUER_URL names the token endpoint', () => {
+  const ISSUER = 'https://kc.example/realms/t';
+  const discovered = { url: 'https://kc.example/realms/t/protocol/openid-connect/token', issuer: ISSUER };
+
+  it('shows an issuer metadata error whole, with its own hint, and no token URL', () => {
+    const error = new IssuerMetadataError(
+      'network_error',
+      `ISSUER_URL's metadata ${ISSUER} unreachable (ECONNREFUSED)`,
+      'check ISSUER_URL',
+    );
+    for (const endpoint of [{ url: undefined, issuer: ISSUER }, discovered]) {
+      expect(describeFetchFailure(error, endpoint)).toEqual({
+        outcome: 'network_error',
+        text: `ISSUER_URL's metadata ${ISSUER} unreachable (ECONNREFUSED); check ISSUER_URL`,
+      });
+    }
+  });
+
+  it('points a 404 or an unreachable token endpoint at ISSUER_URL and the metadata read again, not at TOKEN_URL', () => {
+    const notFound = diagnoseTokenFailure(fromAnswer(404, ''), discovered);
+    expect(notFound.message).toBe(`token endpoint answered 404 (token URL ${discovered.url})`);
+    expect(notFound.hint).toContain('read again at most once a minute');
+    expect(notFound.hint).toContain('is ISSUER_URL right?');
+    expect(notFound.hint).not.toContain('TOKEN_URL');
+    const unreachable = diagnoseTokenFailure(new TokenFetchError('network_error', 'token endpoint kc.example unreachable'), discovered);
+    expect(unreachable.hint).toContain("the token endpoint ISSUER_URL's metadata names");
+    expect(unreachable.hint).not.toContain('TOKEN_URL');
+    expect(diagnoseTokenFailure(fromAnswer(401, { error: 'invalid_token' }), discovered).hint).not.toContain('BASE_URL');
+  });
+
+  it('tells a refused client as with any token URL: the credentials first', () => {
+    expect(diagnoseTokenFailure(fromAnswer(401, { error: 'invalid_client' }), discovered).credentialsRejected).toBe(true);
   });
 });

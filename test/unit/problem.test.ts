@@ -96,6 +96,7 @@ describe('the error classes', () => {
       new token.TokenRefusedError(refused, { credentials: undefined, alternative: undefined, scopeSet: false }),
       new token.DpopBearerError(200),
       new token.ClientAssertionError('network_error', 'x'),
+      new token.IssuerMetadataError('network_error', 'x', 'y'),
     ];
     expect(new Set(samples.map((err) => err.constructor))).toEqual(new Set(classes));
     for (const err of samples) {

@@ -657,7 +657,7 @@ describe('TokenSource observer and log', () => {
   });
 
   it('logs a client assertion that was not sent naming the file and its expiry, with a hint that is not about the host', async () => {
-    const t = setup({ tokenUrl: 'https://user:pw@idp.example/token' });
+    const t = setup({ endpoint: 'https://user:pw@idp.example/token' });
     t.source.start();
     await settle();
     const file = '/var/run/secrets/token';
