@@ -276,6 +276,14 @@ describe('extraEnv values the proxy refuses at start', () => {
     ['a client certificate without its key', [{ name: 'TLS_CLIENT_CERT_FILE', value: '/c.pem' }]],
     ['a percent-encoded field TOKEN_PARAMS may not set', [{ name: 'TOKEN_PARAMS', value: 'client%5Fid=x&%73cope=y' }]],
     ['an egress proxy port out of range', [{ name: 'HTTP_PROXY', value: 'proxy.example:99999' }]],
+    [
+      'ISSUER_URL beside TOKEN_URL',
+      [
+        { name: 'ISSUER_URL', value: 'https://idp.example/realms/tickets' },
+        { name: 'TOKEN_URL', value: 'https://idp.example/realms/tickets/protocol/openid-connect/token' },
+      ],
+    ],
+    ['an http: ISSUER_URL off loopback', [{ name: 'ISSUER_URL', value: 'http://idp.example/realms/tickets' }]],
   ])('refuses %s', async (_name, extra) => {
     await expectRefusedLikeTheProxy({ extraEnv: extra }, Object.fromEntries(extra.map((e) => [e.name, e.value])));
   });

@@ -85,6 +85,7 @@ describe('token responses, any input', () => {
 const GOOD: Record<string, string[]> = {
   BASE_URL: ['https://gw.example.com', 'http://127.0.0.1:9', 'https://gw.example.com/gw/'],
   TOKEN_URL: ['https://idp.example.com/token'],
+  ISSUER_URL: ['https://idp.example.com/realms/t', 'https://tenant.example.com/'],
   CLIENT_ID: ['app'],
   CLIENT_SECRET_FILE: ['/run/secret'],
   LISTEN_PORT: ['0', '8180'],
@@ -106,7 +107,7 @@ const anyValue = fc.oneof(
 const settingValue = (env: string) =>
   env === 'CLIENT_SECRET'
     ? fc.constantFrom<unknown>(SECRET, ` ${SECRET}\n`, [SECRET], { value: SECRET })
-    : env === 'BASE_URL' || env === 'TOKEN_URL'
+    : env === 'BASE_URL' || env === 'TOKEN_URL' || env === 'ISSUER_URL'
       ? fc.oneof(fc.constantFrom(...(GOOD[env] ?? []), ...SECRET_URLS), anyValue)
       : fc.oneof(fc.constantFrom(...(GOOD[env] ?? ['x'])), anyValue);
 const envArb = fc.record(

@@ -3,7 +3,7 @@ The proxy's start-up checks, run on the environment the chart gives its containe
 proxy would refuse (exit 2 at start, the pod in CrashLoopBackOff) stop the render instead, with
 the proxy's own message for each problem. The rules mirror the settings table and loader
 (src/config/config.ts, values.ts, load.ts) and the checks of src/net/settings.ts,
-src/token/settings.ts and src/token/dpop/settings.ts; files named by a setting cannot be read here and are left to the proxy.
+src/token/settings.ts, src/token/dpop/settings.ts and src/token/discovery/settings.ts; files named by a setting cannot be read here and are left to the proxy.
 Every value here comes from the container's environment, so a message that says where a value
 came from says "from the environment".
 */}}
@@ -22,6 +22,7 @@ ADMIN_HOST: {type: host}
 ADMIN_PORT: {type: port}
 CONFIG_FILE: {type: path}
 TOKEN_URL: {type: url}
+ISSUER_URL: {type: url}
 TOKEN_SCOPE: {type: string}
 TOKEN_AUTH_METHOD: {type: enum, values: [client_secret_post, client_secret_basic, private_key_jwt, tls_client_auth, client_assertion_file, client_secret_jwt]}
 TOKEN_PARAMS: {type: params}
@@ -224,9 +225,15 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- end -}}
 {{- $problems = append $problems $problem -}}
 {{- end -}}
-{{- if hasKey $out "TOKEN_URL" -}}
-{{- $r := include "ticket-auth-proxy.checkUrl" (dict "name" "TOKEN_URL" "value" $out.TOKEN_URL "insecure" $insecure "trimSlash" false) | fromYaml -}}
+{{- range list "TOKEN_URL" "ISSUER_URL" -}}
+{{- if hasKey $out . -}}
+{{- $r := include "ticket-auth-proxy.checkUrl" (dict "name" . "value" (index $out .) "insecure" $insecure "trimSlash" false) | fromYaml -}}
 {{- if $r.problem }}{{ $problems = append $problems $r.problem }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- /* ISSUER_URL's metadata names the token endpoint (checkIssuerSettings in src/token/discovery/settings.ts). */ -}}
+{{- if and (hasKey $set "ISSUER_URL") (hasKey $set "TOKEN_URL") -}}
+{{- $problems = append $problems "ISSUER_URL and TOKEN_URL are both set (ISSUER_URL from the environment, TOKEN_URL from the environment): ISSUER_URL's metadata names the token endpoint; set only one (ISSUER_URL to read it from the identity provider, TOKEN_URL to name it yourself)" -}}
 {{- end -}}
 {{- /* Credentials and the client authentication method. */ -}}
 {{- $method := index $out "TOKEN_AUTH_METHOD" | default "client_secret_post" -}}
@@ -298,6 +305,7 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- define "ticket-auth-proxy.valueOf" -}}
 BASE_URL: baseUrl
 TOKEN_URL: tokenUrl
+ISSUER_URL: issuerUrl
 TOKEN_SCOPE: tokenScope
 CLIENT_ID: clientId
 CLIENT_ASSERTION_TYPE: auth.serviceAccountToken.assertionType
