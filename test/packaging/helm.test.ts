@@ -219,6 +219,12 @@ describe('standalone mode', () => {
     for (const kind of ['HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ServiceMonitor']) expect(find(defaults, kind)).toBeUndefined();
   });
 
+  it('passes issuerUrl as ISSUER_URL, without a TOKEN_URL', async () => {
+    const container = find(await render(['-f', join(chart, 'ci', 'issuer-values.yaml')]), 'Deployment')!.spec.template.spec.containers[0];
+    expect(env(container).ISSUER_URL).toEqual({ name: 'ISSUER_URL', value: 'https://login.example.com/realms/tickets' });
+    expect(env(container).TOKEN_URL).toBeUndefined();
+  });
+
   it('creates the Secret on request, and rolls the pods when its content changes', async () => {
     const objects = await render(['-f', join(chart, 'ci', 'created-secret-values.yaml')]);
     const secret = find(objects, 'Secret')!;
@@ -437,6 +443,24 @@ describe('values.schema.json and the chart refuse bad values, naming them', () =
       'an http: tokenUrl for a host off loopback',
       [...base, '--set', 'baseUrl=https://x.example', '--set', 'tokenUrl=http://idp.example/token'],
       /tokenUrl/,
+    ],
+    [
+      'an issuerUrl beside a tokenUrl, with a plain sentence',
+      [
+        ...base,
+        '--set',
+        'baseUrl=https://x.example',
+        '--set',
+        'issuerUrl=https://idp.example/realms/t',
+        '--set',
+        'tokenUrl=https://idp.example/realms/t/protocol/openid-connect/token',
+      ],
+      /at '\/tokenUrl': value must be 'empty when issuerUrl is set: the issuer metadata names the token endpoint, so set one or the other'/,
+    ],
+    [
+      'an http: issuerUrl for a host off loopback',
+      [...base, '--set', 'baseUrl=https://x.example', '--set', 'issuerUrl=http://idp.example/realms/t'],
+      /issuerUrl: ISSUER_URL uses http:/,
     ],
     [
       'a string replica count',

@@ -146,6 +146,10 @@ env:
   - name: TOKEN_URL
     value: {{ . | quote }}
   {{- end }}
+  {{- with $v.issuerUrl }}
+  - name: ISSUER_URL
+    value: {{ . | quote }}
+  {{- end }}
   {{- if $v.allowInsecureHttp }}
   - name: ALLOW_INSECURE_HTTP
     value: "true"
