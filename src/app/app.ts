@@ -18,6 +18,7 @@ import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/client-auth/index.js';
 import type { TokenEndpoint } from '../token/discovery/index.js';
 import type { TokenSource } from '../token/token-source.js';
+import { listen } from './listen.js';
 import { shutdown, type Stop, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
 
@@ -95,8 +96,16 @@ export async function startApp(deps: AppDeps): Promise<App> {
   let proxyAddress: AddressInfo;
   let adminAddress: AddressInfo;
   try {
-    proxyAddress = await listen(proxyServer, config.listenPort, config.listenHost, 'the proxy listener (LISTEN_HOST, LISTEN_PORT)');
-    adminAddress = await listen(adminServer, config.adminPort, config.adminHost, 'the admin listener (ADMIN_HOST, ADMIN_PORT)');
+    proxyAddress = await listen(
+      proxyServer,
+      { host: config.listenHost, port: config.listenPort, what: 'the proxy listener (LISTEN_HOST, LISTEN_PORT)' },
+      log,
+    );
+    adminAddress = await listen(
+      adminServer,
+      { host: config.adminHost, port: config.adminPort, what: 'the admin listener (ADMIN_HOST, ADMIN_PORT)' },
+      log,
+    );
   } catch (err) {
     proxyServer.close();
     await stops.stopAll();
@@ -122,19 +131,6 @@ export async function startApp(deps: AppDeps): Promise<App> {
         onClosed: () => stops.stopAll(),
       }),
   };
-}
-
-function listen(server: Server, port: number, host: string, what: string): Promise<AddressInfo> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException): void => {
-      reject(new Error(`${what} cannot listen on ${host}:${port} (${err.code ?? err.message})`));
-    };
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve(server.address() as AddressInfo);
-    });
-  });
 }
 
 /** Why the proxy is not ready, or undefined when it is: listening, not stopping, a token held. */

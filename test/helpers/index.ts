@@ -49,9 +49,13 @@ export async function pollUntil(fn: () => boolean | Promise<boolean>, options: {
   }
 }
 
-/** Starts `node dist/main.js` with exactly `env` (plus PATH and ephemeral loopback ports). */
-export function startProxy(env: Record<string, string>, options: { args?: string[] } = {}): Promise<ProxyHandle> {
-  const child = spawn(process.execPath, [MAIN, ...(options.args ?? [])], {
+/**
+ * Starts `node dist/main.js` with exactly `env` (plus PATH and ephemeral loopback ports); with
+ * `wrap`, through that command prefix (which must exec node in its place).
+ */
+export function startProxy(env: Record<string, string>, options: { args?: string[]; wrap?: string[] } = {}): Promise<ProxyHandle> {
+  const [command, ...prefix] = [...(options.wrap ?? []), process.execPath];
+  const child = spawn(command!, [...prefix, MAIN, ...(options.args ?? [])], {
     env: { PATH: process.env.PATH, LISTEN_HOST: '127.0.0.1', LISTEN_PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -41,6 +41,8 @@ export interface StackOptions {
   readyTimeoutMs?: number;
   /** Command-line arguments for the proxy. */
   args?: string[];
+  /** A command prefix the proxy is started through (test/helpers/ipv6.ts `WITHOUT_IPV6`). */
+  wrap?: string[];
   /** More values (or patterns) that must not appear in the proxy's output; read at teardown, so values pushed later count. */
   mustNotLeak?: (string | RegExp)[];
 }
@@ -127,7 +129,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const credentials: Record<string, string> = options.credentials === false ? {} : { CLIENT_ID: clientId, CLIENT_SECRET: secret };
     proxy = await startProxy(
       { BASE_URL: gateway.url, ...credentials, ...(typeof options.env === 'function' ? options.env(gateway) : options.env) },
-      { args: options.args },
+      { args: options.args, wrap: options.wrap },
     );
     if (options.ready !== false) await untilReady(proxy, options.readyTimeoutMs);
   } catch (err) {

@@ -36,7 +36,8 @@ export function onPath(command: string): boolean {
   });
 }
 
-const inCi = (): boolean => process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
+/** True under CI (`CI=true`), where no test is skipped for want of something on the machine. */
+export const inCi = (): boolean => process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
 /** True when the tests needing `command` are to be skipped: it is missing and this is not CI. */
 export function lacks(command: string): boolean {
