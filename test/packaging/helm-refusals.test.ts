@@ -26,9 +26,9 @@ const CHART_ENV: Record<string, string> = {
   TOKEN_AUTH_METHOD: 'client_secret_post',
   CLIENT_ID: 'client-from-the-secret',
   CLIENT_SECRET_FILE: '/var/run/secrets/ticket-auth-proxy/client-secret',
-  LISTEN_HOST: '0.0.0.0',
+  LISTEN_HOST: '::',
   LISTEN_PORT: '8180',
-  ADMIN_HOST: '0.0.0.0',
+  ADMIN_HOST: '::',
   ADMIN_PORT: '8181',
   LOG_LEVEL: 'info',
   ACCESS_LOG: 'false',
@@ -198,7 +198,7 @@ describe('chart values the proxy refuses at start', () => {
     const result = await renderWith({ proxyPort: 9000, adminPort: 9000 });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(
-      'proxyPort and adminPort are both 9000: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 0.0.0.0:9000 (EADDRINUSE)',
+      'proxyPort and adminPort are both 9000: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on [::]:9000 (EADDRINUSE)',
     );
   });
 

@@ -42,6 +42,9 @@ function expectHardenedProxy(container: Obj, volumes: Obj[]): void {
   });
   const ports = Object.fromEntries(container.ports.map((p: Obj) => [p.name, p.containerPort]));
   expect(ports.admin).toBe(8181);
+  // The kubelet probes the pod's address, an IPv6 one on an IPv6-only cluster: the admin listener
+  // takes both families (and falls back to IPv4 alone where the node has no IPv6).
+  expect(env(container).ADMIN_HOST.value).toBe('::');
   expect(container.startupProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
   expect(container.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
   expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
@@ -137,7 +140,8 @@ describe('standalone mode', () => {
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
     const [container] = pod.containers;
     expectSecureProxy(container, pod.volumes);
-    expect(env(container).LISTEN_HOST.value).toBe('0.0.0.0');
+    // The Service sends the pod's IPv4 or IPv6 address: the listener takes both.
+    expect(env(container).LISTEN_HOST.value).toBe('::');
     expect(env(container).BASE_URL.value).toBe('https://tickets.example.com');
     expect(env(container).CLIENT_ID.valueFrom.secretKeyRef.name).toBe('ticket-service-credentials');
     const service = find(objects, 'Service')!;

@@ -183,12 +183,15 @@ env:
   - name: CLIENT_SECRET_FILE
     value: {{ include "ticket-auth-proxy.secretDir" $ctx }}/client-secret
   {{- end }}
+  # "::" takes IPv6 and IPv4 alike, so the Service (standalone) and the kubelet's probes reach the
+  # proxy on IPv4, IPv6-only and dual-stack clusters; where a node has no IPv6 the proxy falls
+  # back to 0.0.0.0 and says so. The sidecar's proxy listener stays on the pod's loopback.
   - name: LISTEN_HOST
-    value: {{ if eq $role "standalone" }}"0.0.0.0"{{ else }}"127.0.0.1"{{ end }}
+    value: {{ if eq $role "standalone" }}"::"{{ else }}"127.0.0.1"{{ end }}
   - name: LISTEN_PORT
     value: {{ $v.proxyPort | quote }}
   - name: ADMIN_HOST
-    value: "0.0.0.0"
+    value: "::"
   - name: ADMIN_PORT
     value: {{ $v.adminPort | quote }}
   - name: LOG_LEVEL

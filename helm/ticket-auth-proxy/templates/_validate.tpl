@@ -339,7 +339,9 @@ chart gives the proxy (environment and extraEnv, last one winning as in Kubernet
 {{- /* Not a configuration problem but a listener that cannot open: the proxy exits at start. */ -}}
 {{- $listen := index $env "LISTEN_PORT" | default "8180" -}}
 {{- if and (eq (toString $listen) (toString (index $env "ADMIN_PORT" | default "8181"))) (ne (toString $listen) "0") -}}
-{{- $problems = trim (printf "%s\nproxyPort and adminPort are both %s: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 0.0.0.0:%s (EADDRINUSE); choose two ports" $problems $listen $listen) -}}
+{{- $adminHost := toString (index $env "ADMIN_HOST" | default "0.0.0.0") -}}
+{{- if contains ":" $adminHost }}{{ $adminHost = printf "[%s]" $adminHost }}{{ end -}}
+{{- $problems = trim (printf "%s\nproxyPort and adminPort are both %s: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on %s:%s (EADDRINUSE); choose two ports" $problems $listen $adminHost $listen) -}}
 {{- end -}}
 {{- if $problems -}}
 {{- $hints := include "ticket-auth-proxy.valueHints" . | fromYaml -}}
