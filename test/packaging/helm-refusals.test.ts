@@ -195,10 +195,10 @@ describe('chart values the proxy refuses at start', () => {
   });
 
   it('refuses the same port for both listeners, which the proxy cannot open at start', async () => {
-    const result = await renderWith({ proxyPort: 9000, adminPort: 9000 });
+    const result = await renderWith({ listenPort: 9000, adminPort: 9000 });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(
-      'proxyPort and adminPort are both 9000: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on [::]:9000 (EADDRINUSE)',
+      'listenPort and adminPort are both 9000: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on [::]:9000 (EADDRINUSE)',
     );
   });
 

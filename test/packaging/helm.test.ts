@@ -471,7 +471,22 @@ describe('values.schema.json and the chart refuse bad values, naming them', () =
       [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicaCount=two'],
       /replicaCount.*(integer|string)/,
     ],
-    ['a port out of range', [...base, '--set', 'baseUrl=https://x.example', '--set', 'proxyPort=70000'], /proxyPort/],
+    ['a port out of range', [...base, '--set', 'baseUrl=https://x.example', '--set', 'listenPort=70000'], /at '\/listenPort': maximum/],
+    [
+      'the listener port under its old name',
+      [...base, '--set', 'baseUrl=https://x.example', '--set', 'proxyPort=9180'],
+      /at '\/proxyPort': value must be 'renamed to listenPort, the name of its key in the configuration file'/,
+    ],
+    [
+      'the drain timeout under its old name',
+      [...base, '--set', 'baseUrl=https://x.example', '--set', 'shutdown.drainTimeoutSeconds=20'],
+      /at '\/shutdown\/drainTimeoutSeconds': value must be 'renamed to timeoutS \(shutdownTimeoutS\)/,
+    ],
+    [
+      'the assertion type under its old name',
+      [...base, '--set', 'baseUrl=https://x.example', '--set', 'auth.serviceAccountToken.assertionType=urn:x'],
+      /at '\/auth\/serviceAccountToken\/assertionType': value must be 'renamed to clientAssertionType/,
+    ],
     ['an unknown key', [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicas=3'], /replicas/],
     ['an unknown log level', [...base, '--set', 'baseUrl=https://x.example', '--set', 'logLevel=loud'], /logLevel/],
     ['no credentials', ['--set', 'baseUrl=https://x.example'], /existingSecret/],

@@ -92,9 +92,9 @@ checksum/ticket-auth-proxy-secret: {{ printf "%s\n%s\n%v" $v.clientId $v.clientS
 {{/* For parent charts: the least terminationGracePeriodSeconds for the proxy to drain. */}}
 {{- define "ticket-auth-proxy.terminationGracePeriodSeconds" -}}
 {{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
-{{- $least := add1 (add $v.shutdown.keepServingSeconds $v.shutdown.drainTimeoutSeconds) -}}
+{{- $least := add1 (add $v.shutdown.keepServingSeconds $v.shutdown.timeoutS) -}}
 {{- if lt (int $v.terminationGracePeriodSeconds) (int $least) -}}
-{{- fail (printf "ticket-auth-proxy: terminationGracePeriodSeconds (%v) must exceed shutdown.keepServingSeconds + shutdown.drainTimeoutSeconds (%v)" $v.terminationGracePeriodSeconds (sub $least 1)) -}}
+{{- fail (printf "ticket-auth-proxy: terminationGracePeriodSeconds (%v) must exceed shutdown.keepServingSeconds + shutdown.timeoutS (%v)" $v.terminationGracePeriodSeconds (sub $least 1)) -}}
 {{- end -}}
 {{- $v.terminationGracePeriodSeconds -}}
 {{- end -}}
@@ -134,7 +134,7 @@ restartPolicy: Always
 {{- end }}
 ports:
   - name: proxy
-    containerPort: {{ $v.proxyPort }}
+    containerPort: {{ $v.listenPort }}
     protocol: TCP
   - name: admin
     containerPort: {{ $v.adminPort }}
@@ -167,7 +167,7 @@ env:
     value: {{ $v.clientId | quote }}
   - name: CLIENT_ASSERTION_FILE
     value: {{ include "ticket-auth-proxy.assertionDir" $ctx }}/token
-  {{- with $v.auth.serviceAccountToken.assertionType }}
+  {{- with $v.auth.serviceAccountToken.clientAssertionType }}
   - name: CLIENT_ASSERTION_TYPE
     value: {{ . | quote }}
   {{- end }}
@@ -189,7 +189,7 @@ env:
   - name: LISTEN_HOST
     value: {{ if eq $role "standalone" }}"::"{{ else }}"127.0.0.1"{{ end }}
   - name: LISTEN_PORT
-    value: {{ $v.proxyPort | quote }}
+    value: {{ $v.listenPort | quote }}
   - name: ADMIN_HOST
     value: "::"
   - name: ADMIN_PORT
@@ -201,7 +201,7 @@ env:
   - name: SHUTDOWN_DELAY_S
     value: {{ if $preStopSleep }}"0"{{ else }}{{ $keepServing | quote }}{{ end }}
   - name: SHUTDOWN_TIMEOUT_S
-    value: {{ $v.shutdown.drainTimeoutSeconds | quote }}
+    value: {{ $v.shutdown.timeoutS | quote }}
   {{- include "ticket-auth-proxy.networkEnv" $ctx | nindent 2 }}
   {{- include "ticket-auth-proxy.dpopEnv" $ctx | nindent 2 }}
   {{- with $v.nodeOptions }}

@@ -308,7 +308,7 @@ TOKEN_URL: tokenUrl
 ISSUER_URL: issuerUrl
 TOKEN_SCOPE: tokenScope
 CLIENT_ID: clientId
-CLIENT_ASSERTION_TYPE: auth.serviceAccountToken.assertionType
+CLIENT_ASSERTION_TYPE: auth.serviceAccountToken.clientAssertionType
 HTTPS_PROXY: egressProxy.httpsProxy
 HTTP_PROXY: egressProxy.httpProxy
 NO_PROXY: egressProxy.noProxy
@@ -341,7 +341,7 @@ chart gives the proxy (environment and extraEnv, last one winning as in Kubernet
 {{- if and (eq (toString $listen) (toString (index $env "ADMIN_PORT" | default "8181"))) (ne (toString $listen) "0") -}}
 {{- $adminHost := toString (index $env "ADMIN_HOST" | default "0.0.0.0") -}}
 {{- if contains ":" $adminHost }}{{ $adminHost = printf "[%s]" $adminHost }}{{ end -}}
-{{- $problems = trim (printf "%s\nproxyPort and adminPort are both %s: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on %s:%s (EADDRINUSE); choose two ports" $problems $listen $adminHost $listen) -}}
+{{- $problems = trim (printf "%s\nlistenPort and adminPort are both %s: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on %s:%s (EADDRINUSE); choose two ports" $problems $listen $adminHost $listen) -}}
 {{- end -}}
 {{- if $problems -}}
 {{- $hints := include "ticket-auth-proxy.valueHints" . | fromYaml -}}
