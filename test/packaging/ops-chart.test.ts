@@ -61,20 +61,22 @@ describe('the pod template annotations', () => {
 });
 
 describe('the NetworkPolicy with a ServiceMonitor', () => {
-  it('fails rendering with the value to set when Prometheus could not reach /metrics', async () => {
-    const result = await helm([
-      'template',
-      'rel',
-      chart,
+  it('refuses, in helm template and helm lint, with the value to set when Prometheus could not reach /metrics', async () => {
+    const values = [
       '--set',
       'baseUrl=https://tickets.example.com',
       '--set',
       'existingSecret=creds',
       '--set',
       'serviceMonitor.enabled=true',
-    ]);
+    ];
+    const message = "at '/networkPolicy/metricsNamespaceLabels': value must be 'the labels of the namespace Prometheus runs in";
+    const result = await helm(['template', 'rel', chart, ...values]);
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain('networkPolicy.metricsNamespaceLabels');
+    expect(result.stderr).toContain(message);
+    const lint = await helm(['lint', chart, ...values]);
+    expect(lint.code).not.toBe(0);
+    expect(lint.stdout).toContain(message);
   });
 
   it('lets the namespace named by metricsNamespaceLabels reach the admin port', async () => {

@@ -4,6 +4,18 @@ lists ticket-auth-proxy as a dependency (without an alias) includes them with it
 and they read this chart's values from .Values "ticket-auth-proxy" there.
 */}}
 
+{{/*
+Stops the render with a message: the chart's refusal of values that values.schema.json cannot
+refuse (the proxy's own checks, a sum, two values that must differ). helm lint turns a `fail`
+into a note (level=INFO msg="funcMap fail") and renders on, which would let the lint pass values
+that install refuses; there, and only there, `fail` returns, and the include of a template named
+by the message stops the lint with it as an error.
+*/}}
+{{- define "ticket-auth-proxy.fail" -}}
+{{- fail . -}}
+{{- include (replace "\n" " " .) dict -}}
+{{- end -}}
+
 {{/* This chart's values, as YAML: its own, or a parent chart's "ticket-auth-proxy" section. */}}
 {{- define "ticket-auth-proxy.values" -}}
 {{- $sub := index .Values "ticket-auth-proxy" -}}
@@ -44,10 +56,10 @@ helm.sh/chart: {{ printf "ticket-auth-proxy-%s" (.Chart.Version | replace "+" "_
 {{- $sat := ($v.auth | default dict).serviceAccountToken | default dict -}}
 {{- if $sat.enabled -}}
 {{- if or $v.existingSecret $v.createSecret -}}
-{{- fail "ticket-auth-proxy: auth.serviceAccountToken.enabled needs no Secret: unset existingSecret and createSecret (the projected token replaces the client secret)" -}}
+{{- include "ticket-auth-proxy.fail" "ticket-auth-proxy: auth.serviceAccountToken.enabled needs no Secret: unset existingSecret and createSecret (the projected token replaces the client secret)" -}}
 {{- end -}}
 {{- if not $v.clientId -}}
-{{- fail "ticket-auth-proxy: auth.serviceAccountToken.enabled needs clientId (the client the identity provider federates the service account with)" -}}
+{{- include "ticket-auth-proxy.fail" "ticket-auth-proxy: auth.serviceAccountToken.enabled needs clientId (the client the identity provider federates the service account with)" -}}
 {{- end -}}
 true
 {{- end -}}
@@ -72,11 +84,11 @@ true
 {{- $v.existingSecret -}}
 {{- else if $v.createSecret -}}
 {{- if not (and $v.clientId $v.clientSecret) -}}
-{{- fail "ticket-auth-proxy: createSecret needs clientId and clientSecret" -}}
+{{- include "ticket-auth-proxy.fail" "ticket-auth-proxy: createSecret needs clientId and clientSecret" -}}
 {{- end -}}
 {{- include "ticket-auth-proxy.fullname" . -}}
 {{- else -}}
-{{- fail "ticket-auth-proxy: set existingSecret (a Secret with the keys client-id and client-secret), or createSecret with clientId and clientSecret" -}}
+{{- include "ticket-auth-proxy.fail" "ticket-auth-proxy: set existingSecret (a Secret with the keys client-id and client-secret), or createSecret with clientId and clientSecret" -}}
 {{- end -}}
 {{- end -}}
 
@@ -94,7 +106,7 @@ checksum/ticket-auth-proxy-secret: {{ printf "%s\n%s\n%v" $v.clientId $v.clientS
 {{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
 {{- $least := add1 (add $v.shutdown.keepServingSeconds $v.shutdown.timeoutS) -}}
 {{- if lt (int $v.terminationGracePeriodSeconds) (int $least) -}}
-{{- fail (printf "ticket-auth-proxy: terminationGracePeriodSeconds (%v) must exceed shutdown.keepServingSeconds + shutdown.timeoutS (%v)" $v.terminationGracePeriodSeconds (sub $least 1)) -}}
+{{- include "ticket-auth-proxy.fail" (printf "ticket-auth-proxy: terminationGracePeriodSeconds (%v) must exceed shutdown.keepServingSeconds + shutdown.timeoutS (%v)" $v.terminationGracePeriodSeconds (sub $least 1)) -}}
 {{- end -}}
 {{- $v.terminationGracePeriodSeconds -}}
 {{- end -}}
@@ -318,7 +330,7 @@ For parent charts: the proxy as one entry of a pod's containers list: under init
 {{- $tls := $v.tls | default dict -}}
 {{- $egress := $v.egressProxy | default dict -}}
 {{- if and $tls.caSecret $tls.caConfigMap -}}
-{{- fail "ticket-auth-proxy: set tls.caSecret or tls.caConfigMap, not both" -}}
+{{- include "ticket-auth-proxy.fail" "ticket-auth-proxy: set tls.caSecret or tls.caConfigMap, not both" -}}
 {{- end -}}
 {{- if or $tls.caSecret $tls.caConfigMap }}
 - name: CA_FILE
@@ -332,12 +344,12 @@ For parent charts: the proxy as one entry of a pod's containers list: under init
 {{- end }}
 {{- range $key := list "httpsProxy" "httpProxy" -}}
 {{- if contains "@" (index $egress $key | default "") -}}
-{{- fail (printf "ticket-auth-proxy: egressProxy.%s carries credentials in plain values: put the URL with them in a Secret and name it in egressProxy.existingSecret" $key) -}}
+{{- include "ticket-auth-proxy.fail" (printf "ticket-auth-proxy: egressProxy.%s carries credentials in plain values: put the URL with them in a Secret and name it in egressProxy.existingSecret" $key) -}}
 {{- end -}}
 {{- end -}}
 {{- if $egress.existingSecret }}
 {{- if or $egress.httpsProxy $egress.httpProxy -}}
-{{- fail "ticket-auth-proxy: set egressProxy.existingSecret or egressProxy.httpsProxy/httpProxy, not both" -}}
+{{- include "ticket-auth-proxy.fail" "ticket-auth-proxy: set egressProxy.existingSecret or egressProxy.httpsProxy/httpProxy, not both" -}}
 {{- end }}
 - name: HTTPS_PROXY
   valueFrom:
@@ -430,11 +442,11 @@ mounts, no subPath: the kubelet's updates of the Secret reach the proxy). */}}
 {{- if not (hasKey $dpop "mode") -}}
 off
 {{- else if kindIs "bool" $mode -}}
-{{- fail (printf "ticket-auth-proxy: dpop.mode must be \"off\", \"on\" or \"required\" (got the boolean %v: YAML reads a bare %s as a boolean; write the word in quotes, e.g. mode: \"%s\")" $mode (ternary "on, yes or true" "off, no or false" $mode) (ternary "on" "off" $mode)) -}}
+{{- include "ticket-auth-proxy.fail" (printf "ticket-auth-proxy: dpop.mode must be \"off\", \"on\" or \"required\" (got the boolean %v: YAML reads a bare %s as a boolean; write the word in quotes, e.g. mode: \"%s\")" $mode (ternary "on, yes or true" "off, no or false" $mode) (ternary "on" "off" $mode)) -}}
 {{- else if has (toString $mode) (list "off" "on" "required") -}}
 {{- $mode -}}
 {{- else -}}
-{{- fail (printf "ticket-auth-proxy: dpop.mode must be \"off\", \"on\" or \"required\" (got %q)" (toString $mode)) -}}
+{{- include "ticket-auth-proxy.fail" (printf "ticket-auth-proxy: dpop.mode must be \"off\", \"on\" or \"required\" (got %q)" (toString $mode)) -}}
 {{- end -}}
 {{- end -}}
 

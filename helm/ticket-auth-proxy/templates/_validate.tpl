@@ -362,6 +362,6 @@ chart gives the proxy (environment and extraEnv, last one winning as in Kubernet
 {{- end -}}
 {{- $lines = append $lines $line -}}
 {{- end -}}
-{{- fail (printf "ticket-auth-proxy: the proxy would refuse these values at start (exit 2):\n  - %s" (join "\n  - " $lines)) -}}
+{{- include "ticket-auth-proxy.fail" (printf "ticket-auth-proxy: the proxy would refuse these values at start (exit 2):\n  - %s" (join "\n  - " $lines)) -}}
 {{- end -}}
 {{- end -}}
