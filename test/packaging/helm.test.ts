@@ -3,13 +3,14 @@
  * validated against the Kubernetes API schemas of `kubernetes-models`, then read the way the
  * kubelet would: security context, probes, ports, environment, mounts, shutdown timing.
  */
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SETTINGS } from '../../src/config/config.js';
 import { helm } from './helm-binary.js';
 import { envOf as env, findKind as find, KNOWN_ENV, type Obj, parseObjects as parse, validateObject } from './k8s-objects.js';
+import { buildParentChart } from './parent-chart.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const chart = join(root, 'helm', 'ticket-auth-proxy');
@@ -537,14 +538,7 @@ describe('values.schema.json and the chart refuse bad values, naming them', () =
 describe('sidecar mode, through a parent chart', () => {
   let parent: string;
   beforeAll(async () => {
-    // The example and the chart copied side by side as in the repository, so the example's
-    // `file://../../helm/ticket-auth-proxy` resolves, and its dependency vendored the way a user
-    // vendors it: a local file:// repository needs no network.
-    cpSync(join(root, 'examples', 'parent-chart'), join(work, 'examples', 'parent-chart'), { recursive: true });
-    cpSync(chart, join(work, 'helm', 'ticket-auth-proxy'), { recursive: true });
-    parent = join(work, 'examples', 'parent-chart');
-    const built = await helm(['dependency', 'build', parent]);
-    if (built.code !== 0) throw new Error(`helm dependency build failed:\n${built.stderr}`);
+    parent = await buildParentChart(work);
   });
   const parentChart = (): string => parent;
 

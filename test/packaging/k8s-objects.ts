@@ -7,7 +7,7 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { ConfigMap, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { expect } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { SETTINGS } from '../../src/config/config.js';
@@ -25,6 +25,7 @@ const MODELS: Record<string, { new (data: any): { validate(): void } }> = {
   'v1/Secret': Secret,
   'v1/ServiceAccount': ServiceAccount,
   'v1/ConfigMap': ConfigMap,
+  'v1/Pod': Pod,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,

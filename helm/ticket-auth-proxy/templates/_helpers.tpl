@@ -214,8 +214,12 @@ env:
     value: {{ if $preStopSleep }}"0"{{ else }}{{ $keepServing | quote }}{{ end }}
   - name: SHUTDOWN_TIMEOUT_S
     value: {{ $v.shutdown.timeoutS | quote }}
-  {{- include "ticket-auth-proxy.networkEnv" $ctx | nindent 2 }}
-  {{- include "ticket-auth-proxy.dpopEnv" $ctx | nindent 2 }}
+  {{- with include "ticket-auth-proxy.networkEnv" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  {{- with include "ticket-auth-proxy.dpopEnv" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
   {{- with $v.nodeOptions }}
   - name: NODE_OPTIONS
     value: {{ . | quote }}
@@ -233,8 +237,12 @@ volumeMounts:
     mountPath: {{ include "ticket-auth-proxy.secretDir" $ctx }}
     readOnly: true
   {{- end }}
-  {{- include "ticket-auth-proxy.networkMounts" $ctx | nindent 2 }}
-  {{- include "ticket-auth-proxy.dpopMounts" $ctx | nindent 2 }}
+  {{- with include "ticket-auth-proxy.networkMounts" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  {{- with include "ticket-auth-proxy.dpopMounts" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
 {{- if $preStopSleep }}
 lifecycle:
   preStop:
@@ -294,8 +302,18 @@ For parent charts: the proxy as one entry of a pod's containers list: under init
 {{- ternary "true" "false" $v.sidecar.native -}}
 {{- end -}}
 
-{{/* For parent charts: the volume the sidecar mounts, as one entry of a pod's volumes list. */}}
+{{/* For parent charts: the base URL the app calls the sidecar at, on the pod's loopback. */}}
+{{- define "ticket-auth-proxy.sidecarUrl" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+http://127.0.0.1:{{ $v.listenPort }}
+{{- end -}}
+
+{{/* For parent charts: the volumes the sidecar mounts, as entries of a pod's volumes list. */}}
 {{- define "ticket-auth-proxy.sidecarVolumes" -}}
+{{- include "ticket-auth-proxy.volumeEntries" . | trim -}}
+{{- end -}}
+
+{{- define "ticket-auth-proxy.volumeEntries" -}}
 {{- if include "ticket-auth-proxy.secretless" . }}
 {{- $sat := (include "ticket-auth-proxy.values" . | fromYaml).auth.serviceAccountToken }}
 - name: ticket-auth-proxy-assertion
