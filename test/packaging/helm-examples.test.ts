@@ -1,11 +1,12 @@
 /**
  * What a newcomer renders first, by a real helm: output a reader can follow (no blank lines, no
  * key left empty), the sidecar on its own without a parent chart
- * (examples/helm/sidecar-preview-values.yaml), and the parent chart example, whose rendering
- * leaves the repository clean.
+ * (examples/helm/sidecar-preview-values.yaml), the values for an image built here and loaded into
+ * a local cluster (examples/helm/local-image-values.yaml), and the parent chart example, whose
+ * rendering leaves the repository clean.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +18,7 @@ import { buildParentChart } from './parent-chart.js';
 const root = join(import.meta.dirname, '..', '..');
 const chart = join(root, 'helm', 'ticket-auth-proxy');
 const examples = join(root, 'examples', 'helm');
+const appVersion = /appVersion: "([^"]+)"/.exec(readFileSync(join(chart, 'Chart.yaml'), 'utf8'))![1]!;
 const ciValues = readdirSync(join(chart, 'ci')).filter((f) => f.endsWith('-values.yaml'));
 
 const work = mkdtempSync(join(tmpdir(), 'tap-helm-examples-'));
@@ -151,5 +153,29 @@ describe('examples/helm/sidecar-preview-values.yaml', () => {
     const objects = parseObjects(await template(chart, ['-f', preview, '--set', 'mode=standalone']));
     expect(objects.map((o) => o.kind)).not.toContain('Pod');
     expect(objects.map((o) => o.kind)).toContain('Deployment');
+  });
+});
+
+describe('examples/helm/local-image-values.yaml', () => {
+  const local = join(examples, 'local-image-values.yaml');
+  const first = ['-f', local, '--set', 'baseUrl=https://tickets.example.com', '--set', 'existingSecret=ticket-service-credentials'];
+
+  it('runs the tag built and loaded into the cluster, and never pulls it', async () => {
+    const objects = parseObjects(await template(chart, first));
+    for (const o of objects) validateObject(o);
+    const container: Obj = findKind(objects, 'Deployment')!.spec.template.spec.containers[0];
+    expect(container.image).toBe(`ticket-auth-proxy:${appVersion}`);
+    expect(container.imagePullPolicy).toBe('Never');
+    // The commands in the file's comment build and load that very tag.
+    const text = readFileSync(local, 'utf8');
+    expect(text).toContain(`docker build -t ticket-auth-proxy:${appVersion} .`);
+    expect(text).toContain(`kind load docker-image ticket-auth-proxy:${appVersion}`);
+    expect(text).toContain(`minikube image load ticket-auth-proxy:${appVersion}`);
+  });
+
+  it('passes helm lint --strict with the values its comment sets', async () => {
+    const result = await helm(['lint', '--strict', chart, ...first]);
+    expect(result.stdout).toContain('0 chart(s) failed');
+    expect(result.code).toBe(0);
   });
 });
