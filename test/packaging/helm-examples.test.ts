@@ -57,47 +57,34 @@ describe('the rendered manifests', () => {
   });
 
   it.each([
-    ['an existing Secret', []],
+    ['an existing Secret', {}],
     [
       'a created Secret, the CA, a client certificate, an egress proxy and DPoP',
-      [
-        '--set',
-        'ticket-auth-proxy.existingSecret=',
-        '--set',
-        'ticket-auth-proxy.createSecret=true',
-        '--set',
-        'ticket-auth-proxy.clientId=app',
-        '--set',
-        'ticket-auth-proxy.clientSecret=s',
-        '--set',
-        'ticket-auth-proxy.tls.caSecret=corp-ca',
-        '--set',
-        'ticket-auth-proxy.tls.clientCertSecret=client-tls',
-        '--set',
-        'ticket-auth-proxy.egressProxy.httpsProxy=http://proxy.corp:3128',
-        '--set',
-        'ticket-auth-proxy.dpop.mode=on',
-        '--set',
-        'ticket-auth-proxy.dpop.existingSecret=dpop-key',
-      ],
+      {
+        existingSecret: '',
+        createSecret: true,
+        clientId: 'app',
+        clientSecret: 's',
+        'tls.caSecret': 'corp-ca',
+        'tls.clientCertSecret': 'client-tls',
+        'egressProxy.httpsProxy': 'http://proxy.corp:3128',
+        'dpop.mode': 'on',
+        'dpop.existingSecret': 'dpop-key',
+      },
     ],
     [
       'the classic sidecar in secretless mode',
-      [
-        '--set',
-        'ticket-auth-proxy.sidecar.native=false',
-        '--set',
-        'ticket-auth-proxy.existingSecret=',
-        '--set',
-        'ticket-auth-proxy.clientId=app',
-        '--set',
-        'ticket-auth-proxy.auth.serviceAccountToken.enabled=true',
-        '--set',
-        'ticket-auth-proxy.auth.serviceAccountToken.audience=api://idp',
-      ],
+      {
+        'sidecar.native': false,
+        existingSecret: '',
+        clientId: 'app',
+        'auth.serviceAccountToken.enabled': true,
+        'auth.serviceAccountToken.audience': 'api://idp',
+      },
     ],
-  ])('read cleanly through the parent chart example, with %s', async (_name, args) => {
-    expectTidy(await template(parent, args as string[]));
+  ])('read cleanly through the parent chart example, with %s', async (_name, values) => {
+    const args = Object.entries(values).flatMap(([key, value]) => ['--set', `ticket-auth-proxy.${key}=${String(value)}`]);
+    expectTidy(await template(parent, args));
   });
 });
 
