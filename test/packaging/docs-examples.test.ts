@@ -43,8 +43,10 @@ describe('the examples', () => {
         'examples/kubernetes/native-sidecar.yaml',
         'examples/parent-chart/templates/deployment.yaml',
         'examples/parent-chart/values.yaml',
+        'examples/helm/sidecar-preview-values.yaml',
         'helm-standalone',
         'helm-dpop-values',
+        'local-cluster',
       ].sort(),
     );
   });
@@ -83,6 +85,50 @@ describe('the examples', () => {
     expect(findKind(objects, 'NetworkPolicy')!.spec.ingress[0].from[0].podSelector.matchLabels).toEqual({ app: 'legacy-app' });
     expect(findKind(objects, 'Service')!.metadata.name).toBe('tickets-ticket-auth-proxy');
     expect(pageOf('helm-standalone')).toContain('http://tickets-ticket-auth-proxy.<namespace>.svc:8180');
+  });
+});
+
+describe('the first try on a local cluster', () => {
+  /** The block's commands, each as its words, comments dropped. */
+  const commands = (): string[][] =>
+    blocks
+      .get('local-cluster')!
+      .replace(/\\\n/g, ' ')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => words(line.replace(/\s+#.*$/, '')));
+  const command = (...start: string[]): string[] => {
+    const found = commands().find((argv) => start.every((w, i) => argv[i] === w));
+    expect(found, start.join(' ')).toBeDefined();
+    return found!;
+  };
+
+  it('builds one tag, loads it into kind (or minikube), and installs the chart to run it, never pulled', async () => {
+    const tag = command('docker', 'build', '-t')[3]!;
+    expect(tag).toBe(`ticket-auth-proxy:${version}`);
+    expect(command('kind', 'load', 'docker-image')[3]).toBe(tag);
+    expect(blocks.get('local-cluster')).toContain(`# minikube: minikube image load ${tag}\n`);
+    const secret = command('kubectl', 'create', 'secret', 'generic')[4];
+
+    const install = command('helm', 'install');
+    const result = await helm(['template', ...install.slice(2)], root);
+    expect(result.stderr).toBe('');
+    const objects = parseObjects(result.stdout);
+    for (const o of objects) validateObject(o);
+    const deployment = findKind(objects, 'Deployment')!;
+    const container: Obj = deployment.spec.template.spec.containers[0];
+    expect(container.image).toBe(tag);
+    expect(container.imagePullPolicy).toBe('Never');
+    expect(envOf(container).CLIENT_ID.valueFrom.secretKeyRef.name).toBe(secret);
+
+    // The rollout and the port-forward name the Deployment installed, and its proxy port.
+    const name = `deployment/${deployment.metadata.name}`;
+    expect(command('kubectl', 'rollout', 'status')[3]).toBe(name);
+    const forward = command('kubectl', 'port-forward');
+    expect(forward[2]).toBe(name);
+    const port = container.ports.find((p: Obj) => p.name === 'proxy').containerPort;
+    expect(forward[3]).toBe(`${port}:${port}`);
+    expect(pageOf('local-cluster')).toContain(`curl -s http://127.0.0.1:${port}/api/v1/tickets`);
   });
 });
 
