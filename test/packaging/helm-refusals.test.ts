@@ -351,6 +351,7 @@ describe('the base URLs and token endpoints the chart refuses', () => {
   const cases = [
     ...baseUrls.map((url) => ['baseUrl', 'BASE_URL', url] as const),
     ...tokenUrls.map((url) => ['tokenUrl', 'TOKEN_URL', url] as const),
+    ...tokenUrls.map((url) => ['issuerUrl', 'ISSUER_URL', url.replace('/token', '/realms/tickets')] as const),
   ];
   it.each(cases)('refuses the %s (%s) %j exactly when the proxy refuses it', async (value, setting, url) => {
     const refusedByProxy = proxyProblems({ ...CHART_ENV, [setting]: url }).length > 0;

@@ -22,6 +22,7 @@ type SettingValue = [path: string, probe: string | number | boolean, env: string
 const SETTING_VALUES: SettingValue[] = [
   ['baseUrl', 'https://probe.example/gw', 'BASE_URL'],
   ['tokenUrl', 'https://idp.probe.example/token', 'TOKEN_URL'],
+  ['issuerUrl', 'https://idp.probe.example/realms/probe', 'ISSUER_URL'],
   ['allowInsecureHttp', true, 'ALLOW_INSECURE_HTTP'],
   ['tokenScope', 'probe:read', 'TOKEN_SCOPE'],
   ['tokenAuthMethod', 'client_secret_basic', 'TOKEN_AUTH_METHOD'],

@@ -485,7 +485,7 @@ describe('values.schema.json and the chart refuse bad values, naming them', () =
     [
       'an http: issuerUrl for a host off loopback',
       [...base, '--set', 'baseUrl=https://x.example', '--set', 'issuerUrl=http://idp.example/realms/t'],
-      /issuerUrl: ISSUER_URL uses http:/,
+      /at '\/issuerUrl': value must be 'https, or http: for a loopback host only, unless allowInsecureHttp is true/,
     ],
     [
       'a string replica count',
