@@ -4,21 +4,22 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The layer rule of docs/development.md, "The house: rooms in layers": imports point down
- * `main / app → admin, telemetry → proxy → token → net → config → core`, and `mock/` imports
- * nothing of the product. Type-only imports count too.
+ * `main / app → admin, telemetry → proxy → token → store → net → config → core`, and `mock/`
+ * imports nothing of the product. Type-only imports count too.
  */
 const SRC = resolve(import.meta.dirname, '../../src');
 const RANK: Record<string, number> = {
   core: 0,
   config: 1,
   net: 2,
-  token: 3,
-  proxy: 4,
-  telemetry: 5,
-  admin: 5,
-  app: 6,
-  'main.ts': 7,
-  'demo.ts': 7,
+  store: 3,
+  token: 4,
+  proxy: 5,
+  telemetry: 6,
+  admin: 6,
+  app: 7,
+  'main.ts': 8,
+  'demo.ts': 8,
 };
 
 function sourceFiles(dir: string): string[] {
