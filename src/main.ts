@@ -9,6 +9,7 @@ import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';
 import { createLogger } from './core/log.js';
 import { checkNetSettings } from './net/settings.js';
+import { checkStoreSettings } from './store/settings.js';
 import { checkIssuerSettings } from './token/discovery/index.js';
 import { checkDpopSettings } from './token/dpop/index.js';
 import { checkTokenSettings } from './token/settings.js';
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
   try {
     loaded = await readConfig(
       args.configFile,
-      { tls: checkNetSettings, token: checkTokenSettings, dpop: checkDpopSettings, issuer: checkIssuerSettings },
+      { tls: checkNetSettings, token: checkTokenSettings, dpop: checkDpopSettings, issuer: checkIssuerSettings, store: checkStoreSettings },
       process.env,
     );
   } catch (err) {

@@ -31,7 +31,7 @@ export async function readConfig<C extends Record<string, SettingsCheck>>(
       throw new ConfigError([`${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`]);
     }
   }
-  return loadConfig({ env, file, readFile: (p) => readFileSync(p, 'utf8') }, checks);
+  return loadConfig({ env, file, readFile: (p) => readFileSync(p, 'utf8'), readBytes: (p) => readFileSync(p) }, checks);
 }
 
 /** The environment variables that look like a misspelt setting, each with the warning to give. */

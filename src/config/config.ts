@@ -76,6 +76,14 @@ export interface Config {
   readonly noProxy: string | undefined;
   readonly passthroughBasic: boolean;
   readonly tokenCacheMax: number;
+  /** The shared token store: `redis://` or `rediss://` URL(s); may carry a password, so never shown whole. */
+  readonly tokenStoreUrl: string | undefined;
+  readonly tokenStoreMode: 'standalone' | 'cluster';
+  readonly tokenStorePasswordFile: string | undefined;
+  /** Key material the store key is derived from, instead of the secret or private key. */
+  readonly tokenStoreKeyFile: string | undefined;
+  readonly tokenStorePrefix: string;
+  readonly tokenStoreTimeoutMs: number;
   readonly shutdownDelayS: number;
   readonly shutdownTimeoutS: number;
   readonly logLevel: LogLevel;
@@ -171,6 +179,12 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'NO_PROXY', key: 'noProxy', kind: { type: 'string' }, lowerCaseEnv: true },
   { env: 'PASSTHROUGH_BASIC', key: 'passthroughBasic', kind: { type: 'bool' }, default: false },
   { env: 'TOKEN_CACHE_MAX', key: 'tokenCacheMax', kind: { type: 'int', min: 1 }, default: 1000 },
+  { env: 'TOKEN_STORE_URL', key: 'tokenStoreUrl', kind: { type: 'string', secret: true } },
+  { env: 'TOKEN_STORE_MODE', key: 'tokenStoreMode', kind: { type: 'enum', values: ['standalone', 'cluster'] }, default: 'standalone' },
+  { env: 'TOKEN_STORE_PASSWORD_FILE', key: 'tokenStorePasswordFile', kind: { type: 'path' } },
+  { env: 'TOKEN_STORE_KEY_FILE', key: 'tokenStoreKeyFile', kind: { type: 'path' } },
+  { env: 'TOKEN_STORE_PREFIX', key: 'tokenStorePrefix', kind: { type: 'string' }, default: 'ticket-auth-proxy:' },
+  { env: 'TOKEN_STORE_TIMEOUT_MS', key: 'tokenStoreTimeoutMs', kind: { type: 'int', min: 1 }, default: 250 },
   { env: 'SHUTDOWN_DELAY_S', key: 'shutdownDelayS', kind: { type: 'number', min: 0 }, default: 0 },
   { env: 'SHUTDOWN_TIMEOUT_S', key: 'shutdownTimeoutS', kind: { type: 'number', min: 0 }, default: 15 },
   { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: LOG_LEVELS }, default: 'info' },

@@ -11,6 +11,8 @@ export interface ConfigSources {
   file?: { path: string; values: unknown } | undefined;
   /** Reads a file a setting names (secret, key, certificate); injected so tests need no files. Throws when unreadable. */
   readFile: (path: string) => string;
+  /** Reads a file of raw bytes (key material); without it, `readFile`'s text as UTF-8. Throws when unreadable. */
+  readBytes?: (path: string) => Uint8Array;
 }
 
 /**
@@ -34,6 +36,8 @@ export interface SettingsCheckContext {
   problem(message: string): void;
   /** Reads the file the setting names (once, however often asked); when it cannot be read, records the problem and returns undefined. */
   readFile(key: keyof Config): string | undefined;
+  /** The same, as bytes: for key material, which need not be text. */
+  readBytes(key: keyof Config): Uint8Array | undefined;
 }
 
 /** A feature's check of its settings; what it returns (the files it read, parsed) is handed on. */
@@ -162,6 +166,18 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
     return given.inFile ? `${env} from ${given.from}` : `${env} from the environment${given.from === env ? '' : ` (${given.from})`}`;
   };
   const read = new Map<keyof Config, string | undefined>();
+  const readBytes = sources.readBytes ?? ((path: string) => Buffer.from(sources.readFile(path), 'utf8'));
+  /** Reads the file `key` names with `reader`, or records why it cannot be read. */
+  const attempt = <T>(key: keyof Config, reader: (path: string) => T): T | undefined => {
+    const path = config[key] as string;
+    try {
+      return reader(path);
+    } catch (err) {
+      problems.push(unreadableFileProblem(name(key), path, err));
+      return undefined;
+    }
+  };
+  const bytes = new Map<keyof Config, Uint8Array | undefined>();
   const context: SettingsCheckContext = {
     config,
     given: (key) => raw.has(key),
@@ -172,16 +188,12 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
         : `${BY_KEY.get(a)!.env} is set (${origin(a)})`,
     problem: (message) => problems.push(message),
     readFile: (key) => {
-      if (!read.has(key)) {
-        const path = config[key] as string;
-        try {
-          read.set(key, sources.readFile(path));
-        } catch (err) {
-          problems.push(unreadableFileProblem(name(key), path, err));
-          read.set(key, undefined);
-        }
-      }
+      if (!read.has(key)) read.set(key, attempt(key, sources.readFile));
       return read.get(key);
+    },
+    readBytes: (key) => {
+      if (!bytes.has(key)) bytes.set(key, attempt(key, readBytes));
+      return bytes.get(key);
     },
   };
   const checked: Record<string, unknown> = {};

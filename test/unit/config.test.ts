@@ -10,6 +10,9 @@ import { filesOf, loadSettings } from '../helpers/load-settings.js';
 
 const FILE = '/etc/ticket-auth-proxy.yaml';
 const SECRET_PATH = '/var/run/secrets/ticket/client-secret';
+const STORE_PASSWORD_PATH = '/var/run/secrets/ticket/store-password';
+const STORE_KEY_PATH = '/var/run/secrets/ticket/store-key';
+const FILES = { [SECRET_PATH]: 'from-file\n', [STORE_PASSWORD_PATH]: 'store-password\n', [STORE_KEY_PATH]: 'k'.repeat(32) };
 const MINIMAL = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET: 'secret-value' };
 
 type Env = Record<string, string | undefined>;
@@ -74,6 +77,12 @@ describe('loadConfig defaults and sources', () => {
       replayBodyLimitBytes: 65536,
       passthroughBasic: false,
       tokenCacheMax: 1000,
+      tokenStoreUrl: undefined,
+      tokenStoreMode: 'standalone',
+      tokenStorePasswordFile: undefined,
+      tokenStoreKeyFile: undefined,
+      tokenStorePrefix: 'ticket-auth-proxy:',
+      tokenStoreTimeoutMs: 250,
       shutdownDelayS: 0,
       shutdownTimeoutS: 15,
       logLevel: 'info',
@@ -122,6 +131,12 @@ describe('loadConfig defaults and sources', () => {
     NO_PROXY: '.internal,localhost',
     PASSTHROUGH_BASIC: 'true',
     TOKEN_CACHE_MAX: '5',
+    TOKEN_STORE_URL: 'rediss://proxy@cache.internal:6380/2',
+    TOKEN_STORE_MODE: 'standalone',
+    TOKEN_STORE_PASSWORD_FILE: STORE_PASSWORD_PATH,
+    TOKEN_STORE_KEY_FILE: STORE_KEY_PATH,
+    TOKEN_STORE_PREFIX: 'tap:',
+    TOKEN_STORE_TIMEOUT_MS: '100',
     SHUTDOWN_DELAY_S: '2.5',
     SHUTDOWN_TIMEOUT_S: '30',
     LOG_LEVEL: 'debug',
@@ -171,6 +186,12 @@ describe('loadConfig defaults and sources', () => {
     noProxy: '.internal,localhost',
     passthroughBasic: true,
     tokenCacheMax: 5,
+    tokenStoreUrl: 'rediss://proxy@cache.internal:6380/2',
+    tokenStoreMode: 'standalone',
+    tokenStorePasswordFile: STORE_PASSWORD_PATH,
+    tokenStoreKeyFile: STORE_KEY_PATH,
+    tokenStorePrefix: 'tap:',
+    tokenStoreTimeoutMs: 100,
     shutdownDelayS: 2.5,
     shutdownTimeoutS: 30,
     logLevel: 'debug',
@@ -178,7 +199,7 @@ describe('loadConfig defaults and sources', () => {
   };
 
   it('parses every setting from the environment', () => {
-    const { config, token } = loadBoth(everyEnv, undefined, { [SECRET_PATH]: 'from-file\n' });
+    const { config, token } = loadBoth(everyEnv, undefined, FILES);
     expect(config).toEqual(everyParsed);
     expect(token.clientSecret).toBe('from-file');
   });
@@ -215,12 +236,18 @@ describe('loadConfig defaults and sources', () => {
       "noProxy: '.internal,localhost'",
       'passthroughBasic: true',
       'tokenCacheMax: 5',
+      'tokenStoreUrl: rediss://proxy@cache.internal:6380/2',
+      'tokenStoreMode: standalone',
+      `tokenStorePasswordFile: ${STORE_PASSWORD_PATH}`,
+      `tokenStoreKeyFile: ${STORE_KEY_PATH}`,
+      "tokenStorePrefix: 'tap:'",
+      'tokenStoreTimeoutMs: 100',
       'shutdownDelayS: 2.5',
       'shutdownTimeoutS: 30',
       'logLevel: debug',
       'accessLog: true',
     ].join('\n');
-    const { config, token } = loadBoth({}, yaml, { [SECRET_PATH]: 'from-file\n' });
+    const { config, token } = loadBoth({}, yaml, FILES);
     expect(config).toEqual({ ...everyParsed, configFile: undefined });
     expect(token.clientSecret).toBe('from-file');
   });

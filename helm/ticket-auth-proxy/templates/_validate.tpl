@@ -50,6 +50,12 @@ HTTP_PROXY: {type: proxy}
 NO_PROXY: {type: string}
 PASSTHROUGH_BASIC: {type: bool}
 TOKEN_CACHE_MAX: {type: int, min: 1}
+TOKEN_STORE_URL: {type: string, secret: true}
+TOKEN_STORE_MODE: {type: enum, values: [standalone, cluster]}
+TOKEN_STORE_PASSWORD_FILE: {type: path}
+TOKEN_STORE_KEY_FILE: {type: path}
+TOKEN_STORE_PREFIX: {type: string}
+TOKEN_STORE_TIMEOUT_MS: {type: int, min: 1}
 SHUTDOWN_DELAY_S: {type: number, min: 0}
 SHUTDOWN_TIMEOUT_S: {type: number, min: 0}
 LOG_LEVEL: {type: enum, values: [fatal, error, warn, info, debug, trace, silent]}

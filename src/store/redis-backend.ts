@@ -1,0 +1,208 @@
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'iovalkey';
+import type { Clock } from '../core/clock.js';
+import type { TlsMaterial } from '../net/tls-material.js';
+import type { RawRead, StoreBackend } from './backend.js';
+import { CLOSED, explainRedisFailure, type PasswordSource } from './redis-failure.js';
+import type { StoreEndpoint } from './redis-url.js';
+import { ACQUIRE, DELETE_IF, READ, RELEASE, WRITE } from './scripts.js';
+
+/** A connection unused this long is closed: a proxy needs the store about once a token lifetime. */
+export const IDLE_CLOSE_MS = 30_000;
+
+export interface RedisBackendOptions {
+  endpoint: StoreEndpoint;
+  /** The password in use now (`TOKEN_STORE_PASSWORD_FILE` is reread on change), and where it came from. */
+  password: () => string | undefined;
+  passwordSource: PasswordSource;
+  /** The TLS material in use now (`CA_FILE` and the client certificate are reread on change). */
+  tls: () => TlsMaterial;
+  /** `TOKEN_STORE_TIMEOUT_MS`, given to the library as well, so nothing it does on its own waits longer. */
+  timeoutMs: number;
+  clock: Clock;
+  idleMs?: number;
+}
+
+type ScriptReply = [string, string | null, string | null, string | null, number, string | null, number];
+
+/** The scripts as commands of a client (`defineCommand`: `EVALSHA`, then `EVAL` when the server lacks the script). */
+interface Scripted {
+  tapRead(entry: string, failure: string): Promise<ScriptReply>;
+  tapWrite(entry: string, failure: string, exp: string, fp: string, ct: string, ttl: number, replace: string): Promise<number>;
+  tapAcquire(lease: string, value: string, ttl: number): Promise<number>;
+  tapRelease(lease: string, value: string): Promise<number>;
+  tapDeleteIf(entry: string, fp: string): Promise<number>;
+}
+
+type Client = (Redis | Cluster) & Scripted;
+
+/** A connection, and the promise of it being ready (connected, authenticated, its database selected). */
+interface Connection {
+  client: Client;
+  ready: Promise<Client>;
+  /** The last error the library reported on its own (a refused connection, a refused password). */
+  lastError: unknown;
+}
+
+/**
+ * The store on Redis or Valkey, through `iovalkey`, loaded here and only here (a dynamic import:
+ * a proxy without a store never loads it). Connects when an operation needs it and closes after
+ * {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues or retries on its own: an operation
+ * that finds no connection makes one, within the store timeout its caller bounds it with.
+ */
+export async function createRedisBackend(options: RedisBackendOptions): Promise<StoreBackend> {
+  const lib = await import('iovalkey');
+  const { endpoint, clock, timeoutMs } = options;
+  const idleMs = options.idleMs ?? IDLE_CLOSE_MS;
+  let current: Connection | undefined;
+  let inFlight = 0;
+  let idleTimer: unknown;
+
+  function tlsOptions(): object | undefined {
+    if (!endpoint.tls) return undefined;
+    const { ca, cert, key } = options.tls();
+    return { ...(ca ? { ca: [...ca] } : {}), ...(cert && key ? { cert, key } : {}) };
+  }
+
+  // Every automatic behaviour off: no offline queue, no reconnection, no retry, no ready check
+  // (`INFO` is not among the commands a user limited to the prefix may run).
+  const common = {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    enableReadyCheck: false,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    autoResubscribe: false,
+    autoResendUnfulfilledCommands: false,
+  } satisfies RedisOptions;
+
+  function open(): Connection {
+    let client: Client;
+    const tls = tlsOptions();
+    if (endpoint.mode === 'cluster') {
+      const password = options.password();
+      const clusterOptions: ClusterOptions = {
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        enableReadyCheck: false,
+        clusterRetryStrategy: () => null,
+        slotsRefreshTimeout: timeoutMs,
+        slotsRefreshInterval: 0,
+        maxRedirections: 4,
+        retryDelayOnFailover: 50,
+        retryDelayOnClusterDown: 50,
+        retryDelayOnTryAgain: 50,
+        // Connect by the names given, so TLS verifies the certificate against them.
+        dnsLookup: (address, callback) => callback(null, address),
+        redisOptions: {
+          ...common,
+          ...(endpoint.username !== undefined ? { username: endpoint.username } : {}),
+          ...(password !== undefined ? { password } : {}),
+          ...(tls ? { tls } : {}),
+        },
+      };
+      client = new lib.Cluster(
+        endpoint.nodes.map((n) => ({ host: n.host, port: n.port })),
+        clusterOptions,
+      ) as Client;
+    } else {
+      const node = endpoint.nodes[0]!;
+      client = new lib.Redis({ ...common, host: node.host, port: node.port, retryStrategy: () => null, ...(tls ? { tls } : {}) }) as Client;
+    }
+    client.defineCommand('tapRead', { numberOfKeys: 2, lua: READ });
+    client.defineCommand('tapWrite', { numberOfKeys: 2, lua: WRITE });
+    client.defineCommand('tapAcquire', { numberOfKeys: 1, lua: ACQUIRE });
+    client.defineCommand('tapRelease', { numberOfKeys: 1, lua: RELEASE });
+    client.defineCommand('tapDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
+    const connection: Connection = { client, ready: Promise.resolve(client), lastError: undefined };
+    const remember = (err: unknown): void => {
+      connection.lastError = err;
+    };
+    client.on('error', remember);
+    client.on('node error', remember);
+    client.on('end', () => {
+      if (current === connection) current = undefined;
+    });
+    connection.ready = (async () => {
+      await client.connect();
+      if (endpoint.mode === 'standalone') {
+        // Authenticated here rather than by the library, which sends AUTH without waiting for its
+        // answer: a refused password must fail the operation, not let it run as the default user.
+        const password = options.password();
+        if (password !== undefined) {
+          await client.call('AUTH', ...(endpoint.username !== undefined ? [endpoint.username, password] : [password]));
+        }
+        if (endpoint.db !== 0) await client.call('SELECT', endpoint.db);
+      }
+      return client;
+    })();
+    connection.ready.catch(() => drop(connection));
+    return connection;
+  }
+
+  function drop(connection: Connection | undefined): void {
+    if (connection === undefined) return;
+    if (current === connection) current = undefined;
+    connection.client.disconnect();
+  }
+
+  async function use<T>(command: (client: Client) => Promise<T>): Promise<T> {
+    const connection = (current ??= open());
+    inFlight++;
+    clock.clearTimeout(idleTimer);
+    try {
+      return await command(await connection.ready);
+    } catch (err) {
+      // The library rejects with "Connection is closed"; what closed it came as an event before.
+      const cause = err instanceof Error && CLOSED.test(err.message) && connection.lastError !== undefined ? connection.lastError : err;
+      // A replica after a failover, or a server still loading: a new connection may reach the new primary.
+      if (cause instanceof Error && /^(READONLY|LOADING|MASTERDOWN)\b/.test(cause.message)) drop(connection);
+      throw cause;
+    } finally {
+      inFlight--;
+      if (inFlight === 0) {
+        idleTimer = clock.setTimeout(() => {
+          if (inFlight === 0) drop(current);
+        }, idleMs);
+      }
+    }
+  }
+
+  const ttl = (n: number): number => Math.max(1, Math.ceil(n));
+
+  return {
+    read: (keys) =>
+      use(async (c): Promise<RawRead> => {
+        const [type, exp, fp, ct, entryTtlMs, failure, failureTtlMs] = await c.tapRead(keys.entryKey, keys.failureKey);
+        const entry =
+          type === 'none' ? undefined : type === 'hash' ? { exp: exp ?? undefined, fp: fp ?? undefined, ct: ct ?? undefined } : 'garbage';
+        return { entry, entryTtlMs, failure: failure ?? undefined, failureTtlMs };
+      }),
+    write: (keys, f, ttlMs, replaceCt) =>
+      use(async (c) => (await c.tapWrite(keys.entryKey, keys.failureKey, f.exp, f.fp, f.ct, ttl(ttlMs), replaceCt ?? '')) === 1),
+    acquire: (leaseKey, value, ttlMs) => use(async (c) => (await c.tapAcquire(leaseKey, value, ttl(ttlMs))) === 1),
+    release: (leaseKey, value) => use(async (c) => (await c.tapRelease(leaseKey, value)) === 1),
+    deleteIf: (entryKey, fingerprint) => use(async (c) => (await c.tapDeleteIf(entryKey, fingerprint)) === 1),
+    recordFailure: (failureKey, value, ttlMs) =>
+      use(async (c) => {
+        await c.set(failureKey, value, 'PX', ttl(ttlMs));
+      }),
+    ping: () =>
+      use(async (c) => {
+        // A cluster pings the node of a key's slot: one node answering says the cluster serves.
+        if (endpoint.mode === 'cluster') await (c as Cluster).nodes('master')[0]?.ping();
+        else await c.ping();
+      }),
+    warm() {
+      void use(() => Promise.resolve()).catch(() => undefined);
+    },
+    reset() {
+      drop(current);
+    },
+    async close() {
+      clock.clearTimeout(idleTimer);
+      drop(current);
+    },
+    explain: (err) => explainRedisFailure(err, endpoint.shown, options.passwordSource, options.password()),
+  };
+}

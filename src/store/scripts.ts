@@ -1,0 +1,61 @@
+/**
+ * The Lua scripts behind the store's primitives (`backend.ts` says what each does; the in-memory
+ * store mirrors them). Each names all its keys in KEYS, all in one hash slot, so each runs in a
+ * Redis Cluster too. Plain `EVAL` scripts (no shebang, so Redis 6.2 runs them); a script only
+ * reads (`TYPE`, `HMGET`, `GET`, `PTTL`) unless it decides to write, so a read is served on a
+ * store at `maxmemory`. `TYPE` guards every read of a value: a key that holds something else
+ * (garbage) is an answer, never a `WRONGTYPE` error.
+ */
+
+/** KEYS: entry, failure. Returns {entry type, exp, fp, ct, entry PTTL, failure value, failure PTTL}. */
+export const READ = `
+local t = redis.call('TYPE', KEYS[1]).ok
+local exp, fp, ct = false, false, false
+if t == 'hash' then
+  local f = redis.call('HMGET', KEYS[1], 'exp', 'fp', 'ct')
+  exp, fp, ct = f[1], f[2], f[3]
+end
+local failure = false
+if redis.call('TYPE', KEYS[2]).ok == 'string' then failure = redis.call('GET', KEYS[2]) end
+return {t, exp, fp, ct, redis.call('PTTL', KEYS[1]), failure, redis.call('PTTL', KEYS[2])}
+`;
+
+/**
+ * KEYS: entry, failure. ARGV: exp, fp, ct, ttl (ms), the ct of garbage to replace (or '').
+ * Keeps a sound entry whose exp is as late or later; returns 1 when written, 0 when kept.
+ */
+export const WRITE = `
+redis.call('DEL', KEYS[2])
+if redis.call('TYPE', KEYS[1]).ok == 'hash' then
+  local f = redis.call('HMGET', KEYS[1], 'exp', 'fp', 'ct')
+  local sound = f[1] and string.match(f[1], '^%d+$') and f[2] and f[3]
+  if sound and tonumber(f[1]) >= tonumber(ARGV[1]) and f[3] ~= ARGV[5] then return 0 end
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'exp', ARGV[1], 'fp', ARGV[2], 'ct', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+`;
+
+/** KEYS: lease. ARGV: value, ttl (ms). 1 when taken; a lease without a time to live is given one. */
+export const ACQUIRE = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`;
+
+/** KEYS: lease. ARGV: value. Compare and delete: 1 when it was this lease. */
+export const RELEASE = `
+if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`;
+
+/** KEYS: entry. ARGV: fingerprint. Deletes the entry only if it holds that token: 1 when deleted. */
+export const DELETE_IF = `
+if redis.call('TYPE', KEYS[1]).ok == 'hash' and redis.call('HGET', KEYS[1], 'fp') == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`;

@@ -1,0 +1,123 @@
+/**
+ * The token store contract's harness on a real Redis (test/helpers/redis-server.ts): stores
+ * opened as the proxy opens them, and an administrator's client that reads the store back raw.
+ */
+import { Cluster, Redis } from 'iovalkey';
+import { systemClock } from '../../src/core/clock.js';
+import type { TlsMaterial } from '../../src/net/tls-material.js';
+import { openRedisTokenStore, type RedisTokenStore } from '../../src/store/open-store.js';
+import { parseStoreUrl, type StoreMode } from '../../src/store/redis-url.js';
+import type { StoreSettings } from '../../src/store/settings.js';
+import { scryptDeriver, sharedDeriver, type KeyDeriver } from '../../src/store/store-key.js';
+import type { TokenStoreObserver } from '../../src/store/token-store.js';
+import { FakeLog } from './fakes.js';
+import { pollUntil } from './index.js';
+import { ADMIN_PASSWORD } from './redis-server.js';
+import type { RawKey, StoreHarness } from './store-contract.js';
+
+/** One derivation per credential for a whole test file: scrypt costs tens of milliseconds each. */
+export const testDeriver: KeyDeriver = sharedDeriver(scryptDeriver());
+
+export interface RedisTarget {
+  /** The URL(s) as TOKEN_STORE_URL holds them, user included, password not. */
+  url: string;
+  mode: StoreMode;
+  password: string | undefined;
+  tls?: TlsMaterial;
+  /** The administrator's TLS options, for reading the store back. */
+  adminTls?: { ca: string; cert?: string; key?: string };
+}
+
+/** The checked settings for `target`, as `checkStoreSettings` would give them. */
+export function storeSettings(target: RedisTarget, prefix: string, timeoutMs = 250): StoreSettings {
+  const { endpoint, problems } = parseStoreUrl(target.url, target.mode, 'TOKEN_STORE_URL');
+  if (endpoint === undefined) throw new Error(problems.join('; '));
+  return {
+    endpoint,
+    prefix,
+    timeoutMs,
+    password: target.password,
+    passwordSource: target.password === undefined ? undefined : 'TOKEN_STORE_PASSWORD_FILE',
+    passwordFileText: target.password,
+    keyMaterial: undefined,
+  };
+}
+
+/** Opens a store on `target` as the proxy does; the caller closes it. */
+export function openStore(
+  target: RedisTarget,
+  prefix: string,
+  options: { fetchTimeoutMs?: number; observer?: TokenStoreObserver; timeoutMs?: number; log?: FakeLog } = {},
+): Promise<RedisTokenStore> {
+  return openRedisTokenStore({
+    settings: storeSettings(target, prefix, options.timeoutMs),
+    fetchTimeoutMs: options.fetchTimeoutMs ?? 10_000,
+    tls: target.tls ?? {},
+    clock: systemClock,
+    random: Math.random,
+    log: options.log ?? new FakeLog(),
+    observer: options.observer,
+    derive: testDeriver,
+  });
+}
+
+/** An administrator's client: the default user, every command. */
+export function adminClient(target: RedisTarget): Redis | Cluster {
+  const nodes = target.url.split(',').map((u) => new URL(u));
+  const tls = target.adminTls;
+  const redisOptions = { password: ADMIN_PASSWORD, ...(tls ? { tls: { ...tls, checkServerIdentity: () => undefined } } : {}) };
+  return target.mode === 'cluster'
+    ? new Cluster(
+        nodes.map((u) => ({ host: u.hostname, port: Number(u.port) })),
+        { redisOptions },
+      )
+    : new Redis({ host: nodes[0]!.hostname, port: Number(nodes[0]!.port), ...redisOptions });
+}
+
+/** Every key under `prefix`, read raw by the administrator. */
+export async function dumpStore(admin: Redis | Cluster, prefix: string): Promise<RawKey[]> {
+  const masters = admin instanceof Cluster ? admin.nodes('master') : [admin];
+  const keys = (await Promise.all(masters.map((m) => m.keys(`${prefix}*`)))).flat();
+  return Promise.all(
+    keys.map(async (key) => {
+      const type = await admin.type(key);
+      const value = type === 'hash' ? await admin.hgetall(key) : ((await admin.get(key)) ?? '');
+      return { key, value, ttlMs: await admin.pttl(key) };
+    }),
+  );
+}
+
+let run = 0;
+
+/** The contract's harness on `target`; `admin` reads back; the stores it opens are closed by `closeAll`. */
+export function redisHarness(
+  target: RedisTarget,
+  admin: Redis | Cluster,
+  basePrefix: string,
+): StoreHarness & { closeAll(): Promise<void> } {
+  const prefix = `${basePrefix}${++run}-${Date.now()}:`;
+  const opened: RedisTokenStore[] = [];
+  return {
+    prefix,
+    async open(options = {}) {
+      const store = await openStore(target, prefix, options);
+      opened.push(store);
+      return store;
+    },
+    now: () => Date.now(),
+    until: (check, withinMs) => pollUntil(check, { timeoutMs: withinMs, intervalMs: 20 }),
+    dump: () => dumpStore(admin, prefix),
+    async put(key, value, ttlMs) {
+      await admin.del(key);
+      if (typeof value === 'string') await admin.set(key, value);
+      else await admin.hset(key, value);
+      if (ttlMs !== undefined) await admin.pexpire(key, ttlMs);
+    },
+    async expire(key, ttlMs) {
+      await admin.pexpire(key, ttlMs);
+    },
+    async closeAll() {
+      await Promise.all(opened.map((s) => s.close()));
+    },
+  };
+}

@@ -1,0 +1,317 @@
+/**
+ * The token store's contract, one suite run against every implementation: the in-memory store on
+ * the fake clock (test/unit/memory-store.test.ts) and the Redis one against a real redis-server,
+ * standalone with an ACL user, over TLS and as a cluster (test/integration/redis-store.test.ts).
+ * What one proxy writes, another with the same credential reads; a late writer never overwrites a
+ * fresher token; one lease at a time; delete only the rejected token; a shared failure; garbage
+ * never served; nothing readable without the credential.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import type {
+  CredentialKeyInput,
+  StoredToken,
+  StoreOperation,
+  StoreResult,
+  TokenStore,
+  TokenStoreObserver,
+} from '../../src/store/token-store.js';
+
+/** A raw key of the store, as a client without the credential reads it. */
+export interface RawKey {
+  key: string;
+  value: string | Record<string, string>;
+  /** Milliseconds left, -1 without a time to live. */
+  ttlMs: number;
+}
+
+export interface StoreHarness {
+  /** Every key of this test begins with it (a new one for each test). */
+  readonly prefix: string;
+  /** A store as one more proxy opens it, on the same server, with this test's prefix. */
+  open(options?: { fetchTimeoutMs?: number; observer?: TokenStoreObserver }): Promise<TokenStore>;
+  /** Now, by the clock the store runs on. */
+  now(): number;
+  /** Lets store time pass until `check` holds (the fake clock moves; a real server's clock runs); fails after `withinMs`. */
+  until(check: () => Promise<boolean>, withinMs: number): Promise<void>;
+  /** Every key under this test's prefix. */
+  dump(): Promise<RawKey[]>;
+  /** Writes a key as any client could: a string or a hash, with or without a time to live (ms). */
+  put(key: string, value: string | Record<string, string>, ttlMs?: number): Promise<void>;
+  /** Sets a key's time to live (ms). */
+  expire(key: string, ttlMs: number): Promise<void>;
+}
+
+const DESCRIPTION = 'token_url=https://idp.example.com/oauth2/token client_id=ticket-client-7 method=client_secret_post scope=tickets.read';
+const SECRET = 'the-client-secret-of-ticket-client-7';
+const CREDENTIAL: CredentialKeyInput = { description: DESCRIPTION, keyMaterial: Buffer.from(SECRET) };
+
+let serial = 0;
+/** A token issued now, usable for `usableMs` (its expiry a second later). */
+function tokenAt(now: number, usableMs: number, name = `tok-${++serial}-${Math.random().toString(36).slice(2)}`): StoredToken {
+  return {
+    accessToken: `eyJhbGciOiJSUzI1NiJ9.${name}.c2ln`,
+    tokenType: 'Bearer',
+    issuedAtMs: now,
+    expiresAtMs: now + usableMs + 1_000,
+    usableUntilMs: now + usableMs,
+  };
+}
+
+/** Runs the contract against the stores `harness` makes; `harness` is called before each test. */
+export function storeContract(name: string, makeHarness: () => Promise<StoreHarness>): void {
+  describe(`the token store contract: ${name}`, () => {
+    let h: StoreHarness;
+    beforeEach(async () => {
+      h = await makeHarness();
+    });
+
+    it('reads a miss from an empty store', async () => {
+      const cred = await (await h.open()).credential(CREDENTIAL);
+      expect(await cred.read()).toEqual({ kind: 'miss', invalid: false, failure: undefined });
+    });
+
+    it('reads back a written token whole, with its remaining life, from another proxy holding the same credential', async () => {
+      const writer = await (await h.open()).credential(CREDENTIAL);
+      const reader = await (await h.open()).credential({ ...CREDENTIAL, keyMaterial: Buffer.from(SECRET) });
+      const token = { ...tokenAt(h.now(), 60_000), tokenType: 'DPoP' as const };
+      expect(await writer.write(token)).toEqual({ kind: 'written' });
+      const before = h.now();
+      const read = await reader.read();
+      expect(read).toMatchObject({ kind: 'hit', token, failure: undefined });
+      const { remainingMs } = read as { remainingMs: number };
+      expect(remainingMs).toBeGreaterThan(55_000);
+      expect(remainingMs).toBeLessThanOrEqual(token.usableUntilMs - before);
+    });
+
+    it('keeps a token usable longer than the one a late writer brings, and takes one usable longer', async () => {
+      const store = await h.open();
+      const cred = await store.credential(CREDENTIAL);
+      const fresh = tokenAt(h.now(), 60_000);
+      const late = tokenAt(h.now(), 30_000);
+      const fresher = tokenAt(h.now(), 90_000);
+      expect(await cred.write(fresh)).toEqual({ kind: 'written' });
+      expect(await cred.write(late)).toEqual({ kind: 'kept' });
+      expect(await cred.write(fresh)).toEqual({ kind: 'kept' });
+      expect(await cred.read()).toMatchObject({ kind: 'hit', token: fresh });
+      expect(await cred.write(fresher)).toEqual({ kind: 'written' });
+      expect(await cred.read()).toMatchObject({ kind: 'hit', token: fresher });
+    });
+
+    it("ends an entry's time to live at its last usable moment, and then reads a miss", async () => {
+      const cred = await (await h.open()).credential(CREDENTIAL);
+      const token = tokenAt(h.now(), 400);
+      await cred.write(token);
+      const [entry] = (await h.dump()).filter((k) => k.key.endsWith('}'));
+      expect(entry!.ttlMs).toBeGreaterThan(0);
+      expect(entry!.ttlMs).toBeLessThanOrEqual(400);
+      await h.until(async () => (await cred.read()).kind === 'miss', 2_000);
+      expect(h.now()).toBeGreaterThanOrEqual(token.usableUntilMs - 50);
+      expect((await h.dump()).filter((k) => k.key.endsWith('}'))).toEqual([]);
+    });
+
+    it('bounds the remaining life by the time to live the store counts, whatever the writer said', async () => {
+      const cred = await (await h.open()).credential(CREDENTIAL);
+      await cred.write(tokenAt(h.now(), 60_000));
+      const [entry] = (await h.dump()).filter((k) => k.key.endsWith('}'));
+      await h.expire(entry!.key, 5_000);
+      const read = await cred.read();
+      expect(read.kind).toBe('hit');
+      expect((read as { remainingMs: number }).remainingMs).toBeLessThanOrEqual(5_000);
+    });
+
+    it('keeps credentials apart: another description or rotated key material reads nothing and writes beside', async () => {
+      const store = await h.open();
+      const cred = await store.credential(CREDENTIAL);
+      const token = tokenAt(h.now(), 60_000);
+      await cred.write(token);
+      const otherScope = await store.credential({ ...CREDENTIAL, description: DESCRIPTION.replace('tickets.read', 'tickets.write') });
+      const rotated = await store.credential({ ...CREDENTIAL, keyMaterial: Buffer.from(`${SECRET}-rotated`) });
+      expect(await otherScope.read()).toMatchObject({ kind: 'miss', invalid: false });
+      expect(await rotated.read()).toMatchObject({ kind: 'miss', invalid: false });
+      expect(await rotated.write(tokenAt(h.now(), 30_000))).toEqual({ kind: 'written' });
+      expect(await cred.read()).toMatchObject({ kind: 'hit', token });
+      expect((await h.dump()).filter((k) => k.key.endsWith('}'))).toHaveLength(2);
+    });
+
+    it('gives the lease to one proxy at a time, and to the next once released', async () => {
+      const a = await (await h.open()).credential(CREDENTIAL);
+      const b = await (await h.open()).credential(CREDENTIAL);
+      const taken = await a.takeLease();
+      expect(taken.kind).toBe('acquired');
+      expect(await b.takeLease()).toEqual({ kind: 'taken' });
+      expect(await a.takeLease()).toEqual({ kind: 'taken' });
+      const lease = (taken as Extract<typeof taken, { kind: 'acquired' }>).lease;
+      expect(lease.expiresAtMs - h.now()).toBeGreaterThan(10_000);
+      expect(await lease.release()).toEqual({ kind: 'released' });
+      expect((await b.takeLease()).kind).toBe('acquired');
+    });
+
+    it("lets a lease lapse after the fetch timeout and a second, and never releases another proxy's lease", async () => {
+      const a = await (await h.open({ fetchTimeoutMs: 1 })).credential(CREDENTIAL);
+      const b = await (await h.open({ fetchTimeoutMs: 1 })).credential(CREDENTIAL);
+      const first = await a.takeLease();
+      expect(first.kind).toBe('acquired');
+      const [lease] = (await h.dump()).filter((k) => k.key.endsWith(':lease'));
+      expect(lease!.ttlMs).toBeGreaterThan(0);
+      expect(lease!.ttlMs).toBeLessThanOrEqual(1_001);
+      await h.until(async () => (await b.takeLease()).kind === 'acquired', 3_000);
+      expect(await (first as Extract<typeof first, { kind: 'acquired' }>).lease.release()).toEqual({ kind: 'lapsed' });
+      expect(await a.takeLease()).toEqual({ kind: 'taken' });
+    });
+
+    it('gives a lease left without a time to live one, so it cannot hold the fleet off for ever', async () => {
+      const cred = await (await h.open()).credential(CREDENTIAL);
+      const first = await cred.takeLease();
+      const [lease] = (await h.dump()).filter((k) => k.key.endsWith(':lease'));
+      await (first as Extract<typeof first, { kind: 'acquired' }>).lease.release();
+      await h.put(lease!.key, 'left-by-hand');
+      expect(await cred.takeLease()).toEqual({ kind: 'taken' });
+      const [stray] = (await h.dump()).filter((k) => k.key.endsWith(':lease'));
+      expect(stray!.value).toBe('left-by-hand');
+      expect(stray!.ttlMs).toBeGreaterThan(0);
+      expect(stray!.ttlMs).toBeLessThanOrEqual(11_000);
+    });
+
+    it('deletes the entry only if it holds the rejected token', async () => {
+      const cred = await (await h.open()).credential(CREDENTIAL);
+      const current = tokenAt(h.now(), 60_000);
+      await cred.write(current);
+      expect(await cred.deleteIfSame(tokenAt(h.now(), 60_000).accessToken)).toEqual({ kind: 'kept' });
+      expect(await cred.read()).toMatchObject({ kind: 'hit', token: current });
+      expect(await cred.deleteIfSame(current.accessToken)).toEqual({ kind: 'deleted' });
+      expect(await cred.read()).toMatchObject({ kind: 'miss', invalid: false });
+      expect(await cred.deleteIfSame(current.accessToken)).toEqual({ kind: 'kept' });
+    });
+
+    it("shares a failed fetch's next attempt until that moment, or until a token is written", async () => {
+      const a = await (await h.open()).credential(CREDENTIAL);
+      const b = await (await h.open()).credential(CREDENTIAL);
+      const at = h.now() + 30_000;
+      expect(await a.recordFailure({ nextAttemptAtMs: at, outcome: 'rate_limited' })).toEqual({ kind: 'recorded' });
+      const read = await b.read();
+      expect(read).toMatchObject({ kind: 'miss', failure: { outcome: 'rate_limited' } });
+      const { nextAttemptAtMs } = (read as { failure: { nextAttemptAtMs: number } }).failure;
+      expect(nextAttemptAtMs).toBeGreaterThan(at - 1_000);
+      expect(nextAttemptAtMs).toBeLessThanOrEqual(at + 50);
+      await b.write(tokenAt(h.now(), 60_000));
+      expect(await a.read()).toMatchObject({ kind: 'hit', failure: undefined });
+      await a.recordFailure({ nextAttemptAtMs: h.now() + 300, outcome: 'server_error' });
+      expect(await a.read()).toMatchObject({ kind: 'hit', failure: { outcome: 'server_error' } });
+      await h.until(async () => {
+        const later = await a.read();
+        return later.kind === 'hit' && later.failure === undefined;
+      }, 2_000);
+    });
+
+    it('ignores a failure record this credential did not seal', async () => {
+      const cred = await (await h.open()).credential(CREDENTIAL);
+      await cred.recordFailure({ nextAttemptAtMs: h.now() + 60_000, outcome: 'rate_limited' });
+      const [record] = (await h.dump()).filter((k) => k.key.endsWith(':failure'));
+      await h.put(record!.key, 'rate_limited', 60_000);
+      expect(await cred.read()).toEqual({ kind: 'miss', invalid: false, failure: undefined });
+    });
+
+    it.each([
+      ['a hash of junk with a far exp', (ct: string) => ({ exp: '99999999999999', fp: 'f'.repeat(64), ct: `x${ct.slice(1)}` })],
+      ['a string', () => 'garbage'],
+      ['an exp changed beside its sealed token', (ct: string, fp: string) => ({ exp: '99999999999999', fp, ct })],
+      ['a hash without its sealed token', () => ({ exp: '99999999999999' })],
+    ])('reads %s as an invalid miss, never served, and the next write replaces it', async (_what, garbage) => {
+      const cred = await (await h.open()).credential(CREDENTIAL);
+      await cred.write(tokenAt(h.now(), 60_000));
+      const [entry] = (await h.dump()).filter((k) => k.key.endsWith('}'));
+      const { ct, fp } = entry!.value as Record<string, string>;
+      await h.put(entry!.key, garbage(ct!, fp!));
+      expect(await cred.read()).toEqual({ kind: 'miss', invalid: true, failure: undefined });
+      const next = tokenAt(h.now(), 30_000);
+      expect(await cred.write(next)).toEqual({ kind: 'written' });
+      expect(await cred.read()).toMatchObject({ kind: 'hit', token: next });
+    });
+
+    it("reads another credential's entry copied under this one's name as invalid", async () => {
+      const store = await h.open();
+      const cred = await store.credential(CREDENTIAL);
+      const other = await store.credential({ ...CREDENTIAL, description: `${DESCRIPTION} audience=x` });
+      await cred.write(tokenAt(h.now(), 60_000));
+      await other.write(tokenAt(h.now(), 60_000));
+      const entries = (await h.dump()).filter((k) => k.key.endsWith('}'));
+      await h.put(entries[0]!.key, entries[1]!.value as Record<string, string>, 60_000);
+      const reads = [await cred.read(), await other.read()];
+      expect(reads.map((r) => r.kind).sort()).toEqual(['hit', 'miss']);
+      expect(reads.find((r) => r.kind === 'miss')).toMatchObject({ invalid: true });
+    });
+
+    it('keeps nothing readable without the credential: no token, secret, client id, scope or URL, and no life past the token', async () => {
+      const cred = await (await h.open()).credential(CREDENTIAL);
+      const token = tokenAt(h.now(), 60_000);
+      await cred.write(token);
+      await cred.takeLease();
+      await cred.recordFailure({ nextAttemptAtMs: h.now() + 10_000, outcome: 'rate_limited' });
+      const keys = await h.dump();
+      expect(keys.map((k) => k.key.slice(h.prefix.length).replace(/[0-9a-f]{64}/, 'H')).sort()).toEqual([
+        'v1:{H}',
+        'v1:{H}:failure',
+        'v1:{H}:lease',
+      ]);
+      const everything = JSON.stringify(keys);
+      for (const secret of [
+        token.accessToken,
+        token.accessToken.split('.')[1]!,
+        SECRET,
+        'ticket-client-7',
+        'tickets.read',
+        'idp.example.com',
+        'rate_limited',
+      ]) {
+        expect(everything).not.toContain(secret);
+      }
+      const entry = keys.find((k) => k.key.endsWith('}'))!;
+      expect(Object.keys(entry.value).sort()).toEqual(['ct', 'exp', 'fp']);
+      expect((entry.value as Record<string, string>).exp).toBe(String(token.usableUntilMs));
+      expect(entry.ttlMs).toBeGreaterThan(0);
+      expect(entry.ttlMs).toBeLessThanOrEqual(token.usableUntilMs - h.now() + 50);
+      for (const k of keys) expect(k.ttlMs).toBeGreaterThan(0);
+    });
+
+    it('seals each write with a fresh nonce: the same token written twice reads differently in the store', async () => {
+      const cred = await (await h.open()).credential(CREDENTIAL);
+      const token = tokenAt(h.now(), 60_000);
+      await cred.write(token);
+      const first = (await h.dump()).find((k) => k.key.endsWith('}'))!.value as Record<string, string>;
+      await cred.deleteIfSame(token.accessToken);
+      await cred.write(token);
+      const second = (await h.dump()).find((k) => k.key.endsWith('}'))!.value as Record<string, string>;
+      expect(second.fp).toBe(first.fp);
+      expect(second.ct).not.toBe(first.ct);
+    });
+
+    it('counts every operation by its result for the metrics', async () => {
+      const counted: string[] = [];
+      const observer = { onOperation: (op: StoreOperation, result: StoreResult) => counted.push(`${op}:${result}`) };
+      const cred = await (await h.open({ observer })).credential(CREDENTIAL);
+      await cred.read();
+      const token = tokenAt(h.now(), 60_000);
+      await cred.write(token);
+      await cred.read();
+      const lease = await cred.takeLease();
+      await cred.takeLease();
+      await (lease as Extract<typeof lease, { kind: 'acquired' }>).lease.release();
+      await cred.deleteIfSame(token.accessToken);
+      await cred.recordFailure({ nextAttemptAtMs: h.now() + 5_000, outcome: 'timeout' });
+      const [entryKey] = (await h.dump()).filter((k) => k.key.endsWith(':failure')).map((k) => k.key.replace(/:failure$/, ''));
+      await h.put(entryKey!, 'garbage', 60_000);
+      await cred.read();
+      expect(counted).toEqual([
+        'read:miss',
+        'write:ok',
+        'read:hit',
+        'lease:ok',
+        'lease:taken',
+        'lease:ok',
+        'delete:ok',
+        'write:ok',
+        'read:invalid',
+      ]);
+    });
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * The token store contract against a real redis-server: standalone with a user limited to the
+ * prefix by the documented ACL line, over TLS with a throwaway CA and a client certificate, and
+ * a three-node cluster with the same user (the scripts name keys of one hash slot).
+ */
+import type { Cluster, Redis } from 'iovalkey';
+import { afterAll, afterEach, beforeAll, describe } from 'vitest';
+import { parseCaFile } from '../../src/net/tls-material.js';
+import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
+import { adminClient, redisHarness, type RedisTarget } from '../helpers/redis-harness.js';
+import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../helpers/redis-server.js';
+import { storeContract, type StoreHarness } from '../helpers/store-contract.js';
+import { lacks, skipNote } from '../helpers/tools.js';
+
+const USER = { name: 'ticket-proxy', password: 'store-password-5c1', prefix: 'tap-test:' };
+
+/** Runs the contract on a target made by `start`, with a fresh prefix under the user's for each test. */
+function contractOn(name: string, start: () => Promise<{ target: RedisTarget; stop(): Promise<void> }>): void {
+  describe(name, () => {
+    let started: { target: RedisTarget; stop(): Promise<void> };
+    let admin: Redis | Cluster;
+    let current: (StoreHarness & { closeAll(): Promise<void> }) | undefined;
+    beforeAll(async () => {
+      started = await start();
+      admin = adminClient(started.target);
+    });
+    afterEach(async () => {
+      await current?.closeAll();
+    });
+    afterAll(async () => {
+      admin?.disconnect();
+      await started?.stop();
+    });
+    storeContract(name, async () => (current = redisHarness(started.target, admin, USER.prefix)));
+  });
+}
+
+describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`the token store on a real Redis${skipNote('redis-server')}`, () => {
+  contractOn('standalone, as a user limited to the prefix', async () => {
+    const server: RedisServer = await startRedis({ user: USER });
+    return {
+      target: { url: `redis://${USER.name}@127.0.0.1:${server.port}`, mode: 'standalone', password: USER.password },
+      stop: () => server.stop(),
+    };
+  });
+
+  contractOn('over TLS, verified against a private CA, presenting a client certificate', async () => {
+    const ca = await createCa('Store Test CA');
+    const serverCert = await localhostCert(ca);
+    const client = await clientCert(ca);
+    const server = await startRedis({ user: USER, tls: { ...serverCert, ca: ca.cert, client } });
+    return {
+      target: {
+        url: `rediss://${USER.name}@localhost:${server.port}`,
+        mode: 'standalone',
+        password: USER.password,
+        tls: { ca: parseCaFile(ca.cert), ...client },
+        adminTls: { ca: ca.cert, ...client },
+      },
+      stop: () => server.stop(),
+    };
+  });
+
+  contractOn('a three-node cluster, as a user limited to the prefix', async () => {
+    const cluster: RedisCluster = await startRedisCluster({ user: USER });
+    return {
+      target: {
+        url: cluster.nodes.map((n) => `redis://${USER.name}@127.0.0.1:${n.port}`).join(','),
+        mode: 'cluster',
+        password: USER.password,
+      },
+      stop: () => cluster.stop(),
+    };
+  });
+});
