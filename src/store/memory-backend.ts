@@ -47,7 +47,7 @@ const FAILURES: Record<Exclude<MemoryFault, 'none' | 'hang'>, BackendFailure> = 
 export class MemoryStoreServer {
   /** The fault every client meets from now on. */
   fault: MemoryFault = 'none';
-  /** Commands served (a script counts once), for the fleet simulation's figures. */
+  /** Commands received, refused ones included (a script counts once), for the fleet simulation's figures. */
   commands = 0;
   private readonly data = new Map<string, Slot>();
 
@@ -75,18 +75,23 @@ export class MemoryStoreServer {
   backend(): StoreBackend {
     const serve = <T>(kind: 'read' | 'write' | 'delete', fn: () => T): Promise<T> => {
       const fault = this.fault;
+      this.commands++;
       if (fault === 'hang') return new Promise<T>(() => undefined);
       if (fault === 'unreachable' || fault === 'wrongpass') return Promise.reject(new MemoryStoreFailure(FAILURES[fault]));
       // Redis refuses what may grow memory at maxmemory (DEL is allowed), and every write on a replica.
       if ((fault === 'oom' && kind === 'write') || (fault === 'readonly' && kind !== 'read')) {
         return Promise.reject(new MemoryStoreFailure(FAILURES[fault]));
       }
-      this.commands++;
-      return Promise.resolve(fn());
+      try {
+        return Promise.resolve(fn());
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
     };
     return {
       read: (keys) => serve('read', () => this.read(keys)),
-      write: (keys, fields, ttlMs, replaceCt) => serve('write', () => this.write(keys, fields, ttlMs, replaceCt)),
+      // Refused at maxmemory only when it would write: keeping an entry deletes, and deletes pass.
+      write: (keys, fields, ttlMs, replaceCt) => serve('delete', () => this.write(keys, fields, ttlMs, replaceCt)),
       acquire: (leaseKey, value, ttlMs) => serve('write', () => this.acquire(leaseKey, value, ttlMs)),
       release: (leaseKey, value) => serve('delete', () => this.string(leaseKey) === value && this.data.delete(leaseKey)),
       deleteIf: (entryKey, fingerprint) =>
@@ -148,6 +153,7 @@ export class MemoryStoreServer {
       const sound = exp !== undefined && /^\d+$/.test(exp) && value.has('fp') && value.has('ct');
       if (sound && Number(exp) >= Number(fields.exp) && (replaceCt === undefined || value.get('ct') !== replaceCt)) return false;
     }
+    if (this.fault === 'oom') throw new MemoryStoreFailure(FAILURES.oom);
     this.put(keys.entryKey, { ...fields }, ttlMs);
     return true;
   }

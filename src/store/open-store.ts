@@ -21,6 +21,8 @@ export interface OpenStoreOptions {
   log: Log;
   observer?: TokenStoreObserver | undefined;
   derive?: KeyDeriver | undefined;
+  /** How long an unused connection stays open; 30 s unless given (tests). */
+  idleMs?: number | undefined;
 }
 
 /** The store on Redis or Valkey, with what the wiring changes when a watched file does. */
@@ -46,6 +48,7 @@ export async function openRedisTokenStore(options: OpenStoreOptions): Promise<Re
     tls: () => tls,
     timeoutMs: settings.timeoutMs,
     clock: options.clock,
+    idleMs: options.idleMs,
   });
   const store = createTokenStore({
     backend,

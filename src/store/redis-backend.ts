@@ -19,7 +19,7 @@ export interface RedisBackendOptions {
   /** `TOKEN_STORE_TIMEOUT_MS`, given to the library as well, so nothing it does on its own waits longer. */
   timeoutMs: number;
   clock: Clock;
-  idleMs?: number;
+  idleMs?: number | undefined;
 }
 
 type ScriptReply = [string, string | null, string | null, string | null, number, string | null, number];
@@ -115,8 +115,9 @@ export async function createRedisBackend(options: RedisBackendOptions): Promise<
     client.defineCommand('tapRelease', { numberOfKeys: 1, lua: RELEASE });
     client.defineCommand('tapDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
     const connection: Connection = { client, ready: Promise.resolve(client), lastError: undefined };
+    // The most telling error: "Failed to refresh slots cache" follows the refused password it hides.
     const remember = (err: unknown): void => {
-      connection.lastError = err;
+      if (!(err instanceof Error && CLOSED.test(err.message))) connection.lastError = err;
     };
     client.on('error', remember);
     client.on('node error', remember);

@@ -47,6 +47,9 @@ function showUrl(url: URL): string {
  * `name`, and never the password.
  */
 export function parseStoreUrl(value: string, mode: StoreMode, name: string): { endpoint?: StoreEndpoint; problems: string[] } {
+  if (mode === 'standalone' && value.includes(',')) {
+    return { problems: [`${name} names one server; a list of seed nodes needs TOKEN_STORE_MODE=cluster`] };
+  }
   const parts = mode === 'cluster' ? value.split(',').map((p) => p.trim()) : [value.trim()];
   const problems: string[] = [];
   const urls: URL[] = [];
@@ -76,9 +79,6 @@ export function parseStoreUrl(value: string, mode: StoreMode, name: string): { e
     }
   }
   if (problems.length > 0) return { problems };
-  if (mode === 'standalone' && value.includes(',')) {
-    return { problems: [`${name} names one server; a list of seed nodes needs TOKEN_STORE_MODE=cluster`] };
-  }
   const first = urls[0]!;
   if (urls.some((u) => u.protocol !== first.protocol || u.username !== first.username || u.password !== first.password)) {
     return { problems: [`${name} lists seed nodes with different schemes, users or passwords: write every one in full, alike`] };

@@ -22,18 +22,28 @@ return {t, exp, fp, ct, redis.call('PTTL', KEYS[1]), failure, redis.call('PTTL',
 
 /**
  * KEYS: entry, failure. ARGV: exp, fp, ct, ttl (ms), the ct of garbage to replace (or '').
- * Keeps a sound entry whose exp is as late or later; returns 1 when written, 0 when kept.
+ * Keeps a sound entry whose exp is as late or later; returns 1 when written, 0 when kept. HSET
+ * is the first write when it writes: Redis checks `maxmemory` at a script's first write only, so
+ * a store out of memory refuses the write rather than let it through behind a DEL.
  */
 export const WRITE = `
-redis.call('DEL', KEYS[2])
-if redis.call('TYPE', KEYS[1]).ok == 'hash' then
+local t = redis.call('TYPE', KEYS[1]).ok
+if t == 'hash' then
   local f = redis.call('HMGET', KEYS[1], 'exp', 'fp', 'ct')
   local sound = f[1] and string.match(f[1], '^%d+$') and f[2] and f[3]
-  if sound and tonumber(f[1]) >= tonumber(ARGV[1]) and f[3] ~= ARGV[5] then return 0 end
+  if sound and tonumber(f[1]) >= tonumber(ARGV[1]) and f[3] ~= ARGV[5] then
+    redis.call('DEL', KEYS[2])
+    return 0
+  end
+elseif t ~= 'none' then
+  redis.call('DEL', KEYS[1])
 end
-redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'exp', ARGV[1], 'fp', ARGV[2], 'ct', ARGV[3])
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if field ~= 'exp' and field ~= 'fp' and field ~= 'ct' then redis.call('HDEL', KEYS[1], field) end
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('DEL', KEYS[2])
 return 1
 `;
 

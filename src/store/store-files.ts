@@ -8,13 +8,15 @@ export interface StoreFilesOptions {
   passwordFile: string | undefined;
   keyFile: string | undefined;
   /** The settings as checked at start: the watchers start from the files as read then. */
-  initial: StoreSettings;
+  initial: Pick<StoreSettings, 'password' | 'passwordFileText' | 'keyMaterial'>;
   /** A new password: new connections authenticate with it. */
   onPassword: (password: string) => void;
   /** New key material: a new namespace; the credentials' stores are derived anew from it. */
   onKeyMaterial: (material: Uint8Array) => void;
   clock: Clock;
   log: Log;
+  /** Reads a file's bytes; `fs.readFile` unless given (tests). */
+  read?: (path: string) => Promise<Uint8Array>;
 }
 
 /** Bytes as a string of the same length, one character a byte: the watcher compares texts. */
@@ -28,6 +30,7 @@ const asText = (bytes: Uint8Array): string => Buffer.from(bytes).toString('latin
  */
 export function watchStoreFiles(options: StoreFilesOptions): () => void {
   const { clock, log, initial } = options;
+  const read = options.read ?? ((path: string) => readFile(path));
   const stops: (() => void)[] = [];
   if (options.passwordFile !== undefined) {
     let current = initial.password;
@@ -35,6 +38,7 @@ export function watchStoreFiles(options: StoreFilesOptions): () => void {
       watchFile({
         path: options.passwordFile,
         what: 'TOKEN_STORE_PASSWORD_FILE',
+        read: async (path) => Buffer.from(await read(path)).toString('utf8'),
         ...(initial.passwordFileText !== undefined ? { initialText: initial.passwordFileText } : {}),
         parse: (text) => {
           const password = text.trim();
@@ -59,7 +63,7 @@ export function watchStoreFiles(options: StoreFilesOptions): () => void {
         path: options.keyFile,
         what: 'TOKEN_STORE_KEY_FILE',
         ...(initial.keyMaterial !== undefined ? { initialText: asText(initial.keyMaterial) } : {}),
-        read: async (path) => asText(await readFile(path)),
+        read: async (path) => asText(await read(path)),
         parse: (text) => {
           const bytes = Buffer.from(text, 'latin1');
           if (bytes.length < MIN_KEY_BYTES) throw new Error(`the file holds ${bytes.length} bytes, fewer than ${MIN_KEY_BYTES}`);

@@ -19,9 +19,10 @@ import type { RawKey, StoreHarness } from './store-contract.js';
 export const testDeriver: KeyDeriver = sharedDeriver(scryptDeriver());
 
 export interface RedisTarget {
-  /** The URL(s) as TOKEN_STORE_URL holds them, user included, password not. */
+  /** The URL(s) as TOKEN_STORE_URL holds them, user included, and a password only to test one there. */
   url: string;
   mode: StoreMode;
+  /** The password as TOKEN_STORE_PASSWORD_FILE would hold it. */
   password: string | undefined;
   tls?: TlsMaterial;
   /** The administrator's TLS options, for reading the store back. */
@@ -32,13 +33,16 @@ export interface RedisTarget {
 export function storeSettings(target: RedisTarget, prefix: string, timeoutMs = 250): StoreSettings {
   const { endpoint, problems } = parseStoreUrl(target.url, target.mode, 'TOKEN_STORE_URL');
   if (endpoint === undefined) throw new Error(problems.join('; '));
+  // A password in the URL is the URL's; otherwise `password` stands for the file's.
+  const password = endpoint.urlPassword ?? target.password;
   return {
     endpoint,
     prefix,
     timeoutMs,
-    password: target.password,
-    passwordSource: target.password === undefined ? undefined : 'TOKEN_STORE_PASSWORD_FILE',
-    passwordFileText: target.password,
+    password,
+    passwordSource:
+      endpoint.urlPassword !== undefined ? 'TOKEN_STORE_URL' : password === undefined ? undefined : 'TOKEN_STORE_PASSWORD_FILE',
+    passwordFileText: endpoint.urlPassword === undefined ? target.password : undefined,
     keyMaterial: undefined,
   };
 }
@@ -47,7 +51,7 @@ export function storeSettings(target: RedisTarget, prefix: string, timeoutMs = 2
 export function openStore(
   target: RedisTarget,
   prefix: string,
-  options: { fetchTimeoutMs?: number; observer?: TokenStoreObserver; timeoutMs?: number; log?: FakeLog } = {},
+  options: { fetchTimeoutMs?: number; observer?: TokenStoreObserver; timeoutMs?: number; log?: FakeLog; idleMs?: number } = {},
 ): Promise<RedisTokenStore> {
   return openRedisTokenStore({
     settings: storeSettings(target, prefix, options.timeoutMs),
@@ -58,6 +62,7 @@ export function openStore(
     log: options.log ?? new FakeLog(),
     observer: options.observer,
     derive: testDeriver,
+    idleMs: options.idleMs,
   });
 }
 

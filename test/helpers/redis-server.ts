@@ -46,6 +46,8 @@ export interface RedisOptions {
   tls?: { cert: string; key: string; ca: string; client?: { cert: string; key: string } };
   /** Extra configuration lines. */
   extra?: string[];
+  /** The `default` user without a password (as a Redis left open): the administrator uses it without one. */
+  openDefaultUser?: boolean;
 }
 
 export interface RedisServer {
@@ -107,10 +109,11 @@ function configLines(port: number, dir: string, options: RedisOptions): string[]
     `dir ${dir}`,
     'save ""',
     'appendonly no',
-    `requirepass ${ADMIN_PASSWORD}`,
-    `masterauth ${ADMIN_PASSWORD}`,
+    ...(options.openDefaultUser ? [] : [`requirepass ${ADMIN_PASSWORD}`, `masterauth ${ADMIN_PASSWORD}`]),
     'protected-mode no',
     'loglevel warning',
+    // A replica's first sync at once (the default waits 5 s for more replicas to share it).
+    'repl-diskless-sync-delay 0',
   ];
   if (options.tls) {
     writeFileSync(join(dir, 'server.pem'), options.tls.cert);
@@ -173,7 +176,16 @@ export async function startRedis(options: RedisOptions = {}): Promise<RedisServe
   const cli = async (...args: string[]): Promise<string> => {
     const { stdout } = await run(
       'redis-cli',
-      ['-h', '127.0.0.1', '-p', String(port), ...tlsArgs, '--no-auth-warning', '-a', ADMIN_PASSWORD, ...args],
+      [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        ...tlsArgs,
+        '--no-auth-warning',
+        ...(options.openDefaultUser ? [] : ['-a', ADMIN_PASSWORD]),
+        ...args,
+      ],
       {
         timeout: 5_000,
       },

@@ -27,9 +27,16 @@ describe('the built entry (PRODUCT §13: one file loads leaner than two hundred 
     const specifiers = [...statics, ...dynamics].map((m) => m[1]);
     expect(specifiers).toContain('node:module');
     const outside = specifiers.filter((s) => s !== undefined && !s.startsWith('node:'));
-    // yaml and jose stay outside on purpose: only the configurations that use them load them.
-    expect(new Set(outside)).toEqual(new Set(['yaml', 'jose']));
+    // yaml, jose and the Redis client stay outside on purpose: only the configurations that use them load them.
+    expect(new Set(outside.filter((s) => s !== 'iovalkey'))).toEqual(new Set(['yaml', 'jose']));
     expect(source).not.toMatch(/from\s*['"]\.\.?\//);
+  });
+
+  it('loads the Redis client only when a token store is configured: by a dynamic import alone, never bundled', () => {
+    // A sentence of the library's own: its code is not in the bundle.
+    expect(source).not.toContain('enableOfflineQueue options is false');
+    expect(source).not.toMatch(/(?:^|;)\s*import\s*(?:[\w$*{}\s,]+from\s*)?['"]iovalkey['"]/m);
+    expect(source).not.toMatch(/require\(\s*['"]iovalkey['"]\s*\)/);
   });
 
   it('takes node:http with require(), so http.WebSocket never loads Node’s own undici', () => {

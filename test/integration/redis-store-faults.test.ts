@@ -1,0 +1,329 @@
+/**
+ * A real token store misbehaving, and the proxy's store never worse than none: a closed port, a
+ * socket that accepts and never answers, a refused password, a server killed and restarted on its
+ * port, stopped, out of memory, failing over, a user without the permissions, TLS that does not
+ * verify. Each operation answers within the store timeout; the store comes back by itself; the
+ * password is never written anywhere.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseCaFile } from '../../src/net/tls-material.js';
+import type { CredentialStore, StoredToken } from '../../src/store/token-store.js';
+import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
+import { FakeLog } from '../helpers/fakes.js';
+import { pollUntil } from '../helpers/index.js';
+import { openStore, type RedisTarget } from '../helpers/redis-harness.js';
+import { blackHole, closedPort, startRedis, startRedisCluster, type RedisServer } from '../helpers/redis-server.js';
+import { lacks, skipNote } from '../helpers/tools.js';
+
+const USER = { name: 'ticket-proxy', password: 'store-password-5c1', prefix: 'tap-test:' };
+const PREFIX = 'tap-test:faults:';
+const CREDENTIAL = { description: 'client_id=app scope=tickets.read', keyMaterial: Buffer.from('client-secret') };
+const TIMEOUT_MS = 150;
+
+type Opened = Awaited<ReturnType<typeof openStore>>;
+const opened: Opened[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((s) => s.close()));
+});
+
+async function open(
+  target: RedisTarget,
+  options: Parameters<typeof openStore>[2] = {},
+): Promise<{ store: Opened; cred: CredentialStore; log: FakeLog }> {
+  const log = options.log ?? new FakeLog();
+  const store = await openStore(target, PREFIX, { timeoutMs: TIMEOUT_MS, ...options, log });
+  opened.push(store);
+  return { store, cred: await store.credential(CREDENTIAL), log };
+}
+
+function token(): StoredToken {
+  const now = Date.now();
+  return {
+    accessToken: `tok-${now}-${Math.random()}`,
+    tokenType: 'Bearer',
+    issuedAtMs: now,
+    expiresAtMs: now + 600_000,
+    usableUntilMs: now + 590_000,
+  };
+}
+
+async function timed<T>(p: Promise<T>): Promise<{ value: T; ms: number }> {
+  const start = Date.now();
+  const value = await p;
+  return { value, ms: Date.now() - start };
+}
+
+/** The ticket-proxy user's connections the server holds. */
+async function connections(server: RedisServer): Promise<number> {
+  return (await server.cli('CLIENT', 'LIST')).split('\n').filter((l) => l.includes(`user=${USER.name}`)).length;
+}
+
+describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store that misbehaves${skipNote('redis-server')}`, () => {
+  let server: RedisServer;
+  let target: RedisTarget;
+  beforeAll(async () => {
+    server = await startRedis({ user: USER });
+    target = { url: `redis://${USER.name}@127.0.0.1:${server.port}`, mode: 'standalone', password: USER.password };
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('connects only when needed or used, and closes the connection once unused', async () => {
+    const { store, cred } = await open(target, { idleMs: 300 });
+    expect(await connections(server)).toBe(0);
+    store.need();
+    await pollUntil(async () => (await connections(server)) === 1, { timeoutMs: 2_000 });
+    await pollUntil(async () => (await connections(server)) === 0, { timeoutMs: 3_000 });
+    expect((await cred.read()).kind).toBe('miss');
+    expect(await connections(server)).toBe(1);
+    await pollUntil(async () => (await connections(server)) === 0, { timeoutMs: 3_000 });
+  });
+
+  it('answers within the store timeout when the store accepts and never answers, then at once while it counts as down', async () => {
+    const hole = await blackHole();
+    try {
+      for (const password of [USER.password, undefined]) {
+        const { store, cred, log } = await open({ url: `redis://127.0.0.1:${hole.port}`, mode: 'standalone', password });
+        const first = await timed(cred.read());
+        expect(first.value).toMatchObject({ kind: 'unavailable', reason: 'timeout' });
+        expect(first.ms).toBeLessThan(TIMEOUT_MS + 500);
+        const second = await timed(cred.takeLease());
+        expect(second.value).toMatchObject({ kind: 'unavailable', reason: 'down' });
+        expect(second.ms).toBeLessThan(50);
+        expect(store.up).toBe(false);
+        expect(log.at('warn')).toHaveLength(1);
+      }
+      expect(hole.connections()).toBeGreaterThan(0);
+    } finally {
+      await hole.close();
+    }
+  });
+
+  it('answers at once when nothing listens, naming TOKEN_STORE_URL', async () => {
+    const { cred } = await open({ url: `redis://127.0.0.1:${await closedPort()}`, mode: 'standalone', password: undefined });
+    const read = await timed(cred.read());
+    expect(read.value).toMatchObject({
+      kind: 'unavailable',
+      reason: 'error',
+      detail: expect.stringMatching(/ECONNREFUSED.*TOKEN_STORE_URL/),
+    });
+    expect(read.ms).toBeLessThan(TIMEOUT_MS + 500);
+  });
+
+  it('logs a refused password at error naming the setting that holds it, never the password', async () => {
+    for (const [setting, wrong, url] of [
+      ['TOKEN_STORE_PASSWORD_FILE', 'wrong-password-from-the-file', `redis://${USER.name}@127.0.0.1:${server.port}`],
+      ['TOKEN_STORE_URL', 'wrong-password-in-the-url', `redis://${USER.name}:wrong-password-in-the-url@127.0.0.1:${server.port}`],
+    ] as const) {
+      const { cred, log } = await open({ url, mode: 'standalone', password: setting === 'TOKEN_STORE_URL' ? undefined : wrong });
+      expect(await cred.read()).toMatchObject({ kind: 'unavailable', reason: 'error', detail: expect.stringContaining('WRONGPASS') });
+      expect(log.at('error')).toHaveLength(1);
+      expect((log.at('error')[0]!.obj as { detail: string }).detail).toContain(`the password in ${setting}`);
+      expect(log.text()).not.toContain(wrong);
+    }
+  });
+
+  it('asks for a password, naming TOKEN_STORE_PASSWORD_FILE, when none is given and the store wants one', async () => {
+    const { cred, log } = await open({ ...target, url: `redis://127.0.0.1:${server.port}`, password: undefined });
+    expect(await cred.read()).toMatchObject({
+      kind: 'unavailable',
+      detail: expect.stringMatching(/NOAUTH.*set TOKEN_STORE_PASSWORD_FILE/),
+    });
+    expect(log.at('error')).toHaveLength(1);
+  });
+
+  it('never runs a command as the default user after its password is refused, even where the default user is open', async () => {
+    const open_ = await startRedis({ user: USER, openDefaultUser: true });
+    try {
+      const { cred } = await open({ url: `redis://${USER.name}@127.0.0.1:${open_.port}`, mode: 'standalone', password: 'wrong' });
+      expect(await cred.write(token())).toMatchObject({ kind: 'unavailable', detail: expect.stringContaining('WRONGPASS') });
+      expect(await open_.cli('DBSIZE')).toBe('0');
+    } finally {
+      await open_.stop();
+    }
+  });
+
+  it('shares again by itself after the store is killed and restarted on its port', async () => {
+    const own = await startRedis({ user: USER });
+    try {
+      const ownTarget: RedisTarget = { ...target, url: `redis://${USER.name}@127.0.0.1:${own.port}` };
+      const { store, cred, log } = await open(ownTarget);
+      expect(await cred.write(token())).toEqual({ kind: 'written' });
+      await own.kill();
+      expect(await cred.read()).toMatchObject({ kind: 'unavailable' });
+      expect(store.up).toBe(false);
+      await own.restart();
+      await pollUntil(() => store.up, { timeoutMs: 5_000 });
+      // Restarted empty: a miss, and a write shares again.
+      expect(await cred.read()).toMatchObject({ kind: 'miss', invalid: false });
+      expect(await cred.write(token())).toEqual({ kind: 'written' });
+      expect(log.lines.map((l) => l.level)).toEqual(['warn', 'info']);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('gives up on a store that stops answering within the timeout, and finds it again when it answers', async () => {
+    const { store, cred } = await open(target);
+    expect((await cred.write(token())).kind).toBe('written');
+    server.pause();
+    try {
+      const read = await timed(cred.read());
+      expect(read.value).toMatchObject({ kind: 'unavailable', reason: 'timeout' });
+      expect(read.ms).toBeLessThan(TIMEOUT_MS + 500);
+    } finally {
+      server.resume();
+    }
+    await pollUntil(() => store.up, { timeoutMs: 5_000 });
+    expect((await cred.read()).kind).toBe('hit');
+  });
+
+  it('fails writes alone while the store is out of memory: reads are served', async () => {
+    const { store, cred, log } = await open(target);
+    const held = token();
+    await cred.write(held);
+    await server.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+    await server.cli('CONFIG', 'SET', 'maxmemory', '1');
+    try {
+      expect(await cred.write({ ...token(), usableUntilMs: held.usableUntilMs + 1_000 })).toMatchObject({
+        kind: 'unavailable',
+        reason: 'error',
+        detail: expect.stringContaining('OOM'),
+      });
+      expect(await cred.takeLease()).toMatchObject({ kind: 'unavailable', detail: expect.stringContaining('OOM') });
+      expect(await cred.read()).toMatchObject({ kind: 'hit', token: held });
+      expect(store.up).toBe(true);
+      expect(log.at('warn')).toHaveLength(1);
+    } finally {
+      await server.cli('CONFIG', 'SET', 'maxmemory', '0');
+    }
+    expect(await cred.deleteIfSame(held.accessToken)).toEqual({ kind: 'deleted' });
+  });
+
+  it('reads from a replica after a failover, fails its writes, and writes again once a primary answers', async () => {
+    const other = await startRedis({ user: USER });
+    const replica = await startRedis({ user: USER });
+    try {
+      const replicaTarget: RedisTarget = { ...target, url: `redis://${USER.name}@127.0.0.1:${replica.port}` };
+      const { cred } = await open(replicaTarget);
+      await replica.cli('REPLICAOF', '127.0.0.1', String(other.port));
+      await pollUntil(async () => (await replica.cli('INFO', 'replication')).includes('master_link_status:up'), { timeoutMs: 10_000 });
+      expect(await cred.write(token())).toMatchObject({
+        kind: 'unavailable',
+        reason: 'error',
+        detail: expect.stringContaining('READONLY'),
+      });
+      expect((await cred.read()).kind).toBe('miss');
+      await replica.cli('REPLICAOF', 'NO', 'ONE');
+      expect(await cred.write(token())).toEqual({ kind: 'written' });
+    } finally {
+      await other.stop();
+      await replica.stop();
+    }
+  });
+
+  it('reads an entry the store evicted as a plain miss', async () => {
+    const { cred } = await open(target);
+    await cred.write(token());
+    const keys = (await server.cli('KEYS', `${PREFIX}*`)).split('\n').filter((k) => k.endsWith('}'));
+    await server.cli('DEL', ...keys);
+    expect(await cred.read()).toEqual({ kind: 'miss', invalid: false, failure: undefined });
+  });
+
+  it('logs at error, once, that the user may not use keys outside its prefix, and stays up', async () => {
+    const log = new FakeLog();
+    const store = await openStore(target, 'elsewhere:', { timeoutMs: TIMEOUT_MS, log });
+    opened.push(store);
+    const cred = await store.credential(CREDENTIAL);
+    expect(await cred.read()).toMatchObject({ kind: 'unavailable', reason: 'error', detail: expect.stringMatching(/NOPERM.*ACL/) });
+    expect(await cred.read()).toMatchObject({ kind: 'unavailable', reason: 'error' });
+    expect(log.at('error')).toHaveLength(1);
+    expect(store.up).toBe(true);
+  });
+
+  it('authenticates new connections with a rotated password', async () => {
+    const own = await startRedis({ user: USER });
+    try {
+      const { store, cred } = await open({ ...target, url: `redis://${USER.name}@127.0.0.1:${own.port}` });
+      expect((await cred.read()).kind).toBe('miss');
+      await own.cli('ACL', 'SETUSER', USER.name, 'resetpass', '>rotated-password');
+      await own.cli('CLIENT', 'KILL', 'USER', USER.name);
+      expect(await cred.read()).toMatchObject({ kind: 'unavailable' });
+      store.setPassword('rotated-password');
+      await pollUntil(() => store.up, { timeoutMs: 5_000 });
+      expect((await cred.read()).kind).toBe('miss');
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
+describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(
+  `a token store over TLS that does not verify${skipNote('redis-server')}`,
+  () => {
+    let server: RedisServer;
+    let ca: Awaited<ReturnType<typeof createCa>>;
+    let client: Awaited<ReturnType<typeof clientCert>>;
+    beforeAll(async () => {
+      ca = await createCa('Store Test CA');
+      client = await clientCert(ca);
+      server = await startRedis({ user: USER, tls: { ...(await localhostCert(ca)), ca: ca.cert, client } });
+    });
+    afterAll(async () => {
+      await server?.stop();
+    });
+    const url = (): string => `rediss://${USER.name}@localhost:${server.port}`;
+
+    it('refuses a server certificate no trusted CA signed, saying so and naming CA_FILE', async () => {
+      const { cred, log } = await open({ url: url(), mode: 'standalone', password: USER.password, tls: { ...client } });
+      expect(await cred.read()).toMatchObject({ kind: 'unavailable', detail: expect.stringMatching(/TLS.*CA_FILE/) });
+      expect(log.at('error')).toHaveLength(1);
+    });
+
+    it('fails without a client certificate where the server asks for one', async () => {
+      const { cred } = await open({ url: url(), mode: 'standalone', password: USER.password, tls: { ca: parseCaFile(ca.cert) } });
+      expect(await cred.read()).toMatchObject({ kind: 'unavailable' });
+    });
+
+    it('works with the private CA and the client certificate', async () => {
+      const { cred } = await open({
+        url: url(),
+        mode: 'standalone',
+        password: USER.password,
+        tls: { ca: parseCaFile(ca.cert), ...client },
+      });
+      expect(await cred.write(token())).toEqual({ kind: 'written' });
+    });
+  },
+);
+
+describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store cluster that misbehaves${skipNote('redis-server')}`, () => {
+  it('answers within the store timeout when every seed accepts and never answers', async () => {
+    const holes = [await blackHole(), await blackHole()];
+    try {
+      const { cred } = await open({ url: holes.map((h) => `redis://127.0.0.1:${h.port}`).join(','), mode: 'cluster', password: 'x' });
+      const read = await timed(cred.read());
+      expect(read.value).toMatchObject({ kind: 'unavailable', reason: 'timeout' });
+      expect(read.ms).toBeLessThan(TIMEOUT_MS + 500);
+    } finally {
+      await Promise.all(holes.map((h) => h.close()));
+    }
+  });
+
+  it('logs a refused password naming the setting, from every seed', async () => {
+    const cluster = await startRedisCluster({ user: USER });
+    try {
+      const { cred, log } = await open({
+        url: cluster.nodes.map((n) => `redis://${USER.name}@127.0.0.1:${n.port}`).join(','),
+        mode: 'cluster',
+        password: 'wrong-cluster-password',
+      });
+      expect(await cred.read()).toMatchObject({ kind: 'unavailable', detail: expect.stringContaining('TOKEN_STORE_PASSWORD_FILE') });
+      expect(log.at('error')).toHaveLength(1);
+      expect(log.text()).not.toContain('wrong-cluster-password');
+    } finally {
+      await cluster.stop();
+    }
+  });
+});
