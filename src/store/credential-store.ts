@@ -14,6 +14,7 @@ import type {
   StoredToken,
   StoreOperation,
   StoreResult,
+  StoreUnavailable,
   TokenStoreObserver,
   WriteResult,
 } from './token-store.js';
@@ -126,4 +127,10 @@ export function createCredentialStore(options: CredentialStoreOptions): Credenti
       return { kind: 'recorded' };
     },
   };
+}
+
+/** A credential whose store key could not be derived: every operation answers `unavailable`. */
+export function unusableCredentialStore(unavailable: StoreUnavailable): CredentialStore {
+  const answer = (): Promise<StoreUnavailable> => Promise.resolve(unavailable);
+  return { read: answer, write: answer, takeLease: answer, deleteIfSame: answer, recordFailure: answer };
 }

@@ -34,14 +34,16 @@ export interface RedisTokenStore extends TokenStore {
 }
 
 /**
- * Opens the token store `TOKEN_STORE_URL` names: loads the Redis client library (only now: a
- * proxy without a store never loads it) and connects on first use. Never connects here.
+ * Opens the token store `TOKEN_STORE_URL` names: starts loading the Redis client library (only
+ * now: a proxy without a store never loads it), which goes on while the configured credential's
+ * key is derived ({@link TokenStore.credential}), and connects on first use or {@link TokenStore.need}.
+ * Never connects here.
  */
-export async function openRedisTokenStore(options: OpenStoreOptions): Promise<RedisTokenStore> {
+export function openRedisTokenStore(options: OpenStoreOptions): RedisTokenStore {
   const { settings } = options;
   let password = settings.password;
   let tls = options.tls;
-  const backend = await createRedisBackend({
+  const backend = createRedisBackend({
     endpoint: settings.endpoint,
     password: () => password,
     passwordSource: settings.passwordSource,

@@ -35,22 +35,35 @@ interface Scripted {
 
 type Client = (Redis | Cluster) & Scripted;
 
+/** What the library's module gives: its two client classes. */
+interface Library {
+  Redis: typeof Redis;
+  Cluster: typeof Cluster;
+}
+
 /** A connection, and the promise of it being ready (connected, authenticated, its database selected). */
 interface Connection {
-  client: Client;
+  /** Made once the library has loaded. */
+  client: Client | undefined;
   ready: Promise<Client>;
   /** The last error the library reported on its own (a refused connection, a refused password). */
   lastError: unknown;
+  /** Dropped (timed out, closed) before or after it was made: never used again. */
+  dropped: boolean;
 }
 
 /**
  * The store on Redis or Valkey, through `iovalkey`, loaded here and only here (a dynamic import:
- * a proxy without a store never loads it). Connects when an operation needs it and closes after
- * {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues or retries on its own: an operation
- * that finds no connection makes one, within the store timeout its caller bounds it with.
+ * a proxy without a store never loads it). The library starts loading at once, while the
+ * credentials' keys are derived; the first operation waits for it. Connects when an operation
+ * needs it and closes after {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues or retries on
+ * its own: an operation that finds no connection makes one, within the store timeout its caller
+ * bounds it with.
  */
-export async function createRedisBackend(options: RedisBackendOptions): Promise<StoreBackend> {
-  const lib = await import('iovalkey');
+export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
+  const library: Promise<Library> = import('iovalkey');
+  // A failure to load shows in the first operation; not an unhandled rejection before it.
+  library.catch(() => undefined);
   const { endpoint, clock, timeoutMs } = options;
   const idleMs = options.idleMs ?? IDLE_CLOSE_MS;
   let current: Connection | undefined;
@@ -76,9 +89,9 @@ export async function createRedisBackend(options: RedisBackendOptions): Promise<
     autoResendUnfulfilledCommands: false,
   } satisfies RedisOptions;
 
-  function open(): Connection {
-    let client: Client;
+  function create(lib: Library): Client {
     const tls = tlsOptions();
+    let client: Client;
     if (endpoint.mode === 'cluster') {
       const password = options.password();
       const clusterOptions: ClusterOptions = {
@@ -114,17 +127,24 @@ export async function createRedisBackend(options: RedisBackendOptions): Promise<
     client.defineCommand('tapAcquire', { numberOfKeys: 1, lua: ACQUIRE });
     client.defineCommand('tapRelease', { numberOfKeys: 1, lua: RELEASE });
     client.defineCommand('tapDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
-    const connection: Connection = { client, ready: Promise.resolve(client), lastError: undefined };
+    return client;
+  }
+
+  function open(): Connection {
+    const connection: Connection = { client: undefined, ready: Promise.resolve(undefined as never), lastError: undefined, dropped: false };
     // The most telling error: "Failed to refresh slots cache" follows the refused password it hides.
     const remember = (err: unknown): void => {
       if (!(err instanceof Error && CLOSED.test(err.message))) connection.lastError = err;
     };
-    client.on('error', remember);
-    client.on('node error', remember);
-    client.on('end', () => {
-      if (current === connection) current = undefined;
-    });
     connection.ready = (async () => {
+      const client = create(await library);
+      connection.client = client;
+      client.on('error', remember);
+      client.on('node error', remember);
+      client.on('end', () => {
+        if (current === connection) current = undefined;
+      });
+      if (connection.dropped) throw new Error('Connection is closed.');
       await client.connect();
       if (endpoint.mode === 'standalone') {
         // Authenticated here rather than by the library, which sends AUTH without waiting for its
@@ -144,7 +164,8 @@ export async function createRedisBackend(options: RedisBackendOptions): Promise<
   function drop(connection: Connection | undefined): void {
     if (connection === undefined) return;
     if (current === connection) current = undefined;
-    connection.client.disconnect();
+    connection.dropped = true;
+    connection.client?.disconnect();
   }
 
   async function use<T>(command: (client: Client) => Promise<T>): Promise<T> {

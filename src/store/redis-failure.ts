@@ -87,7 +87,7 @@ export function explainRedisFailure(
   const reason = networkFailureReason(err);
   if (reason.startsWith('TLS: ')) {
     return {
-      problem: `tls`,
+      problem: 'tls',
       connection: true,
       severe: true,
       detail: `the TLS connection to the token store at ${where} failed: ${reason.slice(5)}`,

@@ -9,13 +9,13 @@ export const FORMAT_VERSION = 'v1';
 
 /**
  * scrypt's cost (RFC 7914): N = 2^15, r = 8, p = 1, the parameters golang.org/x/crypto/scrypt
- * gives for interactive use: 32 MiB and about 85 ms of one core on the machine it was measured on.
- * A copy of the store then costs whoever tests guesses of a weak secret as much per guess.
- * Measured (`node:crypto` scrypt, Node 24): 2^14 (16 MiB) costs half the CPU, but glibc's malloc
- * serves it from a thread's arena after the first derivation and keeps it: eight derivations
- * left 66 MB resident. From 32 MiB up an allocation is always mapped apart (glibc's largest
- * threshold) and given back on free, under jemalloc too: 1.9 MB left after eight. The passing
- * 34 MB is bounded by deriving one key at a time ({@link scryptDeriver}).
+ * gives for interactive use: 32 MiB and about 85 ms of one core (`node bench/store-key.js`). A
+ * copy of the store then costs whoever tests guesses of a weak secret as much per guess. 2^14
+ * would halve the CPU, but glibc's malloc serves its 16 MiB from a thread's arena after the first
+ * derivation and keeps it: eight derivations in a row (pass-through credentials) left 65 MB
+ * resident. From 32 MiB up an allocation is always mapped apart (glibc's largest threshold) and
+ * given back when freed, as jemalloc gives back every size: under 1 MB left after eight. The
+ * passing 32 MB is bounded by deriving one key at a time ({@link scryptDeriver}).
  */
 export const SCRYPT = { N: 2 ** 15, r: 8, p: 1 } as const;
 

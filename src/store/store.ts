@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
 import type { StoreBackend } from './backend.js';
-import { createCredentialStore } from './credential-store.js';
+import { createCredentialStore, unusableCredentialStore } from './credential-store.js';
 import { StoreHealth } from './health.js';
 import { deriveStoreKey, scryptDeriver, type KeyDeriver } from './store-key.js';
 import type { TokenStore, TokenStoreObserver } from './token-store.js';
@@ -43,8 +43,15 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
   });
   return {
     async credential(input) {
-      const key = await deriveStoreKey({ ...input, prefix: options.prefix, derive });
-      return createCredentialStore({ key, backend, health, clock, leaseMs: options.leaseMs, observer });
+      try {
+        const key = await deriveStoreKey({ ...input, prefix: options.prefix, derive });
+        return createCredentialStore({ key, backend, health, clock, leaseMs: options.leaseMs, observer });
+      } catch (err) {
+        // scrypt refused (its memory, most likely): this credential works as without a store.
+        const detail = `the token store key could not be derived (${(err as Error).message}): this credential does without the store`;
+        options.log.error({ store: options.where }, detail);
+        return unusableCredentialStore({ kind: 'unavailable', reason: 'error', detail });
+      }
     },
     need() {
       if (health.up) backend.warm();

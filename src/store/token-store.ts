@@ -199,7 +199,8 @@ export interface TokenStore {
    * derivation at a time (tens of milliseconds of CPU and a passing 32 MiB each: see
    * `store-key.ts`), then resolves. Call it once per credential and key material, at start for
    * the configured credential (before the first read), on first use for a pass-through one, and
-   * again when the material changes (a new namespace). Never rejects.
+   * again when the material changes (a new namespace). Never rejects: should the derivation fail,
+   * the credential's operations all answer `unavailable` (logged once).
    */
   credential(input: CredentialKeyInput): Promise<CredentialStore>;
   /**

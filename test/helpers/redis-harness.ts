@@ -52,7 +52,7 @@ export function openStore(
   target: RedisTarget,
   prefix: string,
   options: { fetchTimeoutMs?: number; observer?: TokenStoreObserver; timeoutMs?: number; log?: FakeLog; idleMs?: number } = {},
-): Promise<RedisTokenStore> {
+): RedisTokenStore {
   return openRedisTokenStore({
     settings: storeSettings(target, prefix, options.timeoutMs),
     fetchTimeoutMs: options.fetchTimeoutMs ?? 10_000,
@@ -105,7 +105,7 @@ export function redisHarness(
   return {
     prefix,
     async open(options = {}) {
-      const store = await openStore(target, prefix, options);
+      const store = openStore(target, prefix, options);
       opened.push(store);
       return store;
     },

@@ -20,7 +20,7 @@ const PREFIX = 'tap-test:faults:';
 const CREDENTIAL = { description: 'client_id=app scope=tickets.read', keyMaterial: Buffer.from('client-secret') };
 const TIMEOUT_MS = 150;
 
-type Opened = Awaited<ReturnType<typeof openStore>>;
+type Opened = ReturnType<typeof openStore>;
 const opened: Opened[] = [];
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((s) => s.close()));
@@ -31,7 +31,7 @@ async function open(
   options: Parameters<typeof openStore>[2] = {},
 ): Promise<{ store: Opened; cred: CredentialStore; log: FakeLog }> {
   const log = options.log ?? new FakeLog();
-  const store = await openStore(target, PREFIX, { timeoutMs: TIMEOUT_MS, ...options, log });
+  const store = openStore(target, PREFIX, { timeoutMs: TIMEOUT_MS, ...options, log });
   opened.push(store);
   return { store, cred: await store.credential(CREDENTIAL), log };
 }
@@ -233,7 +233,7 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store that
 
   it('logs at error, once, that the user may not use keys outside its prefix, and stays up', async () => {
     const log = new FakeLog();
-    const store = await openStore(target, 'elsewhere:', { timeoutMs: TIMEOUT_MS, log });
+    const store = openStore(target, 'elsewhere:', { timeoutMs: TIMEOUT_MS, log });
     opened.push(store);
     const cred = await store.credential(CREDENTIAL);
     expect(await cred.read()).toMatchObject({ kind: 'unavailable', reason: 'error', detail: expect.stringMatching(/NOPERM.*ACL/) });

@@ -174,4 +174,23 @@ describe('the token store when its server misbehaves', () => {
     await store.close();
     expect(clock.pending).toBe(0);
   });
+
+  it('does without the store for a credential whose key cannot be derived, saying so once', async () => {
+    const clock = new FakeClock();
+    const log = new FakeLog();
+    const store = createMemoryTokenStore({
+      server: new MemoryStoreServer(clock),
+      clock,
+      random: Math.random,
+      log,
+      leaseMs: 11_000,
+      derive: () => Promise.reject(new RangeError('Invalid scrypt params: memory limit exceeded')),
+    });
+    const cred = await store.credential(CREDENTIAL);
+    for (const answer of [await cred.read(), await cred.takeLease(), await cred.write(token(clock.now()))]) {
+      expect(answer).toMatchObject({ kind: 'unavailable', reason: 'error', detail: expect.stringContaining('memory limit exceeded') });
+    }
+    expect(log.at('error')).toHaveLength(1);
+    expect(store.up).toBe(true);
+  });
 });
