@@ -9,7 +9,7 @@ import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';
 import { createLogger } from './core/log.js';
 import { checkNetSettings } from './net/settings.js';
-import { checkStoreSettings } from './store/settings.js';
+import { checkStoreSettings } from './store/index.js';
 import { checkIssuerSettings } from './token/discovery/index.js';
 import { checkDpopSettings } from './token/dpop/index.js';
 import { checkTokenSettings } from './token/settings.js';

@@ -3,7 +3,7 @@
  * as a child process on ports from `listen(0)`, and small tools to talk to it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 
@@ -32,6 +32,18 @@ afterAll(() => {
   // Nothing outlives its test file, even when a test failed before its own clean-up.
   for (const child of live) child.kill('SIGKILL');
 });
+
+/** A loopback port free at the time of asking (another process may take it before it is used). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
 
 /** Polls `fn` until it returns true, or rejects at the deadline. */
 export async function pollUntil(fn: () => boolean | Promise<boolean>, options: { timeoutMs: number; intervalMs?: number }): Promise<void> {

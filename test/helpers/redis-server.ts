@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll } from 'vitest';
-import { pollUntil } from './index.js';
+import { freePort, pollUntil } from './index.js';
 
 const run = promisify(execFile);
 
@@ -73,18 +73,6 @@ afterAll(() => {
     child.kill('SIGKILL');
   }
 });
-
-/** A port free on 127.0.0.1 when asked. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * A port free on 127.0.0.1 whose cluster bus port (10000 above) is free and valid too: the

@@ -4,10 +4,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pollUntil } from './index.js';
+import { freePort, pollUntil } from './index.js';
 
 export interface Tinyproxy {
   url: string;
@@ -17,17 +17,6 @@ export interface Tinyproxy {
   /** How many requests tinyproxy logged that match `pattern` (e.g. `CONNECT 127.0.0.1:1234`). */
   count(pattern: string): number;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts tinyproxy; `basicAuth` demands those credentials, `extra` adds configuration lines. */

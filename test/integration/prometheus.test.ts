@@ -6,12 +6,11 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { pollUntil, type ProxyHandle } from '../helpers/index.js';
+import { freePort, pollUntil, type ProxyHandle } from '../helpers/index.js';
 import { sharedStack, untilReady } from '../helpers/stack.js';
 import { lacks, skipNote } from '../helpers/tools.js';
 
@@ -31,17 +30,6 @@ interface Panel {
 const dashboardExprs = (JSON.parse(readFileSync(dashboardFile, 'utf8')) as { panels: Panel[] }).panels.flatMap((p) =>
   (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })),
 );
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address() as { port: number };
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 // The first fetch is rejected, the retry succeeds: both outcomes exist as series.
 const it = sharedStack({
