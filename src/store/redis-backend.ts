@@ -84,6 +84,8 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     enableReadyCheck: false,
     connectTimeout: timeoutMs,
     commandTimeout: timeoutMs,
+    // A closed connection's socket is destroyed this long after its FIN, answered or not.
+    disconnectTimeout: timeoutMs,
     maxRetriesPerRequest: 0,
     autoResubscribe: false,
     autoResendUnfulfilledCommands: false,
@@ -182,12 +184,16 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       throw cause;
     } finally {
       inFlight--;
-      if (inFlight === 0) {
-        idleTimer = clock.setTimeout(() => {
-          if (inFlight === 0) drop(current);
-        }, idleMs);
-      }
+      closeWhenIdle();
     }
+  }
+
+  function closeWhenIdle(): void {
+    if (inFlight > 0) return;
+    clock.clearTimeout(idleTimer);
+    idleTimer = clock.setTimeout(() => {
+      if (inFlight === 0) drop(current);
+    }, idleMs);
   }
 
   const ttl = (n: number): number => Math.max(1, Math.ceil(n));
@@ -216,7 +222,21 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
         else await c.ping();
       }),
     warm() {
-      void use(() => Promise.resolve()).catch(() => undefined);
+      if (current !== undefined) return;
+      // Connected within the store timeout, or dropped: a connection no operation awaits is still bounded.
+      const connection = (current = open());
+      let settled = false;
+      const timer = clock.setTimeout(() => {
+        if (!settled) drop(connection);
+      }, timeoutMs);
+      const settle = (): void => {
+        settled = true;
+        clock.clearTimeout(timer);
+      };
+      connection.ready.then(() => {
+        settle();
+        closeWhenIdle();
+      }, settle);
     },
     reset() {
       drop(current);

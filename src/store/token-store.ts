@@ -19,6 +19,13 @@
  *   stretch a token's life.
  * - Nothing in the store is readable without the credential: entries are encrypted and named
  *   under a key derived from the credential's key material (`store-key.ts`).
+ *
+ * How a lifecycle uses it, in brief: at start or at a refresh moment, `need()`, then `read()`: a
+ * hit is adopted; a miss with a shared failure waits for its `nextAttemptAtMs`; otherwise
+ * `takeLease()`: `acquired` fetches, then `write()` (or `recordFailure()`), then `release()`;
+ * `taken` polls `read()` with jitter up to the fetch timeout, then tries the lease again;
+ * `unavailable` fetches as without a store. After a gateway 401, `deleteIfSame(rejected)` and the
+ * same again, never adopting the rejected token.
  */
 
 /** A token as the store holds it, decrypted. Times are Unix milliseconds by the writer's clock. */
@@ -68,8 +75,9 @@ export interface StoreUnavailable {
 /**
  * What a read finds.
  * - `hit`: a usable token. Use it until `now + remainingMs` by your clock (the lesser of its last
- *   usable moment and the entry's time to live in the store), and schedule its refresh from
- *   `token.issuedAtMs` and its lifetime.
+ *   usable moment and the entry's time to live in the store). Schedule by durations, never by the
+ *   writer's absolute times: the token was issued `usableUntilMs - issuedAtMs - remainingMs` ago
+ *   (at least), and lives `expiresAtMs - issuedAtMs` in all.
  * - `miss`: no usable entry. `invalid` is true when an entry was there but did not decrypt or
  *   parse (written under another key, or overwritten with garbage): it is never served, and the
  *   next {@link CredentialStore.write} replaces it.

@@ -247,12 +247,14 @@ export async function startRedisCluster(options: Omit<RedisOptions, 'extra'> = {
 }
 
 /** A socket that accepts every connection and never answers (a store behind a dead route, or hung). */
-export async function blackHole(): Promise<{ port: number; connections(): number; close(): Promise<void> }> {
+export async function blackHole(): Promise<{ port: number; connections(): number; open(): number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   let accepted = 0;
   const server = createServer((socket) => {
     accepted++;
     sockets.add(socket);
+    // Read and drop what comes, so a client's close is seen (an unread socket never ends).
+    socket.resume();
     socket.on('error', () => undefined);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -260,6 +262,7 @@ export async function blackHole(): Promise<{ port: number; connections(): number
   return {
     port: (server.address() as { port: number }).port,
     connections: () => accepted,
+    open: () => sockets.size,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -100,6 +100,18 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store that
     }
   });
 
+  it('drops a connection made ahead of need that does not come up within the store timeout', async () => {
+    const hole = await blackHole();
+    try {
+      const { store } = await open({ url: `redis://127.0.0.1:${hole.port}`, mode: 'standalone', password: USER.password });
+      store.need();
+      await pollUntil(() => hole.connections() === 1, { timeoutMs: 2_000 });
+      await pollUntil(() => hole.open() === 0, { timeoutMs: TIMEOUT_MS + 1_000 });
+    } finally {
+      await hole.close();
+    }
+  });
+
   it('answers at once when nothing listens, naming TOKEN_STORE_URL', async () => {
     const { cred } = await open({ url: `redis://127.0.0.1:${await closedPort()}`, mode: 'standalone', password: undefined });
     const read = await timed(cred.read());
