@@ -36,4 +36,4 @@ export { LEASE_MARGIN_MS, openRedisTokenStore, type OpenStoreOptions, type Redis
 export { checkStoreSettings, MIN_KEY_BYTES, type StoreSettings } from './settings.js';
 export { watchStoreFiles, type StoreFilesOptions } from './store-files.js';
 export { createMemoryTokenStore, MemoryStoreServer, type MemoryFault } from './memory-backend.js';
-export { FORMAT_VERSION, scryptDeriver, sharedDeriver, type KeyDeriver } from './store-key.js';
+export { describeCredential, FORMAT_VERSION, scryptDeriver, sharedDeriver, type KeyDeriver } from './store-key.js';

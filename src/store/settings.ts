@@ -10,7 +10,7 @@ export const MIN_KEY_BYTES = 32;
  * A prefix is written into an ACL key pattern (`~<prefix>*`) and before a hash tag: glob
  * characters, braces, quotes and blanks would change what either means.
  */
-const PREFIX = /^[A-Za-z0-9._:/@#|=+-]{1,128}$/;
+const PREFIX = /^[A-Za-z0-9._:/@#=+-]{1,128}$/;
 
 /** The token store's settings, checked, with its files as read at start. */
 export interface StoreSettings {
@@ -54,7 +54,7 @@ export function checkStoreSettings(ctx: SettingsCheckContext): StoreSettings | u
 
   if (!PREFIX.test(config.tokenStorePrefix)) {
     ctx.problem(
-      `${ctx.name('tokenStorePrefix')} may hold only letters, digits and . _ : / @ # | = + -, up to 128 ` +
+      `${ctx.name('tokenStorePrefix')} may hold only letters, digits and . _ : / @ # = + -, up to 128 ` +
         `(got ${JSON.stringify(config.tokenStorePrefix)}): it is written into an ACL key pattern and before a hash tag`,
     );
   }

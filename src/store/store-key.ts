@@ -26,6 +26,16 @@ const KEY_BYTES = 32;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
+/**
+ * A credential's description from its named parts (token URL, client id, method, scope, each
+ * extra token parameter, a certificate's or a DPoP key's thumbprint), in the order given: JSON,
+ * so no two lists of parts read the same. Part of the key format: proxies build it alike or
+ * share nothing.
+ */
+export function describeCredential(parts: ReadonlyArray<readonly [name: string, value: string]>): string {
+  return JSON.stringify(parts);
+}
+
 /** Turns key material and a salt into the 32-byte store key. */
 export type KeyDeriver = (material: Uint8Array, salt: string) => Promise<Buffer>;
 

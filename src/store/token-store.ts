@@ -165,8 +165,8 @@ export interface CredentialKeyInput {
    * Everything that makes two proxies' credentials the same (token URL, client id, authentication
    * method, scope, extra token parameters, and the thumbprints of a DPoP key from a file or of the
    * client certificate): only proxies with equal descriptions share an entry. It salts the key
-   * derivation and names the entry (as an HMAC: it never reaches the store in clear). Any stable
-   * text; build it once per credential.
+   * derivation and names the entry (as an HMAC: it never reaches the store in clear). Build it
+   * with `describeCredential` from the parts in a fixed order, once per credential.
    */
   readonly description: string;
   /**

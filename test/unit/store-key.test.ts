@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { openEntry, sealEntry } from '../../src/store/entry.js';
-import { deriveStoreKey, FORMAT_VERSION, scryptDeriver, sharedDeriver, type StoreKey } from '../../src/store/store-key.js';
+import {
+  deriveStoreKey,
+  describeCredential,
+  FORMAT_VERSION,
+  scryptDeriver,
+  sharedDeriver,
+  type StoreKey,
+} from '../../src/store/store-key.js';
 
 const derive = sharedDeriver(scryptDeriver());
 const DESCRIPTION = 'token_url=https://idp.example/token client_id=app';
@@ -55,5 +62,19 @@ describe('the store key', () => {
     expect(openEntry(k, { exp: fields.exp, ct: fields.ct })).toBeUndefined();
     const sealedElsewhere = { ...fields, ct: k.seal(JSON.stringify({ t: 'tok', y: 'Bearer', i: 1, e: 2, u: 3 }), k.entryKey) };
     expect(openEntry(k, sealedElsewhere)).toBeUndefined();
+  });
+
+  it('describes a credential so that no two lists of parts read the same', () => {
+    const a = describeCredential([
+      ['client_id', 'a,b'],
+      ['scope', 'c'],
+    ]);
+    const b = describeCredential([
+      ['client_id', 'a'],
+      ['b', 'scope'],
+      ['', 'c'],
+    ]);
+    expect(a).not.toBe(b);
+    expect(a).toBe('[["client_id","a,b"],["scope","c"]]');
   });
 });
