@@ -105,7 +105,8 @@ export function redisHarness(
   return {
     prefix,
     async open(options = {}) {
-      const store = openStore(target, prefix, options);
+      // A generous store timeout: the contract is about what the store holds, not how fast a loaded machine answers.
+      const store = openStore(target, prefix, { timeoutMs: 2_000, ...options });
       opened.push(store);
       return store;
     },
