@@ -27,7 +27,8 @@ export function parseValue(kind: Kind, value: unknown, name: string, problems: s
     }
     case 'bool': {
       if (typeof value === 'boolean') return value;
-      const s = String(value).trim().toLowerCase();
+      // Only strings and numbers are read as text: an object from the file may not convert.
+      const s = typeof value === 'string' || typeof value === 'number' ? String(value).trim().toLowerCase() : '';
       if (s === 'true' || s === '1' || s === 'yes') return true;
       if (s === 'false' || s === '0' || s === 'no') return false;
       return fail('true or false');
@@ -66,7 +67,7 @@ export function parseValue(kind: Kind, value: unknown, name: string, problems: s
       return undefined;
     }
     case 'enum': {
-      const s = String(value).trim();
+      const s = typeof value === 'string' || typeof value === 'number' ? String(value).trim() : '';
       if (!kind.values.includes(s)) return fail(`one of ${kind.values.join(', ')}`);
       return s;
     }

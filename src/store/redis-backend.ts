@@ -69,6 +69,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
   let current: Connection | undefined;
   let inFlight = 0;
   let idleTimer: unknown;
+  let closed = false;
 
   function tlsOptions(): object | undefined {
     if (!endpoint.tls) return undefined;
@@ -171,6 +172,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
   }
 
   async function use<T>(command: (client: Client) => Promise<T>): Promise<T> {
+    if (closed) throw new Error('the token store is closed');
     const connection = (current ??= open());
     inFlight++;
     clock.clearTimeout(idleTimer);
@@ -217,12 +219,12 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       }),
     ping: () =>
       use(async (c) => {
-        // A cluster pings the node of a key's slot: one node answering says the cluster serves.
+        // A cluster: its slots were read on connecting; one primary answering says it is reachable.
         if (endpoint.mode === 'cluster') await (c as Cluster).nodes('master')[0]?.ping();
         else await c.ping();
       }),
     warm() {
-      if (current !== undefined) return;
+      if (current !== undefined || closed) return;
       // Connected within the store timeout, or dropped: a connection no operation awaits is still bounded.
       const connection = (current = open());
       let settled = false;
@@ -242,6 +244,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       drop(current);
     },
     async close() {
+      closed = true;
       clock.clearTimeout(idleTimer);
       drop(current);
     },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseParams } from '../../src/config/values.js';
+import { parseParams, parseValue } from '../../src/config/values.js';
 
 describe('TOKEN_PARAMS syntax', () => {
   it('reads a form-encoded string with repeated names, in order', () => {
@@ -25,5 +25,18 @@ describe('TOKEN_PARAMS syntax', () => {
   it('refuses values that are neither strings nor lists of strings', () => {
     expect(parseParams({ a: { b: 1 } }, 'tokenParams').problems).toEqual(['tokenParams.a must be a string or a list of strings']);
     expect(parseParams([1], 'tokenParams').problems).toHaveLength(1);
+  });
+});
+
+describe('a choice or a switch given a map in the file', () => {
+  it('is refused naming the setting, whatever the map holds', () => {
+    const problems: string[] = [];
+    const odd = { toString: {} };
+    expect(parseValue({ type: 'enum', values: ['a', 'b'] }, odd, 'tokenStoreMode', problems)).toBeUndefined();
+    expect(parseValue({ type: 'bool' }, odd, 'accessLog', problems)).toBeUndefined();
+    expect(problems).toEqual([
+      'tokenStoreMode must be one of a, b (got {"toString":{}})',
+      'accessLog must be true or false (got {"toString":{}})',
+    ]);
   });
 });
