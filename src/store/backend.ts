@@ -42,7 +42,7 @@ export interface StoreBackend {
   deleteIf(entryKey: string, fingerprint: string): Promise<boolean>;
   /** `SET failureKey value PX ttlMs`. */
   recordFailure(failureKey: string, value: string, ttlMs: number): Promise<void>;
-  /** Connects if needed, authenticates, `PING`. */
+  /** Connects if needed, authenticates, `PING`; then closes the connection unless an operation uses it. */
   ping(): Promise<void>;
   /** Opens the connection now if there is none; never throws. */
   warm(): void;

@@ -166,7 +166,10 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
 
   function drop(connection: Connection | undefined): void {
     if (connection === undefined) return;
-    if (current === connection) current = undefined;
+    if (current === connection) {
+      current = undefined;
+      clock.clearTimeout(idleTimer);
+    }
     connection.dropped = true;
     connection.client?.disconnect();
   }
@@ -217,12 +220,15 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       use(async (c) => {
         await c.set(failureKey, value, 'PX', ttl(ttlMs));
       }),
-    ping: () =>
-      use(async (c) => {
+    async ping() {
+      await use(async (c) => {
         // A cluster: its slots were read on connecting; one primary answering says it is reachable.
         if (endpoint.mode === 'cluster') await (c as Cluster).nodes('master')[0]?.ping();
         else await c.ping();
-      }),
+      });
+      // A check keeps no connection: a fleet finding its store again does not hold one each.
+      if (inFlight === 0) drop(current);
+    },
     warm() {
       if (current !== undefined || closed) return;
       // Connected within the store timeout, or dropped: a connection no operation awaits is still bounded.

@@ -178,6 +178,8 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store that
       expect(store.up).toBe(false);
       await own.restart();
       await pollUntil(() => store.up, { timeoutMs: 5_000 });
+      // The check that found it kept no connection.
+      await pollUntil(async () => (await connections(own)) === 0, { timeoutMs: 2_000 });
       // Restarted empty: a miss, and a write shares again.
       expect(await cred.read()).toMatchObject({ kind: 'miss', invalid: false });
       expect(await cred.write(token())).toEqual({ kind: 'written' });
