@@ -64,3 +64,16 @@ export interface RefreshSchedule {
  * and does not find it again); the backoff cap grows with the held token's usable life.
  */
 export const DEFAULT_SCHEDULE: RefreshSchedule = { refreshOffsetMs, backoffCapMs };
+
+/**
+ * The schedule of a token shared through a store (README "Sharing tokens across a fleet"): every
+ * refresh at the ratio less a jitter of up to a tenth of the lifetime, never later. The wide
+ * window of {@link refreshOffsetMs} spreads a fleet's own fetches; with a store the lease does:
+ * the first proxy to reach the refresh moment fetches for all, the others take its token, so an
+ * earlier refresh would only add fetches (one per refresh period: at most 1/0.7 per lifetime with
+ * the default ratio).
+ */
+export const STORE_SCHEDULE: RefreshSchedule = {
+  refreshOffsetMs: (lifetimeMs, ratio, random) => Math.max(0, lifetimeMs * ratio - random() * 0.1 * lifetimeMs),
+  backoffCapMs,
+};

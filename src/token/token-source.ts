@@ -1,14 +1,14 @@
 import type { Clock } from '../core/clock.js';
 import { TokenUnavailableError } from '../core/errors.js';
-import { TokenFetchError, type FetchOutcome } from './errors.js';
+import type { FetchOutcome, TokenFetchError } from './errors.js';
 import type { Log } from '../core/log.js';
-import { backoffDelay, DEFAULT_SCHEDULE, expiryMarginMs, type RefreshSchedule } from './refresh-schedule.js';
+import { backoffDelay, DEFAULT_SCHEDULE, STORE_SCHEDULE, type RefreshSchedule } from './refresh-schedule.js';
 import type { Credential } from './client-auth/index.js';
 import { authorizationFor, type Authorization } from './authorization.js';
 import { asFetchError, logFetchFailure, type EndpointName } from './diagnose.js';
 import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
-import type { TokenGrant } from './parse-response.js';
+import { fetchingSupply, type SuppliedToken, type TokenSupply } from './token-supply.js';
 import { WaitingRequests } from './waiting-requests.js';
 
 /** Forced refreshes after a gateway 401 happen at most this often per credential. */
@@ -24,7 +24,10 @@ export interface TokenState {
 }
 
 export interface TokenSourceObserver {
+  /** This proxy's own token request ended (a token taken from a shared store is no fetch). */
   onFetch?(outcome: FetchOutcome, durationS: number): void;
+  /** A token was taken from the shared store instead of fetched. */
+  onAdopt?(): void;
   onState?(state: TokenState): void;
 }
 
@@ -47,18 +50,23 @@ export interface TokenSourceOptions {
   onFailure?: ((error: TokenFetchError) => void) | undefined;
   /** With DPoP: a DPoP-bound token's authorization makes proofs with the key it is bound to. */
   dpop?: DpopClient | undefined;
+  /** With a shared token store: the supply that consults it around this proxy's own fetch (shared-token.ts). */
+  share?: ((own: TokenSupply) => TokenSupply) | undefined;
 }
 
 /**
- * One credential's token: fetched ahead of need, refreshed in the background on its schedule
- * (`refresh-schedule.ts`: every refresh at a random moment between half the ratio and the ratio),
- * one fetch in flight at most, backoff with full jitter on failure, and never used in the last
- * `min(10 s, lifetime / 10)` of its life. A valid token is a synchronous field read.
+ * One credential's token: obtained ahead of need, refreshed in the background on its schedule
+ * (`refresh-schedule.ts`: every refresh at a random moment between half the ratio and the ratio;
+ * a token shared through a store at the ratio less up to a tenth), one attempt in flight at most,
+ * backoff with full jitter on failure, and never used in the last `min(10 s, lifetime / 10)` of
+ * its life. Where a token comes from is its supply's business (token-supply.ts). A valid token is
+ * a synchronous field read.
  */
 export class TokenSource {
   private readonly opts: TokenSourceOptions;
   private readonly clock: Clock;
   private readonly schedule: RefreshSchedule;
+  private readonly supply: TokenSupply;
   private credential: Credential;
   private generation = 0;
 
@@ -84,6 +92,8 @@ export class TokenSource {
     this.schedule = options.schedule ?? DEFAULT_SCHEDULE;
     this.credential = options.credential;
     this.waiters = new WaitingRequests(options.clock);
+    const own = fetchingSupply(options.fetchToken, options.clock, options.observer?.onFetch?.bind(options.observer));
+    this.supply = options.share?.(own) ?? own;
   }
 
   /** Starts the first fetch now, before any request needs the token. */
@@ -138,6 +148,7 @@ export class TokenSource {
     const now = this.clock.now();
     if (now - this.lastForcedAt < FORCED_REFRESH_INTERVAL_MS) return false;
     this.lastForcedAt = now;
+    this.supply.rejected?.(token);
     this.auth = undefined;
     this.usableUntil = 0;
     this.expiresAt = 0;
@@ -175,6 +186,7 @@ export class TokenSource {
   stop(why = 'the proxy is shutting down'): void {
     this.stopped = true;
     this.clearTimers();
+    this.supply.stop?.();
     this.waiters.settle((w) => w.reject(this.unavailable(why, 1)));
   }
 
@@ -182,49 +194,45 @@ export class TokenSource {
     if (this.stopped || this.inflight) return;
     this.clearTimers();
     this.inflight = true;
-    const startedAt = this.clock.now();
     const generation = this.generation;
-    Promise.resolve(this.credential)
-      .then(this.opts.fetchToken)
+    const held = this.authorization();
+    this.supply
+      .obtain(this.credential, held && { token: held.token, usableUntilMs: this.usableUntil })
       .then(
-        (grant) => this.onSuccess(grant, startedAt, generation),
-        (err: unknown) => this.onFailure(err, startedAt, generation),
+        (supplied) => this.onSuccess(supplied, generation),
+        (err: unknown) => this.onFailure(err, generation),
       )
       .catch((err: unknown) => this.opts.log.error({ err }, 'token source failed to handle a fetch result'));
   }
 
-  private onSuccess(grant: TokenGrant, startedAt: number, generation: number): void {
-    const now = this.clock.now();
-    const lifetime = grant.lifetimeMs;
-    if (now >= startedAt + lifetime - expiryMarginMs(lifetime)) {
-      // Useless on arrival (a lifetime shorter than the fetch took): taken as it came, it would be
-      // refreshed at once, again and again. A failure instead, so the backoff applies.
-      const message = `token arrived with no usable life left (lifetime ${lifetime} ms, the fetch took ${now - startedAt} ms)`;
-      this.onFailure(new TokenFetchError('invalid_response', message), startedAt, generation);
-      return;
-    }
+  private onSuccess(supplied: SuppliedToken, generation: number): void {
     this.inflight = false;
     if (this.stopped) return;
-    const auth = (this.auth = authorizationFor(grant, this.opts.dpop));
-    this.expiresAt = startedAt + lifetime;
-    this.usableUntil = this.expiresAt - expiryMarginMs(lifetime);
-    this.lastSuccessAt = now;
+    const now = this.clock.now();
+    const { grant, lifetimeMs: lifetime } = supplied;
+    const adopted = supplied.fetchMs === undefined;
+    const same = this.auth?.token === grant.accessToken;
+    const auth = (this.auth = same ? this.auth! : authorizationFor(grant, this.opts.dpop));
+    this.expiresAt = supplied.expiresAtMs;
+    this.usableUntil = supplied.usableUntilMs;
+    this.lastSuccessAt = adopted ? Math.min(now, supplied.issuedAtMs) : now;
     this.failures = 0;
     this.lastError = undefined;
     this.nextAttemptAt = undefined;
-    this.opts.observer?.onFetch?.('success', (now - startedAt) / 1000);
+    if (adopted && !same) this.opts.observer?.onAdopt?.();
     this.publishState();
-    this.opts.log.info(
-      { credential: this.opts.label, lifetimeS: Math.round(lifetime / 1000), durationMs: now - startedAt },
-      'token fetched',
-    );
+    const logged = { credential: this.opts.label, lifetimeS: Math.round(lifetime / 1000) };
+    if (!adopted) this.opts.log.info({ ...logged, durationMs: supplied.fetchMs }, 'token fetched');
+    else if (!same)
+      this.opts.log.info({ ...logged, usableForS: Math.round((this.usableUntil - now) / 1000) }, 'token taken from the store');
     this.waiters.settle((w) => w.resolve(auth));
     if (generation !== this.generation) {
       this.fetchNow();
       return;
     }
-    const offset = this.schedule.refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random);
-    const refreshAt = Math.min(startedAt + offset, this.usableUntil);
+    const schedule = supplied.shared ? STORE_SCHEDULE : this.schedule;
+    const offset = schedule.refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random);
+    const refreshAt = Math.min(supplied.issuedAtMs + offset, this.usableUntil);
     this.refreshTimer = this.clock.setTimeout(
       () => {
         this.refreshTimer = undefined;
@@ -234,17 +242,18 @@ export class TokenSource {
     );
   }
 
-  private onFailure(err: unknown, startedAt: number, generation: number): void {
+  private onFailure(err: unknown, generation: number): void {
     this.inflight = false;
     if (this.stopped) return;
     const now = this.clock.now();
     const error = asFetchError(err);
     this.failures++;
     this.lastError = error;
-    this.opts.observer?.onFetch?.(error.outcome, (now - startedAt) / 1000);
     this.publishState();
-    if (generation !== this.generation) this.fetchNow();
-    else this.retryLater(err, error, now);
+    if (generation !== this.generation) {
+      this.supply.failed?.(error, now);
+      this.fetchNow();
+    } else this.retryLater(err, error, now);
     this.opts.onFailure?.(error);
   }
 
@@ -253,6 +262,7 @@ export class TokenSource {
     const validForMs = this.current() !== undefined ? this.usableUntil - now : 0;
     const delay = backoffDelay(this.failures, this.opts.random, error.retryAfterMs, this.schedule.backoffCapMs(validForMs));
     this.nextAttemptAt = now + delay;
+    this.supply.failed?.(error, now + delay);
     this.retryTimer = this.clock.setTimeout(() => {
       this.retryTimer = undefined;
       this.fetchNow();
