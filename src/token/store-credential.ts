@@ -1,0 +1,131 @@
+/**
+ * A credential as a shared token store knows it (README "Sharing tokens across a fleet"): the
+ * description that makes two proxies' credentials the same, the key material its store key is
+ * derived from, and its part of the store, derived anew when either changes. Proxies share a
+ * token only when both are equal, so nothing written under one credential is read under another.
+ */
+import { createHash } from 'node:crypto';
+import type { Config } from '../config/config.js';
+import type { Clock } from '../core/clock.js';
+import type { CredentialKeyInput, CredentialStore, TokenStore } from '../store/token-store.js';
+import type { AuthMethod, CredentialMaterial } from './client-auth/index.js';
+
+/** What a credential is made of beside its method's own material. */
+export interface StoreCredentialOptions {
+  readonly settings: Pick<Config, 'tokenUrl' | 'tokenScope' | 'tokenParams' | 'dpop'>;
+  /** The method its token requests are authenticated with. */
+  readonly method: AuthMethod;
+  readonly clientId: string;
+  /** The method's secret material now (the secret, the assertion key, the client certificate). */
+  readonly material: CredentialMaterial;
+  /** With DPoP: the key the tokens are bound to, and whether it comes from DPOP_KEY_FILE (else it was generated here). */
+  readonly dpopKey: { readonly thumbprint: string; readonly fromFile: boolean } | undefined;
+  /** TOKEN_STORE_KEY_FILE's content; never given for a pass-through credential, whose key is its own secret. */
+  readonly keyFile: Uint8Array | undefined;
+}
+
+/** How a credential is shared: under this description and key material, or not at all (and why, said once). */
+export type StoreIdentity =
+  { readonly shared: true; readonly input: CredentialKeyInput } | { readonly shared: false; readonly reason: string };
+
+/** The description's format: a change makes a new namespace, never a misread entry. */
+const DESCRIPTION_FORMAT = 'ticket-auth-proxy credential 1';
+
+/**
+ * The credential's identity in the store. Its description holds the token URL, client id, method,
+ * scope, `TOKEN_PARAMS` (sorted: their order changes nothing), the DPoP mode and key thumbprint,
+ * and what the method adds (a client certificate's thumbprint). Its key material is the method's
+ * secret or private key; with `TOKEN_STORE_KEY_FILE`, the key file, followed by that secret when
+ * there is one, so a rotated secret is a new namespace still. Not shared: tokens bound to a DPoP
+ * key generated in this process, and a method without a secret when no key file is given.
+ */
+export function storeIdentity(options: StoreCredentialOptions): StoreIdentity {
+  const { settings, method, dpopKey, keyFile } = options;
+  if (dpopKey !== undefined && !dpopKey.fromFile) {
+    return {
+      shared: false,
+      reason:
+        'its tokens are bound to a DPoP key generated in this process, which no other proxy holds; set DPOP_KEY_FILE to the ' +
+        'same key on every proxy to share them',
+    };
+  }
+  const own = method.storeKeyMaterial(options.material);
+  if (own.from === 'key_file' && keyFile === undefined) {
+    return {
+      shared: false,
+      reason: `TOKEN_AUTH_METHOD=${method.name} has no secret to derive the store key from; set TOKEN_STORE_KEY_FILE to share its tokens`,
+    };
+  }
+  const params = settings.tokenParams.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).sort();
+  const parts: (readonly [string, string])[] = [
+    ['format', DESCRIPTION_FORMAT],
+    ['token_url', settings.tokenUrl],
+    ['client_id', options.clientId],
+    ['method', method.name],
+    ['scope', settings.tokenScope ?? ''],
+    ['params', params.join('&')],
+    ['dpop', dpopKey === undefined ? 'off' : `${settings.dpop} ${dpopKey.thumbprint}`],
+    ...method.storeDescription(options.material),
+  ];
+  const secret = own.from === 'key_file' ? undefined : own.secret;
+  const keyMaterial =
+    keyFile === undefined ? secret! : secret === undefined ? keyFile : Buffer.concat([lengthPrefix(keyFile.length), keyFile, secret]);
+  return { shared: true, input: { description: JSON.stringify(parts), keyMaterial } };
+}
+
+function lengthPrefix(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+}
+
+/**
+ * One credential's part of the store as it is now: derived (scrypt, in the store) when the
+ * credential is first described and again when its description or key material changes (a new
+ * namespace). Holds a digest of the two to notice a change, never the material itself.
+ */
+export class StoreNamespace {
+  private id: string | undefined;
+  private pending: Promise<CredentialStore | undefined> = Promise.resolve(undefined);
+  private derived: CredentialStore | undefined;
+
+  constructor(
+    private readonly store: TokenStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Uses `input` from now on (undefined: the credential is not shared); true when that is another namespace. */
+  use(input: CredentialKeyInput | undefined): boolean {
+    const id = input && createHash('sha256').update(input.description).update('\0').update(input.keyMaterial).digest('base64');
+    if (id === this.id) return false;
+    this.id = id;
+    this.derived = undefined;
+    const pending: Promise<CredentialStore | undefined> =
+      input === undefined
+        ? Promise.resolve(undefined)
+        : this.store.credential(input).then((derived) => {
+            if (this.pending === pending) this.derived = derived;
+            return derived;
+          });
+    this.pending = pending;
+    return true;
+  }
+
+  /** The part derived for the current credential, if its derivation is done. */
+  get ready(): CredentialStore | undefined {
+    return this.derived;
+  }
+
+  /** The current part, once derived; waiting at most `withinMs` when given (undefined after that). */
+  current(withinMs?: number): Promise<CredentialStore | undefined> {
+    if (this.derived !== undefined || withinMs === undefined)
+      return this.derived !== undefined ? Promise.resolve(this.derived) : this.pending;
+    return new Promise((resolve) => {
+      const timer = this.clock.setTimeout(() => resolve(undefined), withinMs);
+      void this.pending.then((derived) => {
+        this.clock.clearTimeout(timer);
+        resolve(derived);
+      });
+    });
+  }
+}

@@ -1,0 +1,395 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { TokenUnavailableError } from '../../src/core/errors.js';
+import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
+import type { CredentialKeyInput, StoreOperation, StoreResult } from '../../src/store/token-store.js';
+import { TokenFetchError } from '../../src/token/errors.js';
+import { sharedSupply, SharedFailureError } from '../../src/token/shared-token.js';
+import { StoreNamespace } from '../../src/token/store-credential.js';
+import { TokenSource } from '../../src/token/token-source.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
+
+const T0 = Date.UTC(2026, 0, 1);
+const LIFETIME = 100_000;
+const FETCH_TIMEOUT = 10_000;
+const STORE_TIMEOUT = 250;
+const CREDENTIAL = { clientId: 'fleet-client', clientSecret: 'fleet-secret' };
+const KEY: CredentialKeyInput = {
+  description: 'token_url=https://idp.example/token client_id=fleet-client',
+  keyMaterial: Buffer.from('fleet-secret'),
+};
+
+/** scrypt costs tens of milliseconds of real time, which the fake clock does not wait for: a hash stands in. */
+const fastDerive = async (material: Uint8Array, salt: string): Promise<Buffer> =>
+  createHash('sha256').update(material).update(salt).digest();
+
+interface Proxy {
+  source: TokenSource;
+  namespace: StoreNamespace;
+  operations: `${StoreOperation}:${StoreResult}`[];
+  counts: { adoptions: number; fetches: number };
+}
+
+/**
+ * Proxies sharing one in-memory store and one token endpoint, on one fake clock. Each proxy is a
+ * token source with its own store client, as separate processes would be.
+ */
+function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) {
+  const clock = new FakeClock(T0);
+  const server = new MemoryStoreServer(clock);
+  const fetcher = new FakeFetcher(clock);
+  const log = new FakeLog();
+  const random = options.random ?? (() => 0.5);
+  const proxies: Proxy[] = [];
+  const proxy = (key: CredentialKeyInput = KEY, extra: { derive?: typeof fastDerive; firstUseWithinMs?: number } = {}): Proxy => {
+    const operations: `${StoreOperation}:${StoreResult}`[] = [];
+    const counts = { adoptions: 0, fetches: 0 };
+    const store = createMemoryTokenStore({
+      server,
+      clock,
+      random,
+      log,
+      leaseMs: FETCH_TIMEOUT + 1_000,
+      timeoutMs: STORE_TIMEOUT,
+      derive: extra.derive ?? fastDerive,
+      observer: { onOperation: (op, result) => operations.push(`${op}:${result}`) },
+    });
+    const namespace = new StoreNamespace(store, clock);
+    namespace.use(key);
+    const source = new TokenSource({
+      label: 'configured',
+      credential: CREDENTIAL,
+      fetchToken: fetcher.fetchToken,
+      clock,
+      random,
+      refreshRatio: 0.8,
+      waitTimeoutMs: options.waitTimeoutMs ?? 5_000,
+      log,
+      observer: { onAdopt: () => counts.adoptions++, onFetch: () => counts.fetches++ },
+      share: (own) =>
+        sharedSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, clock, random, firstUseWithinMs: extra.firstUseWithinMs }),
+    });
+    const p = { source, namespace, operations, counts };
+    proxies.push(p);
+    return p;
+  };
+  const stop = () => proxies.forEach((p) => p.source.stop());
+  return { clock, server, fetcher, log, proxy, stop };
+}
+
+/** The store's entry (the hash of exp, fp and ct), as any client of the store sees it. */
+function entryOf(server: MemoryStoreServer) {
+  return server.dump().find((k) => k.key.endsWith('}'));
+}
+
+describe('a token shared through a store: start', () => {
+  it('fetches once for two proxies that start together; the second takes the token without a fetch', async () => {
+    const f = fleet();
+    const a = f.proxy();
+    const b = f.proxy();
+    a.source.start();
+    b.source.start();
+    await f.clock.advance(50);
+    expect(f.fetcher.calls).toHaveLength(1);
+    f.fetcher.last.succeed('tok-1', LIFETIME);
+    await f.clock.advance(400);
+    expect(a.source.current()).toBe('tok-1');
+    expect(b.source.current()).toBe('tok-1');
+    expect(f.fetcher.calls).toHaveLength(1);
+    expect(a.counts.fetches + b.counts.fetches).toBe(1);
+    expect(a.counts.adoptions + b.counts.adoptions).toBe(1);
+    f.stop();
+  });
+
+  it('takes a usable entry at start without a fetch, and refreshes it from its issue time, not from when it was taken', async () => {
+    const f = fleet({ random: () => 0 });
+    const a = f.proxy();
+    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    a.source.start();
+    await f.clock.advance(30_000);
+    const b = f.proxy();
+    b.source.start();
+    await f.clock.advance(10);
+    expect(b.source.current()).toBe('tok-1');
+    expect(b.counts).toEqual({ adoptions: 1, fetches: 0 });
+    // Refresh at 80 % of the lifetime from the issue time (T0): both proxies reach it together, one fetches.
+    await f.clock.advance(80_000 - 30_010 - 1);
+    expect(f.fetcher.calls).toHaveLength(1);
+    await f.clock.advance(2_000);
+    expect(f.fetcher.calls).toHaveLength(2);
+    expect(f.fetcher.calls[1]!.at - T0).toBe(80_000);
+    expect(a.source.current()).toBe('tok-2');
+    expect(b.source.current()).toBe('tok-2');
+    f.stop();
+  });
+
+  it('waits for the lease holder up to the fetch timeout, then tries for the lease again, and fetches once it lapses', async () => {
+    const f = fleet();
+    const a = f.proxy();
+    const b = f.proxy();
+    a.source.start();
+    await f.clock.advance(10);
+    b.source.start();
+    // a's fetch never answers: b waits for its entry, then for the lease, which lapses after the fetch timeout and a second.
+    await f.clock.advance(FETCH_TIMEOUT);
+    expect(f.fetcher.calls).toHaveLength(1);
+    await f.clock.advance(FETCH_TIMEOUT + 2_000);
+    expect(f.fetcher.calls).toHaveLength(2);
+    expect(f.fetcher.last.at - T0).toBeGreaterThanOrEqual(FETCH_TIMEOUT + 1_000);
+    const reads = b.operations.filter((o) => o.startsWith('read:')).length;
+    // Polled with backoff (about 100 ms doubling to a second), not every few milliseconds.
+    expect(reads).toBeGreaterThan(10);
+    expect(reads).toBeLessThan(40);
+    f.stop();
+  });
+
+  it('lets requests wait for another proxy’s fetch only as long as TOKEN_WAIT_TIMEOUT_MS', async () => {
+    const f = fleet({ waitTimeoutMs: 2_000 });
+    const a = f.proxy();
+    const b = f.proxy();
+    a.source.start();
+    await f.clock.advance(10);
+    const waiting = b.source.get().catch((err: unknown) => err);
+    await f.clock.advance(2_000);
+    expect(await waiting).toBeInstanceOf(TokenUnavailableError);
+    f.stop();
+  });
+});
+
+describe('a token shared through a store: refresh', () => {
+  it('takes, at its refresh moment, a token usable at least a second longer instead of fetching, and keeps serving meanwhile', async () => {
+    const f = fleet({ random: () => 0 });
+    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    const a = f.proxy();
+    a.source.start();
+    await f.clock.advance(5_000);
+    // b starts later, holding the same token: both refresh at 80 s from its issue time.
+    const b = f.proxy();
+    b.source.start();
+    await f.clock.advance(74_990);
+    expect(b.source.current()).toBe('tok-1');
+    await f.clock.advance(1_000);
+    expect(f.fetcher.calls).toHaveLength(2);
+    expect(a.source.current()).toBe('tok-2');
+    expect(b.source.current()).toBe('tok-2');
+    expect(b.counts).toEqual({ adoptions: 2, fetches: 0 });
+    f.stop();
+  });
+
+  it('keeps its own token and fetches through the lease when the stored one is not usable a second longer', async () => {
+    const f = fleet({ random: () => 0 });
+    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    const a = f.proxy();
+    a.source.start();
+    await f.clock.advance(80_000);
+    expect(f.fetcher.calls).toHaveLength(2);
+    expect(f.fetcher.last.at - T0).toBe(80_000);
+    expect(a.counts).toEqual({ adoptions: 0, fetches: 2 });
+    f.stop();
+  });
+
+  it('refreshes at the ratio less up to a tenth of the lifetime, not over the wide window of a proxy without a store', async () => {
+    for (const r of [0, 0.5, 0.999]) {
+      const f = fleet({ random: () => r });
+      f.fetcher.answer = () => ({ accessToken: 'tok', lifetimeMs: LIFETIME });
+      f.proxy().source.start();
+      await f.clock.advance(LIFETIME);
+      const refreshAt = f.fetcher.calls[1]!.at - T0;
+      expect(Math.abs(refreshAt - (80_000 - r * 10_000))).toBeLessThan(2);
+      f.stop();
+    }
+  });
+});
+
+describe('a token shared through a store: failures', () => {
+  it('shares a failed fetch: no proxy fetches before the next attempt the lease holder recorded', async () => {
+    const f = fleet();
+    const a = f.proxy();
+    const b = f.proxy();
+    a.source.start();
+    await f.clock.advance(10);
+    b.source.start();
+    await f.clock.advance(10);
+    f.fetcher.last.fail(new TokenFetchError('rate_limited', 'token endpoint answered 429', { status: 429, retryAfterMs: 60_000 }));
+    await f.clock.advance(59_000);
+    expect(f.fetcher.calls).toHaveLength(1);
+    expect(b.source.lastError).toBeInstanceOf(SharedFailureError);
+    expect(b.source.lastError?.outcome).toBe('rate_limited');
+    expect(b.counts.fetches).toBe(0);
+    f.fetcher.answer = () => ({ accessToken: 'tok-2', lifetimeMs: LIFETIME });
+    await f.clock.advance(10_000);
+    expect(f.fetcher.calls).toHaveLength(2);
+    expect(a.source.current()).toBe('tok-2');
+    expect(b.source.current()).toBe('tok-2');
+    f.stop();
+  });
+
+  it('lets a throttling token endpoint see one attempt per backoff step from a fleet, not one per proxy', async () => {
+    const f = fleet({ random: Math.random });
+    const proxies = Array.from({ length: 8 }, () => f.proxy());
+    f.fetcher.answer = () => new TokenFetchError('server_error', 'token endpoint answered 503', { status: 503 });
+    for (const p of proxies) p.source.start();
+    await f.clock.advance(120_000);
+    const starts = f.fetcher.calls.map((c) => c.at);
+    // A fleet without a store: about eight attempts a step. With it: one at a time, each after the previous step.
+    expect(starts.length).toBeGreaterThan(3);
+    expect(starts.length).toBeLessThan(20);
+    expect(new Set(starts).size).toBe(starts.length);
+    f.stop();
+  });
+});
+
+describe('a token shared through a store: a gateway 401', () => {
+  it('costs one fetch for a fleet that meets the same rejection: one proxy deletes and fetches, the others take its token', async () => {
+    const f = fleet();
+    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    const proxies = Array.from({ length: 4 }, () => f.proxy());
+    for (const p of proxies) p.source.start();
+    await f.clock.advance(2_000);
+    expect(f.fetcher.calls).toHaveLength(1);
+    for (const p of proxies) expect(p.source.invalidate('tok-1')).toBe(true);
+    await f.clock.advance(2_000);
+    expect(f.fetcher.calls).toHaveLength(2);
+    for (const p of proxies) expect(p.source.current()).toBe('tok-2');
+    f.stop();
+  });
+
+  it('deletes the entry only if it holds the rejected token: a newer one another proxy wrote stays', async () => {
+    const f = fleet();
+    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    const a = f.proxy();
+    const b = f.proxy();
+    a.source.start();
+    b.source.start();
+    await f.clock.advance(1_000);
+    a.source.invalidate('tok-1');
+    await f.clock.advance(1_000);
+    const fp = entryOf(f.server)!.value as Record<string, string>;
+    // b meets its own 401 for tok-1 later: the entry holds tok-2, which b takes.
+    b.source.invalidate('tok-1');
+    await f.clock.advance(1_000);
+    expect((entryOf(f.server)!.value as Record<string, string>).fp).toBe(fp.fp);
+    expect(b.source.current()).toBe('tok-2');
+    expect(f.fetcher.calls).toHaveLength(2);
+    f.stop();
+  });
+
+  it('never takes a token it has seen rejected, even when the store still holds it', async () => {
+    const f = fleet();
+    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    const a = f.proxy();
+    a.source.start();
+    await f.clock.advance(1_000);
+    // A replica after a failover: the delete is refused, the rejected token stays in the store.
+    f.server.fault = 'readonly';
+    a.source.invalidate('tok-1');
+    await f.clock.advance(1_000);
+    expect(a.source.current()).toBe('tok-2');
+    expect(a.counts).toEqual({ adoptions: 0, fetches: 2 });
+    f.stop();
+  });
+});
+
+describe('a token shared through a store: a store that cannot be used', () => {
+  it('delays the start by one store timeout when the store does not answer, then fetches alone', async () => {
+    const f = fleet();
+    f.server.fault = 'hang';
+    const a = f.proxy();
+    a.source.start();
+    await f.clock.advance(STORE_TIMEOUT - 1);
+    expect(f.fetcher.calls).toHaveLength(0);
+    await f.clock.advance(1);
+    expect(f.fetcher.calls).toHaveLength(1);
+    f.fetcher.last.succeed('tok-1', LIFETIME);
+    await f.clock.advance(10);
+    // Down now, until a background check finds it: the next need of the store costs no wait.
+    a.source.invalidate('tok-1');
+    await f.clock.advance(0);
+    expect(f.fetcher.calls).toHaveLength(2);
+    expect(a.operations).toEqual(['read:timeout', 'delete:error', 'read:error']);
+    f.stop();
+  });
+
+  it('refreshes a token fetched alone on the wide schedule of a proxy without a store', async () => {
+    const f = fleet({ random: () => 0.5 });
+    f.server.fault = 'unreachable';
+    f.fetcher.answer = () => ({ accessToken: 'tok', lifetimeMs: LIFETIME });
+    f.proxy().source.start();
+    await f.clock.advance(LIFETIME);
+    // Between half the ratio and the ratio: 0.8 * (1 - 0.5 / 2) of the lifetime.
+    expect(f.fetcher.calls[1]!.at - T0).toBe(60_000);
+    f.stop();
+  });
+
+  it('takes no entry that does not decrypt: it is a miss, never served, and the next fetch replaces it', async () => {
+    const f = fleet();
+    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    const a = f.proxy();
+    a.source.start();
+    await f.clock.advance(1_000);
+    const entry = entryOf(f.server)!;
+    f.server.put(entry.key, { exp: String(T0 + 90_000), fp: 'ab', ct: 'Z2FyYmFnZQ==' }, 60_000);
+    const b = f.proxy();
+    b.source.start();
+    await f.clock.advance(1_000);
+    expect(b.source.current()).toBe('tok-2');
+    expect(b.operations).toContain('read:invalid');
+    expect((entryOf(f.server)!.value as Record<string, string>).ct).not.toBe('Z2FyYmFnZQ==');
+    f.stop();
+  });
+
+  it('fetches a pass-through credential alone when its key is not derived within the store timeout', async () => {
+    const f = fleet();
+    let release: () => void = () => {};
+    const slowDerive = (material: Uint8Array, salt: string) =>
+      new Promise<Buffer>((resolve) => {
+        release = () => resolve(createHash('sha256').update(material).update(salt).digest());
+      });
+    const a = f.proxy(KEY, { derive: slowDerive, firstUseWithinMs: STORE_TIMEOUT });
+    a.source.start();
+    await f.clock.advance(STORE_TIMEOUT);
+    expect(f.fetcher.calls).toHaveLength(1);
+    expect(a.operations).toEqual([]);
+    release();
+    f.stop();
+  });
+});
+
+describe('a token shared through a store: namespaces', () => {
+  it('reads nothing a proxy with another secret wrote, and fetches for itself', async () => {
+    const f = fleet();
+    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    const a = f.proxy();
+    a.source.start();
+    await f.clock.advance(1_000);
+    const rotated = f.proxy({ ...KEY, keyMaterial: Buffer.from('fleet-secret-rotated') });
+    rotated.source.start();
+    await f.clock.advance(1_000);
+    expect(rotated.source.current()).toBe('tok-2');
+    expect(rotated.counts).toEqual({ adoptions: 0, fetches: 1 });
+    expect(f.server.dump().filter((k) => k.key.endsWith('}'))).toHaveLength(2);
+    f.stop();
+  });
+
+  it('fetches through the lease of the new namespace when the secret changes, and a second proxy that rotates takes that token', async () => {
+    const f = fleet();
+    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    const a = f.proxy();
+    const b = f.proxy();
+    a.source.start();
+    b.source.start();
+    await f.clock.advance(1_000);
+    const next = { ...KEY, keyMaterial: Buffer.from('fleet-secret-2') };
+    for (const p of [a, b]) {
+      expect(p.namespace.use(next)).toBe(true);
+      p.source.setCredential({ ...CREDENTIAL, clientSecret: 'fleet-secret-2' });
+      await f.clock.advance(1_000);
+    }
+    expect(f.fetcher.calls).toHaveLength(2);
+    expect(f.fetcher.last.credential.clientSecret).toBe('fleet-secret-2');
+    expect(b.source.current()).toBe('tok-2');
+    expect(a.namespace.use(next)).toBe(false);
+    f.stop();
+  });
+});
