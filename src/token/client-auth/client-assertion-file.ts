@@ -140,6 +140,7 @@ export const clientAssertionFile: AuthMethod<'client_assertion_file'> = {
           onChange: () => target.refreshNow('client assertion file changed'),
         }),
       describe: (nowMs) => describeAssertion(path, () => deps.read(path), nowMs),
+      material: () => ({}),
     };
   },
 

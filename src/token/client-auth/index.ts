@@ -48,10 +48,14 @@ export function configuredCredential(config: Config, deps: Omit<MethodDeps, 'rea
  * body (the default method) otherwise.
  */
 export function passthroughClientAuth(config: Config, deps: Omit<MethodDeps, 'startup' | 'read'>): ClientAuth {
-  const method = authMethod(config.tokenAuthMethod);
-  const sent = method.usesSecret ? method : clientSecretPost;
   // A secret method configured without a secret of its own: no credential, but it authenticates.
-  return sent.configure(config, { ...deps, startup: { clientSecret: undefined }, read: readText }).clientAuth;
+  return passthroughMethod(config).configure(config, { ...deps, startup: { clientSecret: undefined }, read: readText }).clientAuth;
+}
+
+/** The method pass-through Basic credentials are sent with: the configured one when it uses a secret, else `client_secret_post`. */
+export function passthroughMethod(config: Pick<Config, 'tokenAuthMethod'>): AuthMethod {
+  const method = authMethod(config.tokenAuthMethod);
+  return method.usesSecret ? method : clientSecretPost;
 }
 
 export { JWT_BEARER } from './jwt-assertion.js';

@@ -74,6 +74,11 @@ export interface ConfiguredCredential {
   watch(target: CredentialTarget): () => void;
   /** Lines for `check` about the credential; never the secret, the assertion or the key. */
   describe(nowMs: number): string[];
+  /**
+   * The method's secret material now (a rotated secret or key included), for a shared token store
+   * to name and key the credential's entry with; the client certificate is the TLS material's.
+   */
+  material(): CredentialMaterial;
 }
 
 /** What a method is configured with beside the settings. */

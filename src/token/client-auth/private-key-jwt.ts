@@ -105,6 +105,7 @@ export const privateKeyJwt: AuthMethod<'private_key_jwt'> = {
       describe: () => [
         `client authentication: private_key_jwt signed ${key.alg}${kid === undefined ? '' : ` (kid ${kid})`} with the key in ${path}`,
       ],
+      material: () => ({ assertionKey: key.key }),
     };
   },
 

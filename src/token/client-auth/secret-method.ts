@@ -35,6 +35,7 @@ export function secretMethod<Name extends TokenAuthMethod>(spec: SecretMethodSpe
     configure(config, deps) {
       const { clientId, clientSecretFile } = config;
       const clientSecret = deps.startup.clientSecret;
+      let current = clientSecret;
       return {
         clientAuth: { authenticate: spec.authenticate(() => deps.clock.now()), explainRefusal: spec.explainRefusal },
         credential: clientId !== undefined && clientSecret !== undefined ? { clientId, clientSecret } : undefined,
@@ -45,10 +46,14 @@ export function secretMethod<Name extends TokenAuthMethod>(spec: SecretMethodSpe
             initial: clientSecret,
             clock: deps.clock,
             log: deps.log,
-            onChange: (next) => target.setCredential({ clientId, clientSecret: next }),
+            onChange: (next) => {
+              current = next;
+              target.setCredential({ clientId, clientSecret: next });
+            },
           });
         },
         describe: () => [...(spec.checkLines ?? [])],
+        material: () => ({ clientSecret: current }),
       };
     },
     explainRefusal: (credential) => spec.explainRefusal(credential),

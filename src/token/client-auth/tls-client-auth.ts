@@ -49,6 +49,7 @@ export const tlsClientAuth: AuthMethod<'tls_client_auth'> = {
       // The certificate is watched with the connections' TLS material; a new one fetches a token at once.
       watch: () => () => {},
       describe: () => [],
+      material: () => ({}),
     };
   },
 
