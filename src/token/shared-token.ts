@@ -80,7 +80,8 @@ class SharedToken implements TokenSupply {
   }
 
   async obtain(credential: Credential, held: HeldToken | undefined): Promise<SuppliedToken> {
-    this.o.store.need();
+    // The connection is opened while the key may still be derived.
+    if (this.o.namespace.shared) this.o.store.need();
     const cs = await this.o.namespace.current(this.firstUse ? this.o.firstUseWithinMs : undefined);
     this.firstUse = false;
     if (cs === undefined) return this.own.obtain(credential, held);

@@ -8,6 +8,7 @@ import type { Authorization } from './authorization.js';
 import type { Credential } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
+import type { TokenSupply } from './token-supply.js';
 import { TokenSource, type TokenSourceObserver } from './token-source.js';
 
 /** How long a credential the token endpoint rejected is answered without asking it again. */
@@ -36,6 +37,8 @@ export interface SourceCacheOptions {
   dpop?: DpopClient | undefined;
   /** Key for the HMAC of id and secret; random per process unless given. */
   hmacKey?: Buffer;
+  /** With a shared token store: the supply of a credential's source, keyed by its own secret (token/shared-credential.ts). */
+  share?: ((credential: Credential) => ((own: TokenSupply) => TokenSupply) | undefined) | undefined;
 }
 
 /** A pass-through credential's token source: a rejected credential reads as `invalid_client`. */
@@ -102,8 +105,10 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       waitTimeoutMs: options.waitTimeoutMs,
       log: options.log,
       dpop: options.dpop,
+      share: options.share?.(credential),
       observer: {
         onFetch: (outcome, durationS) => options.observer.onFetch?.(outcome, durationS),
+        onAdopt: () => options.observer.onAdopt?.(),
         onState(state) {
           if (state.expiresAtMs === 0) return;
           const lifetime = state.expiresAtMs - state.lastSuccessAtMs;

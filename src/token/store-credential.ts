@@ -111,6 +111,11 @@ export class StoreNamespace {
     return true;
   }
 
+  /** Whether the credential is shared now (its part may still be being derived). */
+  get shared(): boolean {
+    return this.id !== undefined;
+  }
+
   /** The part derived for the current credential, if its derivation is done. */
   get ready(): CredentialStore | undefined {
     return this.derived;

@@ -1,0 +1,152 @@
+/**
+ * Credentials shared through a token store, as the wiring sets them up (README "Sharing tokens
+ * across a fleet"): the configured credential's namespace derived from what it is made of now and
+ * derived anew when its secret, key, certificate, DPoP key or the store key file changes; a
+ * pass-through credential's derived on its first use from its own secret. Each token source is
+ * handed the supply that consults the store (shared-token.ts).
+ */
+import type { Config } from '../config/config.js';
+import type { Clock } from '../core/clock.js';
+import type { Log } from '../core/log.js';
+import type { TokenStore } from '../store/token-store.js';
+import type { AuthMethod, Credential, CredentialMaterial, CredentialTarget } from './client-auth/index.js';
+import type { DpopClient } from './dpop/index.js';
+import { sharedSupply } from './shared-token.js';
+import { StoreNamespace, storeIdentity, type StoreIdentity } from './store-credential.js';
+import type { TokenSupply } from './token-supply.js';
+
+/** What every shared credential of a process has in common. */
+export interface SharingOptions {
+  store: TokenStore;
+  settings: Pick<Config, 'tokenUrl' | 'tokenScope' | 'tokenParams' | 'dpop' | 'tokenFetchTimeoutMs' | 'dpopKeyFile'>;
+  /** `TOKEN_STORE_TIMEOUT_MS`: the longest a pass-through credential's first use waits for its key. */
+  storeTimeoutMs: number;
+  dpop: DpopClient | undefined;
+  /** `TOKEN_STORE_KEY_FILE`'s content now, if set. */
+  keyFile: () => Uint8Array | undefined;
+  clock: Clock;
+  random: () => number;
+  log: Log;
+}
+
+/** The supply a token source is given: the store's, around its own fetch. */
+export type Share = (own: TokenSupply) => TokenSupply;
+
+function dpopKeyOf(o: SharingOptions): { thumbprint: string; fromFile: boolean } | undefined {
+  return o.dpop === undefined ? undefined : { thumbprint: o.dpop.prover.key().thumbprint, fromFile: o.settings.dpopKeyFile !== undefined };
+}
+
+function share(o: SharingOptions, namespace: StoreNamespace, firstUseWithinMs?: number): Share {
+  const { store, clock, random, dpop } = o;
+  return (own) =>
+    sharedSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, clock, random, dpop, firstUseWithinMs });
+}
+
+/** A token source as the configured credential's watches reach it. */
+export interface SharedTarget extends CredentialTarget {
+  /** The token to use now, if a valid one is held. */
+  current(): string | undefined;
+}
+
+type ConfiguredOptions = SharingOptions & { method: AuthMethod; clientId: string; material: () => CredentialMaterial };
+
+function configuredIdentity(o: ConfiguredOptions): StoreIdentity {
+  return storeIdentity({
+    settings: o.settings,
+    method: o.method,
+    clientId: o.clientId,
+    material: o.material(),
+    dpopKey: dpopKeyOf(o),
+    keyFile: o.keyFile(),
+  });
+}
+
+/**
+ * The configured credential shared through the store, or undefined when its tokens cannot be
+ * shared (a method without a secret and no key file, a DPoP key generated here): said once.
+ */
+export function configuredSharing(o: ConfiguredOptions): ConfiguredSharing | undefined {
+  const identity = configuredIdentity(o);
+  if (identity.shared) return new ConfiguredSharing(o);
+  o.log.warn({ credential: 'configured', reason: identity.reason }, 'the token store is not used for this credential');
+  return undefined;
+}
+
+/** The configured credential shared through the store. */
+export class ConfiguredSharing {
+  private readonly namespace: StoreNamespace;
+  /** The supply its token source is given. */
+  readonly share: Share;
+
+  constructor(private readonly o: ConfiguredOptions) {
+    this.namespace = new StoreNamespace(o.store, o.clock);
+    this.share = share(o, this.namespace);
+    this.update();
+  }
+
+  /** What the credential is made of may have changed: derives its namespace anew if so; true when it did. */
+  update(): boolean {
+    const identity = configuredIdentity(this.o);
+    return this.namespace.use(identity.shared ? identity.input : undefined);
+  }
+
+  /**
+   * What the credential's watches tell `source`, its namespace brought up to date first: a new
+   * secret is fetched with through the new namespace's lease. A change that leaves the namespace
+   * as it was (a rotated client assertion, which the store key is not derived from) fetches
+   * nothing while a valid token is held: that token is the fleet's, and stays good.
+   */
+  target(source: SharedTarget): CredentialTarget {
+    return {
+      setCredential: (credential) => {
+        this.update();
+        source.setCredential(credential);
+      },
+      refreshNow: (reason) => {
+        if (!this.update() && source.current() !== undefined) {
+          this.o.log.info({ credential: 'configured', reason }, 'the shared token stays in use');
+          return;
+        }
+        source.refreshNow(reason);
+      },
+    };
+  }
+}
+
+/**
+ * The supply of each pass-through credential, keyed by its own secret (a wrong secret derives
+ * another key, and finds nothing); undefined when they are not shared (tokens bound to a DPoP key
+ * generated here, said once). A credential's key is derived on its first use; that use waits for
+ * it at most the store timeout, then fetches alone.
+ */
+export function passthroughSharing(
+  o: SharingOptions & { method: AuthMethod },
+): ((credential: Credential) => Share | undefined) | undefined {
+  const dpopKey = dpopKeyOf(o);
+  const probe = storeIdentity({
+    settings: o.settings,
+    method: o.method,
+    clientId: '',
+    material: { clientSecret: '' },
+    dpopKey,
+    keyFile: undefined,
+  });
+  if (!probe.shared) {
+    o.log.warn({ credential: 'passthrough', reason: probe.reason }, 'the token store is not used for pass-through credentials');
+    return undefined;
+  }
+  return (credential) => {
+    const identity = storeIdentity({
+      settings: o.settings,
+      method: o.method,
+      clientId: credential.clientId,
+      material: { clientSecret: credential.clientSecret },
+      dpopKey: dpopKeyOf(o),
+      keyFile: undefined,
+    });
+    if (!identity.shared) return undefined;
+    const namespace = new StoreNamespace(o.store, o.clock);
+    namespace.use(identity.input);
+    return share(o, namespace, o.storeTimeoutMs);
+  };
+}
