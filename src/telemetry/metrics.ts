@@ -2,9 +2,11 @@ import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 
 import type { FetchOutcome } from '../token/errors.js';
 import type { ProxyObserver } from '../proxy/observer.js';
 import type { DpopObserver } from '../token/dpop/index.js';
+import type { TokenStoreObserver } from '../store/token-store.js';
 import type { TokenSourceObserver, TokenState } from '../token/token-source.js';
 import { EVENT_LOOP_METRIC_NAMES, registerEventLoopDelay } from './event-loop-delay.js';
 import { type DurationSeries, OneLabelHistogram } from './one-label-histogram.js';
+import { createStoreMetrics } from './store-metrics.js';
 
 const OUTCOMES: readonly FetchOutcome[] = [
   'success',
@@ -43,19 +45,23 @@ export interface Metrics extends ProxyObserver {
   readonly passthroughToken: TokenSourceObserver;
   /** Counts DPoP proofs and nonce requests, by server (never a key, a proof or a token). */
   readonly dpop: DpopObserver;
+  /** With a shared token store: its health and operations. */
+  readonly tokenStore: TokenStoreObserver | undefined;
   setTokenCacheEntries(n: number): void;
 }
 
-/** Creates the proxy's metrics, with Node's process metrics, on `registry`. */
-export function createMetrics(registry: Registry): Metrics {
+/** Creates the proxy's metrics, with Node's process metrics, on `registry`; the token store's only when one is configured. */
+export function createMetrics(registry: Registry, options: { tokenStore?: boolean } = {}): Metrics {
   registerProcessMetrics(registry);
-  const tokens = tokenMetrics(registry);
+  const store = options.tokenStore === true ? createStoreMetrics(registry) : undefined;
+  const tokens = tokenMetrics(registry, store?.adopted);
   const requests = requestMetrics(registry);
   const cacheEntries = zeroGauge(registry, 'ticket_auth_proxy_token_cache_entries', 'Pass-through credentials whose token is held.');
   return {
     ...tokens,
     ...requests,
     dpop: dpopMetrics(registry),
+    tokenStore: store?.observer,
     setTokenCacheEntries(n) {
       cacheEntries.set(n);
     },
@@ -77,7 +83,7 @@ function registerProcessMetrics(registry: Registry): void {
   registerEventLoopDelay(registry);
 }
 
-function tokenMetrics(registry: Registry): Pick<Metrics, 'configuredToken' | 'passthroughToken'> {
+function tokenMetrics(registry: Registry, onAdopt: (() => void) | undefined): Pick<Metrics, 'configuredToken' | 'passthroughToken'> {
   const fetches = new Counter({
     name: 'ticket_auth_proxy_token_fetches_total',
     help: 'Token requests to the token endpoint, by outcome.',
@@ -117,13 +123,14 @@ function tokenMetrics(registry: Registry): Pick<Metrics, 'configuredToken' | 'pa
   return {
     configuredToken: {
       onFetch: countFetch,
+      onAdopt,
       onState(state: TokenState) {
         expiry.set(state.expiresAtMs / 1000);
         lastSuccess.set(state.lastSuccessAtMs / 1000);
         failures.set(state.consecutiveFailures);
       },
     },
-    passthroughToken: { onFetch: countFetch },
+    passthroughToken: { onFetch: countFetch, onAdopt },
   };
 }
 
