@@ -68,6 +68,7 @@ async function main(): Promise<void> {
     tls: checked.tls,
     token: checked.token,
     dpop: checked.dpop,
+    store: checked.store,
     log,
     clock: systemClock,
     random: Math.random,

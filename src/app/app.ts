@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Registry } from 'prom-client';
+import type { StoreSettings } from '../store/settings.js';
 import { createAdminServer } from '../admin/server.js';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
@@ -21,6 +22,7 @@ import type { TokenSource } from '../token/token-source.js';
 import { listen } from './listen.js';
 import { shutdown, type Stop, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
+import { openTokenStore } from './token-store.js';
 
 export interface AppDeps {
   config: Config;
@@ -30,6 +32,8 @@ export interface AppDeps {
   token: TokenStartup;
   /** The DPoP mode and key as read at start. */
   dpop: DpopStartup;
+  /** The token store's settings as checked at start; undefined without `TOKEN_STORE_URL`. */
+  store?: StoreSettings | undefined;
   log: Log;
   clock: Clock;
   random: () => number;
@@ -52,13 +56,22 @@ interface Phase {
 /** Builds the parts from the configuration, wires them, and opens both listeners. */
 export async function startApp(deps: AppDeps): Promise<App> {
   const { config, log, clock, registry } = deps;
-  const metrics = createMetrics(registry);
+  const metrics = createMetrics(registry, { tokenStore: deps.store !== undefined });
   const stops = new StopList();
   const dispatchers = dispatchersFromSettings(config, deps.tls.material);
   stops.add(() => dispatchers.destroy());
-  const { configured, passthrough, endpoint } = createTokenSources({ ...deps, metrics, dispatcher: dispatchers.token, stops });
-  // Rotated TLS files are used by new connections; a new client certificate fetches a token at
-  // once, as a secret change does.
+  let tls = deps.tls.material;
+  const store = await openTokenStore({ ...deps, settings: deps.store, tls, observer: metrics.tokenStore, stops });
+  const { configured, configuredTarget, passthrough, endpoint } = createTokenSources({
+    ...deps,
+    metrics,
+    dispatcher: dispatchers.token,
+    stops,
+    store,
+    clientCertificate: () => tls.cert,
+  });
+  // Rotated TLS files are used by new connections (the store's too); a new client certificate
+  // fetches a token at once, as a secret change does.
   stops.add(
     watchTlsFiles({
       config,
@@ -66,8 +79,10 @@ export async function startApp(deps: AppDeps): Promise<App> {
       clock,
       log,
       onChange: (material, what) => {
+        tls = material;
         dispatchers.setTls(material);
-        if (what === 'client_certificate' && configured !== undefined) configured.refreshNow('client certificate changed');
+        store?.store.setTls(material);
+        if (what === 'client_certificate') configuredTarget?.refreshNow('client certificate changed');
       },
     }),
   );

@@ -3,13 +3,22 @@ import type { Config } from '../config/config.js';
 import type { Log } from '../core/log.js';
 import type { Dispatcher } from 'undici';
 import type { Metrics } from '../telemetry/metrics.js';
-import { configuredCredential, passthroughClientAuth, type TokenStartup } from '../token/client-auth/index.js';
+import {
+  authMethod,
+  configuredCredential,
+  passthroughClientAuth,
+  passthroughMethod,
+  type CredentialTarget,
+  type TokenStartup,
+} from '../token/client-auth/index.js';
 import { createDpopClient, watchDpopKeyFile, type DpopClient, type DpopObserver, type DpopStartup } from '../token/dpop/index.js';
 import { tokenEndpointFromConfig, type TokenEndpoint } from '../token/discovery/index.js';
 import { tokenFetcherFromConfig } from '../token/fetch-token.js';
+import { configuredSharing, passthroughSharing, type SharingOptions } from '../token/shared-credential.js';
 import { createSourceCache, type SourceCache } from '../token/source-cache.js';
 import { TokenSource } from '../token/token-source.js';
 import type { StopList } from './shutdown.js';
+import type { OpenedTokenStore } from './token-store.js';
 
 export interface TokenSourceDeps {
   config: Config;
@@ -25,12 +34,18 @@ export interface TokenSourceDeps {
   dispatcher: Dispatcher;
   /** Where each part registers how it is stopped. */
   stops: StopList;
+  /** The shared token store, when `TOKEN_STORE_URL` is set. */
+  store?: OpenedTokenStore | undefined;
+  /** The client certificate chain presented now (`TLS_CLIENT_CERT_FILE`), which describes a `tls_client_auth` credential. */
+  clientCertificate?: (() => string | undefined) | undefined;
 }
 
 /** The token side as wired: its sources, and where their requests go. */
 export interface TokenSources {
   /** The configured credential's source, when one is configured. */
   readonly configured: TokenSource | undefined;
+  /** What changes in the configured credential's material outside its own files reaches (a new client certificate). */
+  readonly configuredTarget: CredentialTarget | undefined;
   /** The pass-through credentials' cache, when `PASSTHROUGH_BASIC` is on. */
   readonly passthrough: SourceCache | undefined;
   /** The token endpoint both send to: `TOKEN_URL`, or the one `ISSUER_URL`'s metadata names. */
@@ -43,19 +58,20 @@ type Wiring = TokenSourceDeps & { endpoint: TokenEndpoint };
 /**
  * The configured credential's token source (when one is configured), following the files it is
  * made of, and the pass-through credentials' cache (when `PASSTHROUGH_BASIC` is on), both sending
- * to one token endpoint (an issuer's metadata is read once for both). Neither is started here.
+ * to one token endpoint (an issuer's metadata is read once for both), each sharing its tokens
+ * through the token store when one is configured. Neither is started here.
  */
 export function createTokenSources(deps: TokenSourceDeps): TokenSources {
   const dpop = dpopClient(deps.config, deps.dpop, { ...deps, observer: deps.metrics.dpop });
   const endpoint = tokenEndpointFromConfig(deps.config, { ...deps, dpopAlg: () => dpop?.prover.key().alg });
   const wiring: Wiring = { ...deps, endpoint };
-  const configured = configuredSource(wiring, dpop);
+  const { source: configured, target: configuredTarget } = configuredSource(wiring, dpop) ?? {};
   // A new key in DPOP_KEY_FILE: the configured credential fetches a token bound to it at once;
   // tokens held meanwhile keep being proven with the key they are bound to.
   const keyFile = deps.config.dpopKeyFile;
   if (dpop !== undefined && keyFile !== undefined && deps.dpop.keyText !== undefined) {
     const { clock, log } = deps;
-    const onRotate = (): void => configured?.refreshNow('DPoP key changed');
+    const onRotate = (): void => configuredTarget?.refreshNow('DPoP key changed');
     deps.stops.add(
       watchDpopKeyFile({
         path: keyFile,
@@ -68,7 +84,14 @@ export function createTokenSources(deps: TokenSourceDeps): TokenSources {
       }),
     );
   }
-  return { configured, passthrough: passthroughCache(wiring, dpop), endpoint };
+  return { configured, configuredTarget, passthrough: passthroughCache(wiring, dpop), endpoint };
+}
+
+/** What the credentials shared through the store have in common; undefined without a store. */
+function sharingOptions(deps: TokenSourceDeps, dpop: DpopClient | undefined): SharingOptions | undefined {
+  const { store, config, clock, random, log } = deps;
+  if (store === undefined) return undefined;
+  return { store: store.store, settings: config, storeTimeoutMs: store.timeoutMs, dpop, keyFile: store.keyFile, clock, random, log };
 }
 
 /** The DPoP side (one key per process) with `DPOP` on or required, else undefined. */
@@ -81,13 +104,20 @@ export function dpopClient(
   return createDpopClient({ mode: startup.mode, key: startup.key, baseUrl: config.baseUrl, ...deps });
 }
 
-function configuredSource(
-  { config, token, clock, log, random, metrics, dispatcher, endpoint, stops }: Wiring,
-  dpop: DpopClient | undefined,
-): TokenSource | undefined {
+function configuredSource(deps: Wiring, dpop: DpopClient | undefined): { source: TokenSource; target: CredentialTarget } | undefined {
+  const { config, token, clock, log, random, metrics, dispatcher, endpoint, stops } = deps;
   // How the configured client proves who it is (TOKEN_AUTH_METHOD).
   const auth = configuredCredential(config, { clock, log, startup: token });
   if (auth.credential === undefined) return undefined;
+  const shareOptions = sharingOptions(deps, dpop);
+  const sharing =
+    shareOptions &&
+    configuredSharing({
+      ...shareOptions,
+      method: authMethod(config.tokenAuthMethod),
+      clientId: auth.credential.clientId,
+      material: () => ({ ...auth.material(), clientCertificate: deps.clientCertificate?.() }),
+    });
   const source = new TokenSource({
     label: 'configured',
     credential: auth.credential,
@@ -100,20 +130,25 @@ function configuredSource(
     observer: metrics.configuredToken,
     endpoint,
     dpop,
+    share: sharing?.share,
   });
   stops.add(() => source.stop());
-  // The files the credential is made of (secret, key, assertion): a change reaches the source.
-  stops.add(auth.watch(source));
-  return source;
+  // The files the credential is made of (secret, key, assertion): a change reaches the source,
+  // through its store namespace when it is shared.
+  const target = sharing?.target(source) ?? source;
+  stops.add(auth.watch(target));
+  // A new store key file: a new namespace, used from the next refresh on.
+  if (sharing !== undefined) deps.store?.onKeyFile(() => sharing.update());
+  return { source, target };
 }
 
 /** Callers' own Basic credentials, each with a token source of its own. */
-function passthroughCache(
-  { config, clock, log, random, metrics, dispatcher, endpoint, stops }: Wiring,
-  dpop: DpopClient | undefined,
-): SourceCache | undefined {
+function passthroughCache(deps: Wiring, dpop: DpopClient | undefined): SourceCache | undefined {
+  const { config, clock, log, random, metrics, dispatcher, endpoint, stops } = deps;
   if (!config.passthroughBasic) return undefined;
+  const shareOptions = sharingOptions(deps, dpop);
   const cache = createSourceCache({
+    share: shareOptions && passthroughSharing({ ...shareOptions, method: passthroughMethod(config) }),
     max: config.tokenCacheMax,
     fetchToken: tokenFetcherFromConfig(
       config,

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 
 import type { FetchOutcome } from '../token/errors.js';
 import type { ProxyObserver } from '../proxy/observer.js';
 import type { DpopObserver } from '../token/dpop/index.js';
-import type { TokenStoreObserver } from '../store/token-store.js';
+import type { TokenStoreObserver } from '../store/index.js';
 import type { TokenSourceObserver, TokenState } from '../token/token-source.js';
 import { EVENT_LOOP_METRIC_NAMES, registerEventLoopDelay } from './event-loop-delay.js';
 import { type DurationSeries, OneLabelHistogram } from './one-label-histogram.js';

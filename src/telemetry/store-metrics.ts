@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { StoreOperation, StoreResult, TokenStoreObserver } from '../store/token-store.js';
+import type { StoreOperation, StoreResult, TokenStoreObserver } from '../store/index.js';
 
 /** The results each operation reports (store/token-store.ts), exported at 0 from the start so an alert on increase() sees the first. */
 const RESULTS: Readonly<Record<StoreOperation, readonly StoreResult[]>> = {

@@ -8,7 +8,7 @@
 import type { Config } from '../config/config.js';
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
-import type { TokenStore } from '../store/token-store.js';
+import type { TokenStore } from '../store/index.js';
 import type { AuthMethod, Credential, CredentialMaterial, CredentialTarget } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
 import { sharedSupply } from './shared-token.js';
@@ -18,7 +18,7 @@ import type { TokenSupply } from './token-supply.js';
 /** What every shared credential of a process has in common. */
 export interface SharingOptions {
   store: TokenStore;
-  settings: Pick<Config, 'tokenUrl' | 'tokenScope' | 'tokenParams' | 'dpop' | 'tokenFetchTimeoutMs' | 'dpopKeyFile'>;
+  settings: Pick<Config, 'tokenUrl' | 'issuerUrl' | 'tokenScope' | 'tokenParams' | 'dpop' | 'tokenFetchTimeoutMs' | 'dpopKeyFile'>;
   /** `TOKEN_STORE_TIMEOUT_MS`: the longest a pass-through credential's first use waits for its key. */
   storeTimeoutMs: number;
   dpop: DpopClient | undefined;

@@ -17,7 +17,7 @@
  *   store answers at once until it is found again.
  */
 import type { Clock } from '../core/clock.js';
-import type { CredentialStore, Lease, ReadResult, SharedFailure, TokenStore } from '../store/token-store.js';
+import type { CredentialStore, Lease, ReadResult, SharedFailure, TokenStore } from '../store/index.js';
 import type { Credential } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
 import { TokenFetchError, type FetchOutcome } from './errors.js';

@@ -7,12 +7,12 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import type { Clock } from '../core/clock.js';
-import type { CredentialKeyInput, CredentialStore, TokenStore } from '../store/token-store.js';
+import { describeCredential, type CredentialKeyInput, type CredentialStore, type TokenStore } from '../store/index.js';
 import type { AuthMethod, CredentialMaterial } from './client-auth/index.js';
 
 /** What a credential is made of beside its method's own material. */
 export interface StoreCredentialOptions {
-  readonly settings: Pick<Config, 'tokenUrl' | 'tokenScope' | 'tokenParams' | 'dpop'>;
+  readonly settings: Pick<Config, 'tokenUrl' | 'issuerUrl' | 'tokenScope' | 'tokenParams' | 'dpop'>;
   /** The method its token requests are authenticated with. */
   readonly method: AuthMethod;
   readonly clientId: string;
@@ -32,7 +32,8 @@ export type StoreIdentity =
 const DESCRIPTION_FORMAT = 'ticket-auth-proxy credential 1';
 
 /**
- * The credential's identity in the store. Its description holds the token URL, client id, method,
+ * The credential's identity in the store. Its description holds the token URL (or the issuer whose
+ * metadata names it), client id, method,
  * scope, `TOKEN_PARAMS` (sorted: their order changes nothing), the DPoP mode and key thumbprint,
  * and what the method adds (a client certificate's thumbprint). Its key material is the method's
  * secret or private key; with `TOKEN_STORE_KEY_FILE`, the key file, followed by that secret when
@@ -59,7 +60,7 @@ export function storeIdentity(options: StoreCredentialOptions): StoreIdentity {
   const params = settings.tokenParams.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).sort();
   const parts: (readonly [string, string])[] = [
     ['format', DESCRIPTION_FORMAT],
-    ['token_url', settings.tokenUrl],
+    settings.issuerUrl === undefined ? ['token_url', settings.tokenUrl ?? ''] : ['issuer', settings.issuerUrl],
     ['client_id', options.clientId],
     ['method', method.name],
     ['scope', settings.tokenScope ?? ''],
@@ -70,7 +71,7 @@ export function storeIdentity(options: StoreCredentialOptions): StoreIdentity {
   const secret = own.from === 'key_file' ? undefined : own.secret;
   const keyMaterial =
     keyFile === undefined ? secret! : secret === undefined ? keyFile : Buffer.concat([lengthPrefix(keyFile.length), keyFile, secret]);
-  return { shared: true, input: { description: JSON.stringify(parts), keyMaterial } };
+  return { shared: true, input: { description: describeCredential(parts), keyMaterial } };
 }
 
 function lengthPrefix(n: number): Buffer {

@@ -7,7 +7,7 @@ import { storeIdentity, type StoreCredentialOptions } from '../../src/token/stor
 import { clientCert, createCa } from '../helpers/certs.js';
 
 const BASE: StoreCredentialOptions = {
-  settings: { tokenUrl: 'https://idp.example/oauth2/token', tokenScope: 'tickets.read', tokenParams: [], dpop: 'off' },
+  settings: { tokenUrl: 'https://idp.example/oauth2/token', issuerUrl: undefined, tokenScope: 'tickets.read', tokenParams: [], dpop: 'off' },
   method: clientSecretPost,
   clientId: 'ticket-client',
   material: { clientSecret: 'the-secret' },
