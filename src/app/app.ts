@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Registry } from 'prom-client';
-import type { StoreSettings } from '../store/settings.js';
+import type { StoreSettings } from '../store/index.js';
 import { createAdminServer } from '../admin/server.js';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';

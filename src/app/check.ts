@@ -3,11 +3,13 @@ import type { Config } from '../config/config.js';
 import { createLogger } from '../core/log.js';
 import { dispatchersFromSettings } from '../net/dispatchers.js';
 import type { TlsFiles } from '../net/tls-files.js';
-import { configuredCredential, type TokenStartup } from '../token/client-auth/index.js';
+import type { StoreSettings } from '../store/index.js';
+import { configuredCredential, type Credential, type TokenStartup } from '../token/client-auth/index.js';
 import { describeFetchFailure } from '../token/diagnose.js';
-import { tokenEndpointFromConfig, unlistedSettings } from '../token/discovery/index.js';
-import { tokenFetcherFromConfig } from '../token/fetch-token.js';
-import type { DpopStartup } from '../token/dpop/index.js';
+import { tokenEndpointFromConfig, unlistedSettings, type TokenEndpoint } from '../token/discovery/index.js';
+import { tokenFetcherFromConfig, type FetchToken } from '../token/fetch-token.js';
+import type { DpopClient, DpopStartup } from '../token/dpop/index.js';
+import { checkTokenStore } from './check-store.js';
 import { dpopClient } from './token-sources.js';
 
 /**
@@ -15,10 +17,15 @@ import { dpopClient } from './token-sources.js';
  * token fetch, its lifetime printed (never the token). With DPoP, the key's RFC 7638 thumbprint
  * and whether the token came back DPoP- or Bearer-typed. With `ISSUER_URL`, first the token
  * endpoint its metadata names, and a warning for the method or proof algorithm the metadata does
- * not list. Resolves with the exit status: 0 when a token was obtained, 1 when the metadata or the
- * fetch failed (with `DPOP=required`, a Bearer answer too), 2 when no credential is configured.
+ * not list. With a shared token store, whether it can be used and what it holds for the
+ * credential (`check-store.ts`). Resolves with the exit status: 0 when a token was obtained, 1
+ * when the metadata or the fetch failed (with `DPOP=required`, a Bearer answer too) or a
+ * configured store cannot be used, 2 when no credential is configured.
  */
-export async function check(config: Config, startup: { tls: TlsFiles; token: TokenStartup; dpop?: DpopStartup }): Promise<number> {
+export async function check(
+  config: Config,
+  startup: { tls: TlsFiles; token: TokenStartup; dpop?: DpopStartup; store?: StoreSettings | undefined },
+): Promise<number> {
   const log = createLogger('silent');
   const auth = configuredCredential(config, { clock: systemClock, log, startup: startup.token });
   const credential = auth.credential;
@@ -35,24 +42,38 @@ export async function check(config: Config, startup: { tls: TlsFiles; token: Tok
   }
   const dpopAlg = (): string | undefined => dpop?.prover.key().alg;
   const endpoint = tokenEndpointFromConfig(config, { dispatcher: dispatchers.token, clock: systemClock, log, dpopAlg });
-  const failed = (err: unknown): number => {
-    const failure = describeFetchFailure(err, endpoint);
-    process.stderr.write(`ticket-auth-proxy: check failed: ${failure.outcome}: ${failure.text}\n`);
-    return 1;
-  };
-  if (endpoint.issuer !== undefined) {
-    try {
-      await endpoint.resolve();
-    } catch (err) {
-      return failed(err);
-    }
-    const metadata = endpoint.metadata!;
-    process.stdout.write(`token endpoint: ${metadata.tokenEndpoint} (from ${metadata.documentUrl})\n`);
-    for (const warning of unlistedSettings(metadata, config, dpopAlg())) process.stderr.write(`ticket-auth-proxy: warning: ${warning}\n`);
-  }
   const fetchToken = tokenFetcherFromConfig(config, endpoint, dispatchers.token, Date.now, auth.clientAuth, dpop);
+  const fetched = await fetchOnce(config, endpoint, fetchToken, credential, dpop);
+  await dispatchers.close();
+  const storeUsable =
+    startup.store === undefined ||
+    (await checkTokenStore(config, startup.store, {
+      credential: auth,
+      clientId: credential.clientId,
+      tls: startup.tls.material,
+      dpop,
+      log,
+    }));
+  return fetched && storeUsable ? 0 : 1;
+}
+
+/** The issuer's token endpoint when there is one, then one token fetch, its lifetime and type printed; true when a token was obtained. */
+async function fetchOnce(
+  config: Config,
+  endpoint: TokenEndpoint,
+  fetchToken: FetchToken,
+  credential: Credential,
+  dpop: DpopClient | undefined,
+): Promise<boolean> {
   const started = Date.now();
   try {
+    if (endpoint.issuer !== undefined) {
+      await endpoint.resolve();
+      const metadata = endpoint.metadata!;
+      process.stdout.write(`token endpoint: ${metadata.tokenEndpoint} (from ${metadata.documentUrl})\n`);
+      for (const warning of unlistedSettings(metadata, config, dpop?.prover.key().alg))
+        process.stderr.write(`ticket-auth-proxy: warning: ${warning}\n`);
+    }
     const grant = await fetchToken(credential);
     const lifetimeS = Math.round(grant.lifetimeMs / 1000);
     process.stdout.write(
@@ -66,9 +87,10 @@ export async function check(config: Config, startup: { tls: TlsFiles; token: Tok
           : 'token type: Bearer (the identity provider did not bind the token to the key; DPOP=on uses it as Bearer)\n',
       );
     }
-    await dispatchers.close();
-    return 0;
+    return true;
   } catch (err) {
-    return failed(err);
+    const failure = describeFetchFailure(err, endpoint);
+    process.stderr.write(`ticket-auth-proxy: check failed: ${failure.outcome}: ${failure.text}\n`);
+    return false;
   }
 }
