@@ -242,3 +242,46 @@ describe('event-loop delay', () => {
     expect(names).toHaveLength(8);
   });
 });
+
+describe('the token store metrics', () => {
+  it('are registered only when a store is configured', async () => {
+    const without = new Registry();
+    expect(createMetrics(without).tokenStore).toBeUndefined();
+    const { types } = await scrape(without);
+    expect([...types.keys()].filter((n) => n.includes('store') || n.includes('adoption'))).toEqual([]);
+    const registry = new Registry();
+    createMetrics(registry, { tokenStore: true });
+    const ours = Object.fromEntries([...(await scrape(registry)).types].filter(([n]) => /store|adoption/.test(n)));
+    expect(ours).toEqual({
+      ticket_auth_proxy_token_store_up: 'gauge',
+      ticket_auth_proxy_token_store_operations_total: 'counter',
+      ticket_auth_proxy_token_adoptions_total: 'counter',
+    });
+  });
+
+  it("show every operation's results at 0 from the start, the store up until an operation fails, and count adoptions", async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry, { tokenStore: true });
+    let { samples } = await scrape(registry);
+    const pairs = samples
+      .filter((s) => s.name === 'ticket_auth_proxy_token_store_operations_total')
+      .map((s) => `${s.labels.operation}:${s.labels.result}:${s.value}`);
+    expect(pairs.sort()).toEqual(
+      [
+        ...['hit', 'miss', 'invalid', 'error', 'timeout'].map((r) => `read:${r}:0`),
+        ...['ok', 'error', 'timeout'].map((r) => `write:${r}:0`),
+        ...['ok', 'taken', 'error', 'timeout'].map((r) => `lease:${r}:0`),
+        ...['ok', 'error', 'timeout'].map((r) => `delete:${r}:0`),
+      ].sort(),
+    );
+    expect(value(samples, 'ticket_auth_proxy_token_store_up')).toBe(1);
+    metrics.tokenStore!.onOperation!('read', 'timeout');
+    metrics.tokenStore!.onHealth!(false);
+    metrics.configuredToken.onAdopt!();
+    metrics.passthroughToken.onAdopt!();
+    ({ samples } = await scrape(registry));
+    expect(value(samples, 'ticket_auth_proxy_token_store_operations_total', { operation: 'read', result: 'timeout' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_token_store_up')).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_adoptions_total')).toBe(2);
+  });
+});
