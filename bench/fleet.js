@@ -12,6 +12,11 @@
 // credentials (dist/token/source-cache.js): as many credentials as sidecars, each used every
 // 5 minutes, a tenth of them idle after the first hour.
 //
+// Then the same number of sidecars with one credential sharing a token store (bench/fleet/store.js),
+// against the same timeline without the store: fetches per token lifetime for the whole fleet at
+// start, in steady state, after a fleet-wide revocation, while the store is down and once it is
+// back, and the attempts a throttling token endpoint sees.
+//
 // Settings (environment): FLEET_SIDECARS (10000), FLEET_HOURS (3), FLEET_TOKEN_TTL_S (3600),
 // FLEET_OUTAGE_AT_S (2700: inside the first refresh wave, where an outage hurts), FLEET_OUTAGE_S
 // (300), FLEET_REFRESH_RATIO (0.8, the default of TOKEN_REFRESH_RATIO), FLEET_SEED (1).
@@ -19,6 +24,12 @@ import { TokenFetchError } from '../dist/token/errors.js';
 import { BACKOFF_CAP_MS, DEFAULT_SCHEDULE } from '../dist/token/refresh-schedule.js';
 import { createSourceCache } from '../dist/token/source-cache.js';
 import { TokenSource } from '../dist/token/token-source.js';
+import { quiet, seeded, SimClock } from './fleet/sim.js';
+import { fetchesBetween, fleetTimeline } from './fleet/store.js';
+
+// Ten thousand store clients meet a store that is down about a million times an hour in the
+// simulation: an error's stack trace, which no one reads here, would cost most of the run.
+Error.stackTraceLimit = 0;
 
 const env = process.env;
 const sidecars = Number(env.FLEET_SIDECARS ?? 10_000);
@@ -30,92 +41,6 @@ const refreshRatio = Number(env.FLEET_REFRESH_RATIO ?? 0.8);
 const latencyMs = 50;
 const epoch = Date.UTC(2026, 0, 1);
 
-/** A small seeded generator (mulberry32), so that two runs print the same figures. */
-function seeded(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-/** A clock that moves from one timer to the next: a binary heap ordered by due time, then creation. */
-class SimClock {
-  time = epoch;
-  seq = 0;
-  heap = [];
-  cancelled = new Set();
-
-  now() {
-    return this.time;
-  }
-
-  setTimeout(fn, ms) {
-    const timer = { at: this.time + Math.max(0, ms), seq: ++this.seq, fn };
-    this.push(timer);
-    return timer.seq;
-  }
-
-  clearTimeout(handle) {
-    this.cancelled.add(handle);
-  }
-
-  /** Runs every timer due up to `end`; promise chains settle between instants. */
-  async runUntil(end, onInstant) {
-    while (this.heap.length > 0 && this.heap[0].at <= end) {
-      const at = this.heap[0].at;
-      this.time = at;
-      while (this.heap.length > 0 && this.heap[0].at === at) {
-        const timer = this.pop();
-        if (this.cancelled.delete(timer.seq)) continue;
-        timer.fn();
-      }
-      // A macrotask turn drains every microtask: fetch results reach the token sources.
-      await new Promise((resolve) => setImmediate(resolve));
-      onInstant?.(at);
-    }
-    this.time = end;
-  }
-
-  push(timer) {
-    const h = this.heap;
-    h.push(timer);
-    for (let i = h.length - 1; i > 0;) {
-      const p = (i - 1) >> 1;
-      if (!before(h[i], h[p])) break;
-      [h[i], h[p]] = [h[p], h[i]];
-      i = p;
-    }
-  }
-
-  pop() {
-    const h = this.heap;
-    const top = h[0];
-    const last = h.pop();
-    if (h.length > 0) {
-      h[0] = last;
-      for (let i = 0; ;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && before(h[l], h[m])) m = l;
-        if (r < h.length && before(h[r], h[m])) m = r;
-        if (m === i) break;
-        [h[i], h[m]] = [h[m], h[i]];
-        i = m;
-      }
-    }
-    return top;
-  }
-}
-
-function before(a, b) {
-  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
-}
-
-const quiet = { error() {}, warn() {}, info() {}, debug() {} };
 const horizonS = horizonMs / 1000;
 
 /** The token endpoint on `clock`: 50 ms per answer, down with 503 during the outage; counts per second. */
@@ -160,7 +85,7 @@ const EARLIER_SCHEDULE = {
 
 /** One fleet of configured sidecars, each token source on `schedule`. */
 async function fleet(schedule) {
-  const clock = new SimClock();
+  const clock = new SimClock(epoch);
   const random = seeded(Number(env.FLEET_SEED ?? 1));
   const perSecond = new Uint32Array(horizonS + 1);
   const fetchToken = tokenEndpoint(clock, perSecond);
@@ -192,7 +117,7 @@ async function fleet(schedule) {
  * them idle after the first hour. Counts fetches per hour for the busy and the idle ones.
  */
 async function passthrough() {
-  const clock = new SimClock();
+  const clock = new SimClock(epoch);
   const random = seeded(Number(env.FLEET_SEED ?? 1) + 1);
   const perSecond = new Uint32Array(horizonS + 1);
   const hours = Math.ceil(horizonS / 3600);
@@ -233,6 +158,25 @@ async function passthrough() {
   return { perSecond, byHour, entriesAtEnd };
 }
 
+/**
+ * The fleet with one credential sharing a store, against the same fleet without one: three
+ * lifetimes with a fleet-wide revocation in the middle of the second; the store down for the
+ * whole second lifetime; the token endpoint throttling across the fleet's first refresh moment
+ * (and one sidecar alone with the store under the same throttling: one retry per backoff step).
+ */
+async function storeFleets() {
+  const base = { sidecars, ttlMs, refreshRatio, epoch, latencyMs, seed: Number(env.FLEET_SEED ?? 1) + 2, horizonMs: 3 * ttlMs };
+  const revokeAtMs = 1.5 * ttlMs;
+  const throttle = { fromMs: 0.69 * ttlMs, forMs: 600_000 };
+  const withStore = await fleetTimeline({ ...base, store: true, revokeAtMs });
+  const without = await fleetTimeline({ ...base, store: false, revokeAtMs });
+  const down = await fleetTimeline({ ...base, store: true, storeDown: { fromMs: ttlMs, forMs: ttlMs } });
+  const throttled = await fleetTimeline({ ...base, store: true, horizonMs: ttlMs, throttle });
+  const throttledWithout = await fleetTimeline({ ...base, store: false, horizonMs: ttlMs, throttle });
+  const lone = await fleetTimeline({ ...base, sidecars: 1, store: true, horizonMs: ttlMs, throttle });
+  return { withStore, without, down, throttled, throttledWithout, lone, revokeAtMs, throttle };
+}
+
 /** Peak and mean of requests per minute over the hour [hour, hour + 1). */
 function hourRate(perSecond, hour) {
   let total = 0;
@@ -256,6 +200,7 @@ const started = Date.now();
 const legacy = await fleet(EARLIER_SCHEDULE);
 const after = await fleet(DEFAULT_SCHEDULE);
 const pass = await passthrough();
+const shared = await storeFleets();
 const simulatedS = ((Date.now() - started) / 1000).toFixed(1);
 
 const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
@@ -301,3 +246,46 @@ for (let h = 0; h < pass.byHour.busy.length; h++) lines.push(`| ${h + 1} | ${pas
 lines.push('');
 lines.push(`Entries held at the end: ${pass.entriesAtEnd} (busy credentials: ${sidecars - sidecars / 10}).`);
 process.stdout.write(lines.join('\n') + '\n');
+
+process.stdout.write(storeTable(shared).join('\n') + '\n');
+
+/** The store's figures: fetches per token lifetime for the whole fleet, with the store and without. */
+function storeTable(runs) {
+  const L = ttlMs;
+  const { withStore, without, down, revokeAtMs, throttle } = runs;
+  const count = (run, from, to) => fetchesBetween(run.fetchedAt, from, to);
+  const revocation = (run) => count(run, revokeAtMs, revokeAtMs + 60_000);
+  // Steady state: one fetch a refresh period; lifetimes over the mean period is the rate. The fetch at
+  // start, the revocation's, and the period a revocation cuts short are left out.
+  const steady = (run) => {
+    const side = (t) => (t < revokeAtMs ? 0 : t >= revokeAtMs + 60_000 ? 1 : NaN);
+    const at = run.fetchedAt.filter((t) => t >= 60_000 && !Number.isNaN(side(t)));
+    const gaps = at.slice(1).flatMap((t, i) => (side(t) === side(at[i]) ? [t - at[i]] : []));
+    return gaps.length === 0 ? NaN : L / (gaps.reduce((a, b) => a + b) / gaps.length);
+  };
+  const throttled = (run) => count(run, throttle.fromMs, throttle.fromMs + throttle.forMs);
+  const out = ['', `## With a shared token store`, ''];
+  out.push(
+    `${sidecars} sidecars with one credential, started within 1 s, each with its own client of one in-memory store, ` +
+      `for three lifetimes; figures are token-endpoint fetches for the whole fleet. The gateway revokes the token at 1.5 ` +
+      `lifetimes (each sidecar meets its 401 within a second). In a second run the store is down for the whole second ` +
+      `lifetime; in a third the token endpoint answers 429 (no Retry-After) for ${throttle.forMs / 1000} s from ` +
+      `${throttle.fromMs / L} of the first lifetime, across the fleet's first refresh moment.`,
+    '',
+  );
+  out.push('| figure | without a store | with a store | target |');
+  out.push('|---|--:|--:|---|');
+  out.push(`| fetches in the first lifetime | ${count(without, 0, L)} | ${count(withStore, 0, L)} | ≤ 2 |`);
+  out.push(
+    `| fetches per lifetime after it | ${fmt((count(without, L, 3 * L) - revocation(without)) / 2, 0)} | ${fmt(steady(withStore), 2)} | ≤ 1.5 |`,
+  );
+  out.push(`| fetches in the minute after a fleet-wide revocation | ${revocation(without)} | ${revocation(withStore)} | about 1 |`);
+  out.push(`| fetches in a lifetime the store is down | ${count(without, L, 2 * L)} | ${count(down, L, 2 * L)} | no more than without |`);
+  out.push(`| fetches in the first minute after it is back | | ${count(down, 2 * L, 2 * L + 60_000)} | |`);
+  out.push(`| fetches in the rest of that lifetime | | ${count(down, 2 * L + 60_000, 3 * L)} | ≤ 1.5 |`);
+  out.push(
+    `| attempts while the token endpoint throttles | ${throttled(runs.throttledWithout)} | ${throttled(runs.throttled)} | one sidecar's: ${throttled(runs.lone)} |`,
+  );
+  out.push(`| store commands per sidecar per lifetime | | ${fmt(withStore.storeCommands / sidecars / 3, 1)} | |`);
+  return out;
+}
