@@ -31,11 +31,12 @@ const dashboardExprs = (JSON.parse(readFileSync(dashboardFile, 'utf8')) as { pan
   (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })),
 );
 
-// The first fetch is rejected, the retry succeeds: both outcomes exist as series.
+// The first fetch is rejected, the retry succeeds: both outcomes exist as series. A token store on
+// a closed port: the store's series exist (it is down, and the proxy serves as without it).
 const it = sharedStack({
   secret: 'prom-secret',
   tokenFault: { status: 401, body: { error: 'invalid_client' } },
-  env: { TOKEN_WAIT_TIMEOUT_MS: '200' },
+  env: { TOKEN_WAIT_TIMEOUT_MS: '200', TOKEN_STORE_URL: 'redis://127.0.0.1:1' },
 });
 
 describe('alerting rules', () => {
