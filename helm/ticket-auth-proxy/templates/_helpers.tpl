@@ -220,6 +220,9 @@ env:
   {{- with include "ticket-auth-proxy.dpopEnv" $ctx | trim }}
   {{- . | nindent 2 }}
   {{- end }}
+  {{- with include "ticket-auth-proxy.tokenStoreEnv" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
   {{- with $v.nodeOptions }}
   - name: NODE_OPTIONS
     value: {{ . | quote }}
@@ -241,6 +244,9 @@ volumeMounts:
   {{- . | nindent 2 }}
   {{- end }}
   {{- with include "ticket-auth-proxy.dpopMounts" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  {{- with include "ticket-auth-proxy.tokenStoreMounts" $ctx | trim }}
   {{- . | nindent 2 }}
   {{- end }}
 {{- if $preStopSleep }}
@@ -336,6 +342,7 @@ http://127.0.0.1:{{ $v.listenPort }}
 {{- end }}
 {{- include "ticket-auth-proxy.networkVolumes" . }}
 {{- include "ticket-auth-proxy.dpopVolumes" . }}
+{{- include "ticket-auth-proxy.tokenStoreVolumes" . }}
 {{- end -}}
 
 {{/* Where the CA and the client certificate are mounted. */}}

@@ -304,6 +304,8 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- if hasKey $out . }}{{ $problems = append $problems (printf "%s is set but DPOP is off: set DPOP=on (or required) to send DPoP proofs, or remove it" .) }}{{ end -}}
 {{- end -}}
 {{- end -}}
+{{- $store := include "ticket-auth-proxy.tokenStoreProblems" (dict "env" $env) -}}
+{{- if $store }}{{ $problems = concat $problems (splitList "\n" $store) }}{{ end -}}
 {{- join "\n" $problems -}}
 {{- end -}}
 
@@ -321,6 +323,12 @@ NO_PROXY: egressProxy.noProxy
 DPOP: dpop.mode
 DPOP_KEY_FILE: dpop.existingSecret
 DPOP_ALG: dpop.alg
+TOKEN_STORE_URL: tokenStore.url
+TOKEN_STORE_MODE: tokenStore.mode
+TOKEN_STORE_PASSWORD_FILE: tokenStore.existingSecret
+TOKEN_STORE_KEY_FILE: tokenStore.keyFileKey
+TOKEN_STORE_PREFIX: tokenStore.prefix
+TOKEN_STORE_TIMEOUT_MS: tokenStore.timeoutMs
 {{- end -}}
 
 {{/* Chart values named back after a problem whose remedy is a setting the chart sets. */}}
@@ -329,6 +337,8 @@ DPOP_ALG: dpop.alg
 "TOKEN_URL=": tokenUrl
 "use CLIENT_ID and CLIENT_SECRET_FILE": "existingSecret, or createSecret with clientId and clientSecret"
 "set DPOP=on (or required)": 'dpop.mode: "on" or "required"'
+"set TOKEN_STORE_PASSWORD_FILE": "tokenStore.existingSecret with tokenStore.passwordKey"
+"needs TOKEN_STORE_MODE=cluster": "tokenStore.mode: cluster"
 {{- end -}}
 
 {{/*

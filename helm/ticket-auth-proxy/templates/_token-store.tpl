@@ -1,0 +1,168 @@
+{{/*
+The shared token store (README, "Sharing tokens across a fleet"): every pod of a credential shares
+one token through a Redis or Valkey. Its settings as env entries, its password and key files from
+an existing Secret (mounted as a directory, so a rotation reaches the proxy), the NetworkPolicy's
+egress rule to it, and the checks the proxy makes of TOKEN_STORE_* at start (src/store/settings.ts,
+src/store/redis-url.ts).
+*/}}
+
+{{- define "ticket-auth-proxy.tokenStoreDir" -}}/etc/ticket-auth-proxy/token-store{{- end -}}
+
+{{/* tokenStore as env entries; nothing without tokenStore.url (the proxy refuses TOKEN_STORE_* without it). */}}
+{{- define "ticket-auth-proxy.tokenStoreEnv" -}}
+{{- $store := (include "ticket-auth-proxy.values" . | fromYaml).tokenStore | default dict -}}
+{{- if and $store.existingSecret (not $store.url) -}}
+{{- fail "ticket-auth-proxy: tokenStore.existingSecret is set without tokenStore.url: set the store's URL to share tokens through it, or remove the Secret" -}}
+{{- end -}}
+{{- if regexMatch "//[^/@]*:[^/@]*@" ($store.url | default "") -}}
+{{- fail "ticket-auth-proxy: tokenStore.url holds a password: keep it in the Secret named by tokenStore.existingSecret (key tokenStore.passwordKey) and write the URL without it (rediss://user@host:6379)" -}}
+{{- end -}}
+{{- if $store.url }}
+- name: TOKEN_STORE_URL
+  value: {{ $store.url | quote }}
+- name: TOKEN_STORE_MODE
+  value: {{ $store.mode | default "standalone" | quote }}
+{{- if and $store.existingSecret $store.passwordKey }}
+# The password as a file: a rotated Secret reaches the proxy without a restart.
+- name: TOKEN_STORE_PASSWORD_FILE
+  value: {{ printf "%s/%s" (include "ticket-auth-proxy.tokenStoreDir" .) $store.passwordKey | quote }}
+{{- end }}
+{{- if and $store.existingSecret $store.keyFileKey }}
+- name: TOKEN_STORE_KEY_FILE
+  value: {{ printf "%s/%s" (include "ticket-auth-proxy.tokenStoreDir" .) $store.keyFileKey | quote }}
+{{- end }}
+{{- with $store.prefix }}
+- name: TOKEN_STORE_PREFIX
+  value: {{ . | quote }}
+{{- end }}
+{{- with $store.timeoutMs }}
+- name: TOKEN_STORE_TIMEOUT_MS
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The read-only mount of the store's Secret, as a volumeMounts entry. */}}
+{{- define "ticket-auth-proxy.tokenStoreMounts" -}}
+{{- $store := (include "ticket-auth-proxy.values" . | fromYaml).tokenStore | default dict -}}
+{{- if and $store.url $store.existingSecret }}
+- name: ticket-auth-proxy-token-store
+  mountPath: {{ include "ticket-auth-proxy.tokenStoreDir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The volume behind tokenStoreMounts: the password and the key material, nothing else of the Secret. */}}
+{{- define "ticket-auth-proxy.tokenStoreVolumes" -}}
+{{- $store := (include "ticket-auth-proxy.values" . | fromYaml).tokenStore | default dict -}}
+{{- if and $store.url $store.existingSecret }}
+- name: ticket-auth-proxy-token-store
+  secret:
+    secretName: {{ $store.existingSecret }}
+    # The proxy runs as a non-root user without fsGroup: the files must be readable by it. The
+    # volume is mounted into the proxy's container only.
+    defaultMode: 0444
+    items:
+      {{- range compact (list $store.passwordKey $store.keyFileKey) }}
+      - key: {{ . }}
+        path: {{ . }}
+      {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The NetworkPolicy's egress rule to the store, when networkPolicy.egress makes egress an allow-list:
+the peers of tokenStore.networkPolicyTo on the port of every URL of tokenStore.url (6379 when none
+is written). A store without its peers would be unreachable: the render stops, naming the value.
+*/}}
+{{- define "ticket-auth-proxy.tokenStoreEgress" -}}
+{{- $store := .Values.tokenStore | default dict -}}
+{{- if $store.url -}}
+{{- if not $store.networkPolicyTo -}}
+{{- fail "ticket-auth-proxy: tokenStore.networkPolicyTo is required with tokenStore.url while networkPolicy.egress restricts the pods' egress: the NetworkPolicy peers the store is reached at (a namespaceSelector and podSelector for a Redis in the cluster, an ipBlock for a managed one), or the proxy cannot reach its store" -}}
+{{- end -}}
+{{- $ports := list -}}
+{{- range splitList "," $store.url -}}
+{{- $port := regexFind ":[0-9]+$" (urlParse (trim .)).host | trimPrefix ":" | default "6379" -}}
+{{- $ports = append $ports $port -}}
+{{- end }}
+# The token store, on the port of each of its URLs.
+- to:
+    {{- toYaml $store.networkPolicyTo | nindent 4 }}
+  ports:
+    {{- range uniq $ports }}
+    - port: {{ int . }}
+      protocol: TCP
+    {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The proxy's checks of TOKEN_STORE_* (checkStoreSettings and parseStoreUrl), on the container's
+environment ("env"), as newline-separated problems with the proxy's messages. The files (password,
+key material) cannot be read here and are left to the proxy.
+*/}}
+{{- define "ticket-auth-proxy.tokenStoreProblems" -}}
+{{- $env := .env -}}
+{{- $problems := list -}}
+{{- /* Set: a value, or one from a Secret (nil here, not checked). */ -}}
+{{- $given := dict -}}
+{{- range $name, $value := $env -}}
+{{- if or (kindIs "invalid" $value) (ne (toString $value) "") }}{{ $_ := set $given $name true }}{{ end -}}
+{{- end -}}
+{{- $url := toString (index $env "TOKEN_STORE_URL" | default "") -}}
+{{- if not (hasKey $given "TOKEN_STORE_URL") -}}
+{{- range list "TOKEN_STORE_MODE" "TOKEN_STORE_PASSWORD_FILE" "TOKEN_STORE_KEY_FILE" "TOKEN_STORE_PREFIX" "TOKEN_STORE_TIMEOUT_MS" -}}
+{{- if hasKey $given . }}{{ $problems = append $problems (printf "%s is set without TOKEN_STORE_URL: set TOKEN_STORE_URL to share tokens through a store, or remove it" .) }}{{ end -}}
+{{- end -}}
+{{- else if $url -}}
+{{- $mode := toString (index $env "TOKEN_STORE_MODE" | default "standalone") -}}
+{{- $parts := ternary (splitList "," $url) (list $url) (eq $mode "cluster") -}}
+{{- $user := "" -}}
+{{- $urlPassword := false -}}
+{{- if and (eq $mode "standalone") (contains "," $url) -}}
+{{- $problems = append $problems "TOKEN_STORE_URL names one server; a list of seed nodes needs TOKEN_STORE_MODE=cluster" -}}
+{{- else -}}
+{{- range $parts -}}
+{{- $part := trim . -}}
+{{- $shown := regexReplaceAll "//[^/@]*@" $part "//" | quote -}}
+{{- $scheme := lower (regexFind "^[A-Za-z][A-Za-z0-9+.-]*:" $part | trimSuffix ":") -}}
+{{- $parsable := regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://([^/@\\s]*@)?(\\[[0-9A-Fa-f:.]+\\]|[^/:@\\s\\[\\]?#]*)(:[0-9]*)?([/?#][^\\s]*)?$" $part -}}
+{{- $u := dict -}}
+{{- if $parsable }}{{ $u = urlParse $part }}{{ end -}}
+{{- $path := $u.path | default "" -}}
+{{- if not $scheme -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_URL must be a URL such as redis://user@redis.example.com:6379 or rediss://... for TLS (got %s)" $shown) -}}
+{{- else if not (has $scheme (list "redis" "rediss")) -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_URL must begin with redis:// or rediss:// (got %s)" $shown) -}}
+{{- else if and (hasPrefix (printf "%s://" $scheme) (lower $part)) (not $parsable) -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_URL must be a URL such as redis://user@redis.example.com:6379 or rediss://... for TLS (got %s)" $shown) -}}
+{{- else if not (regexReplaceAll ":[0-9]*$" ($u.host | default "") "") -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_URL must name a host (got %s)" $shown) -}}
+{{- else if or $u.query $u.fragment (contains "?" $part) (contains "#" $part) -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_URL must not have a query or fragment (got %s): the settings are TOKEN_STORE_MODE, TOKEN_STORE_PASSWORD_FILE, ..." $shown) -}}
+{{- else if not (regexMatch "^/?[0-9]*$" $path) -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_URL may end only in a database number, such as /0 (got %s)" $shown) -}}
+{{- else if and (eq $mode "cluster") (regexMatch "^/[0-9]+$" $path) (ne $path "/0") -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_URL must not name a database with TOKEN_STORE_MODE=cluster: a cluster has only database 0 (got %s)" $shown) -}}
+{{- else -}}
+{{- $userinfo := regexFind "//[^/@]*@" $part | trimPrefix "//" | trimSuffix "@" -}}
+{{- $user = regexReplaceAll ":.*$" $userinfo "" -}}
+{{- if contains ":" $userinfo }}{{ $urlPassword = true }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $passwordFile := index $env "TOKEN_STORE_PASSWORD_FILE" -}}
+{{- if and $urlPassword $passwordFile -}}
+{{- $problems = append $problems "TOKEN_STORE_URL holds a password and TOKEN_STORE_PASSWORD_FILE is set: keep the password in the file alone and write the URL without it (rediss://user@host:6379)" -}}
+{{- end -}}
+{{- if and $user (not $urlPassword) (not $passwordFile) -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_URL names the user %q without a password: set TOKEN_STORE_PASSWORD_FILE to the file holding it" $user) -}}
+{{- end -}}
+{{- $prefix := index $env "TOKEN_STORE_PREFIX" -}}
+{{- if and $prefix (not (regexMatch "^[A-Za-z0-9._:/@#|=+-]{1,128}$" (toString $prefix))) -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_PREFIX may hold only letters, digits and . _ : / @ # | = + -, up to 128 (got %s): it is written into an ACL key pattern and before a hash tag" (toJson (toString $prefix))) -}}
+{{- end -}}
+{{- end -}}
+{{- join "\n" $problems -}}
+{{- end -}}
