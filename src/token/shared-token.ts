@@ -1,7 +1,7 @@
 /**
- * One credential's token shared by a fleet through a store (README "Sharing tokens across a
- * fleet"): the supply a token source consults when a shared store is configured. It changes where
- * a token comes from, never the rules for using it (token-source.ts keeps those):
+ * One credential's token shared by a fleet through a store (docs/token-store.md): the supply a
+ * token source consults when a shared store is configured. It changes where a token comes from,
+ * never the rules for using it (token-source.ts keeps those):
  *
  * - the store is read first, and a usable entry is taken instead of fetched (at a refresh, only
  *   one usable at least a second longer than the token held);
@@ -187,12 +187,15 @@ class SharedToken implements TokenSupply {
     if (stored.tokenType === 'DPoP' && dpopKey === undefined) return undefined;
     const usableUntil = this.o.clock.now() + read.remainingMs;
     if (held !== undefined && usableUntil < held.usableUntilMs + ADOPT_MARGIN_MS) return undefined;
+    // By durations only, from this proxy's clock: the writer's may disagree. Where the store's own
+    // time to live cut the remaining life short, the token reads as older, and is refreshed sooner.
     const lifetime = stored.expiresAtMs - stored.issuedAtMs;
+    const issuedAt = usableUntil - (stored.usableUntilMs - stored.issuedAtMs);
     return {
       grant: { accessToken: stored.accessToken, lifetimeMs: lifetime, tokenType: stored.tokenType, ...(dpopKey && { dpopKey }) },
-      issuedAtMs: stored.issuedAtMs,
+      issuedAtMs: issuedAt,
       lifetimeMs: lifetime,
-      expiresAtMs: usableUntil + (stored.expiresAtMs - stored.usableUntilMs),
+      expiresAtMs: issuedAt + lifetime,
       usableUntilMs: usableUntil,
       fetchMs: undefined,
       shared: true,

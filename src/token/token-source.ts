@@ -215,7 +215,7 @@ export class TokenSource {
     const auth = (this.auth = same ? this.auth! : authorizationFor(grant, this.opts.dpop));
     this.expiresAt = supplied.expiresAtMs;
     this.usableUntil = supplied.usableUntilMs;
-    this.lastSuccessAt = adopted ? Math.min(now, supplied.issuedAtMs) : now;
+    this.lastSuccessAt = adopted ? supplied.issuedAtMs : now;
     this.failures = 0;
     this.lastError = undefined;
     this.nextAttemptAt = undefined;

@@ -21,10 +21,10 @@ export interface HeldToken {
   readonly usableUntilMs: number;
 }
 
-/** A token a supply hands over. Times are this proxy's clock's, but for `issuedAtMs` of an adopted token. */
+/** A token a supply hands over. Times are this proxy's clock's, a token from the store's included. */
 export interface SuppliedToken {
   readonly grant: TokenGrant;
-  /** When its request was sent: its lifetime, and so its refresh moment, count from here (the writer's clock for an adopted token). */
+  /** When its request was sent: its lifetime, and so its refresh moment, count from here. */
   readonly issuedAtMs: number;
   readonly lifetimeMs: number;
   readonly expiresAtMs: number;

@@ -393,3 +393,42 @@ describe('a token shared through a store: namespaces', () => {
     f.stop();
   });
 });
+
+describe('a token shared through a store: clocks that disagree', () => {
+  it('schedules the refresh of a token taken from the store by durations, whatever the writer’s clock said', async () => {
+    const f = fleet({ random: () => 0 });
+    // A writer whose clock runs 30 s ahead of the reader's: its times mean nothing here.
+    const ahead = {
+      now: () => f.clock.now() + 30_000,
+      setTimeout: f.clock.setTimeout.bind(f.clock),
+      clearTimeout: f.clock.clearTimeout.bind(f.clock),
+    };
+    const writer = await createMemoryTokenStore({
+      server: f.server,
+      clock: ahead,
+      random: Math.random,
+      log: f.log,
+      leaseMs: 11_000,
+      derive: fastDerive,
+    }).credential(KEY);
+    const issued = ahead.now();
+    await writer.write({
+      accessToken: 'tok-ahead',
+      tokenType: 'Bearer',
+      issuedAtMs: issued,
+      expiresAtMs: issued + LIFETIME,
+      usableUntilMs: issued + 90_000,
+    });
+    await f.clock.advance(10_000);
+    const reader = f.proxy();
+    reader.source.start();
+    await f.clock.advance(10);
+    expect(reader.source.current()).toBe('tok-ahead');
+    expect(reader.source.state.expiresAtMs - T0).toBe(LIFETIME);
+    // Issued at T0 by the store's count: refreshed at 80 % of the lifetime from then, not 30 s later.
+    f.fetcher.answer = () => ({ accessToken: 'tok-next', lifetimeMs: LIFETIME });
+    await f.clock.advance(80_000 - 10_010);
+    expect(f.fetcher.calls.map((c) => c.at - T0)).toEqual([80_000]);
+    f.stop();
+  });
+});

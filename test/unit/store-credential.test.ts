@@ -7,7 +7,13 @@ import { storeIdentity, type StoreCredentialOptions } from '../../src/token/stor
 import { clientCert, createCa } from '../helpers/certs.js';
 
 const BASE: StoreCredentialOptions = {
-  settings: { tokenUrl: 'https://idp.example/oauth2/token', issuerUrl: undefined, tokenScope: 'tickets.read', tokenParams: [], dpop: 'off' },
+  settings: {
+    tokenUrl: 'https://idp.example/oauth2/token',
+    issuerUrl: undefined,
+    tokenScope: 'tickets.read',
+    tokenParams: [],
+    dpop: 'off',
+  },
   method: clientSecretPost,
   clientId: 'ticket-client',
   material: { clientSecret: 'the-secret' },
@@ -28,10 +34,11 @@ describe('a credential as the token store knows it', () => {
     expect(Buffer.from(shared().keyMaterial).toString()).toBe('the-secret');
   });
 
-  it('differs with the token URL, client id, method, scope, token parameters or DPoP key, and never with the order of the parameters', () => {
+  it('differs with the token URL (or the issuer naming it), client id, method, scope, token parameters or DPoP key, and never with the order of the parameters', () => {
     const base = shared().description;
     const others = [
       shared({ settings: { ...BASE.settings, tokenUrl: 'https://idp.example/other/token' } }),
+      shared({ settings: { ...BASE.settings, tokenUrl: undefined, issuerUrl: 'https://idp.example/oauth2/token' } }),
       shared({ clientId: 'another-client' }),
       shared({ method: clientSecretBasic }),
       shared({ settings: { ...BASE.settings, tokenScope: 'tickets.write' } }),
