@@ -36,6 +36,10 @@ const SETTING_VALUES: SettingValue[] = [
   ['egressProxy.httpsProxy', 'http://egress.probe.example:3128', 'HTTPS_PROXY'],
   ['egressProxy.httpProxy', 'http://egress.probe.example:3128', 'HTTP_PROXY'],
   ['egressProxy.noProxy', '.probe.example', 'NO_PROXY'],
+  ['tokenStore.url', 'redis://probe-redis:6379', 'TOKEN_STORE_URL', { tokenStore: { url: 'redis://another-redis:6379' } }],
+  ['tokenStore.mode', 'cluster', 'TOKEN_STORE_MODE', { tokenStore: { url: 'redis://probe-redis:6379' } }],
+  ['tokenStore.prefix', 'probe:', 'TOKEN_STORE_PREFIX', { tokenStore: { url: 'redis://probe-redis:6379' } }],
+  ['tokenStore.timeoutMs', 321, 'TOKEN_STORE_TIMEOUT_MS', { tokenStore: { url: 'redis://probe-redis:6379' } }],
   // Secretless: the client id is a value, and the assertion type a setting.
   [
     'clientId',
@@ -75,6 +79,10 @@ const CHART_ONLY: Record<string, string> = {
   'egressProxy.existingSecret': 'a Secret name holding HTTPS_PROXY and HTTP_PROXY',
   'egressProxy.httpsProxyKey': 'a key of that Secret',
   'egressProxy.httpProxyKey': 'a key of that Secret',
+  'tokenStore.existingSecret': 'a Secret name; TOKEN_STORE_PASSWORD_FILE and TOKEN_STORE_KEY_FILE are the files mounted from it',
+  'tokenStore.passwordKey': 'a key of that Secret',
+  'tokenStore.keyFileKey': 'a key of that Secret',
+  'tokenStore.networkPolicyTo': 'the NetworkPolicy',
   extraEnv: 'any setting, by its variable name',
   nodeOptions: "Node's NODE_OPTIONS, not a setting",
   'shutdown.keepServingSeconds': 'a preStop sleep where the cluster has one, else SHUTDOWN_DELAY_S: not one setting',

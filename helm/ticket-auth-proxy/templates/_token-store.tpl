@@ -1,5 +1,5 @@
 {{/*
-The shared token store (README, "Sharing tokens across a fleet"): every pod of a credential shares
+The shared token store (docs/token-store.md): every pod of a credential shares
 one token through a Redis or Valkey. Its settings as env entries, its password and key files from
 an existing Secret (mounted as a directory, so a rotation reaches the proxy), the NetworkPolicy's
 egress rule to it, and the checks the proxy makes of TOKEN_STORE_* at start (src/store/settings.ts,
@@ -160,8 +160,8 @@ key material) cannot be read here and are left to the proxy.
 {{- $problems = append $problems (printf "TOKEN_STORE_URL names the user %q without a password: set TOKEN_STORE_PASSWORD_FILE to the file holding it" $user) -}}
 {{- end -}}
 {{- $prefix := index $env "TOKEN_STORE_PREFIX" -}}
-{{- if and $prefix (not (regexMatch "^[A-Za-z0-9._:/@#|=+-]{1,128}$" (toString $prefix))) -}}
-{{- $problems = append $problems (printf "TOKEN_STORE_PREFIX may hold only letters, digits and . _ : / @ # | = + -, up to 128 (got %s): it is written into an ACL key pattern and before a hash tag" (toJson (toString $prefix))) -}}
+{{- if and $prefix (not (regexMatch "^[A-Za-z0-9._:/@#=+-]{1,128}$" (toString $prefix))) -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_PREFIX may hold only letters, digits and . _ : / @ # = + -, up to 128 (got %s): it is written into an ACL key pattern and before a hash tag" (toJson (toString $prefix))) -}}
 {{- end -}}
 {{- end -}}
 {{- join "\n" $problems -}}
