@@ -17,7 +17,7 @@ export interface StoreMetrics {
 }
 
 /**
- * Registers the token store's metrics (README "Sharing tokens across a fleet"), only when a store
+ * Registers the token store's metrics (docs/token-store.md), only when a store
  * is configured: a proxy without one has no store to call down. The store counts as up until an
  * operation says otherwise (a proxy whose credentials are all pass-through may not need it for a
  * long time, and is not down meanwhile).

@@ -66,7 +66,7 @@ export interface RefreshSchedule {
 export const DEFAULT_SCHEDULE: RefreshSchedule = { refreshOffsetMs, backoffCapMs };
 
 /**
- * The schedule of a token shared through a store (README "Sharing tokens across a fleet"): every
+ * The schedule of a token shared through a store (docs/token-store.md): every
  * refresh at the ratio less a jitter of up to a tenth of the lifetime, never later. The wide
  * window of {@link refreshOffsetMs} spreads a fleet's own fetches; with a store the lease does:
  * the first proxy to reach the refresh moment fetches for all, the others take its token, so an

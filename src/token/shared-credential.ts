@@ -1,9 +1,9 @@
 /**
- * Credentials shared through a token store, as the wiring sets them up (README "Sharing tokens
- * across a fleet"): the configured credential's namespace derived from what it is made of now and
- * derived anew when its secret, key, certificate, DPoP key or the store key file changes; a
- * pass-through credential's derived on its first use from its own secret. Each token source is
- * handed the supply that consults the store (shared-token.ts).
+ * Credentials shared through a token store, as the wiring sets them up (docs/token-store.md): the
+ * configured credential's namespace derived from what it is made of now and derived anew when its
+ * secret, key, certificate, DPoP key or the store key file changes; a pass-through credential's
+ * derived on its first use from its own secret. Each token source is handed the supply that
+ * consults the store (shared-token.ts).
  */
 import type { Config } from '../config/config.js';
 import type { Clock } from '../core/clock.js';

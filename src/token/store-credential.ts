@@ -1,5 +1,5 @@
 /**
- * A credential as a shared token store knows it (README "Sharing tokens across a fleet"): the
+ * A credential as a shared token store knows it (docs/token-store.md): the
  * description that makes two proxies' credentials the same, the key material its store key is
  * derived from, and its part of the store, derived anew when either changes. Proxies share a
  * token only when both are equal, so nothing written under one credential is read under another.
