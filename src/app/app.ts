@@ -61,7 +61,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   const dispatchers = dispatchersFromSettings(config, deps.tls.material);
   stops.add(() => dispatchers.destroy());
   let tls = deps.tls.material;
-  const store = await openTokenStore({ ...deps, settings: deps.store, tls, observer: metrics.tokenStore, stops });
+  const store = openTokenStore({ ...deps, settings: deps.store, tls, observer: metrics.tokenStore, stops });
   const { configured, configuredTarget, passthrough, endpoint } = createTokenSources({
     ...deps,
     metrics,

@@ -19,7 +19,7 @@ export async function checkTokenStore(
   deps: { credential: ConfiguredCredential; clientId: string; tls: TlsMaterial; dpop: DpopClient | undefined; log: Log },
 ): Promise<boolean> {
   const where = settings.endpoint.shown;
-  const store = await openRedisTokenStore({
+  const store = openRedisTokenStore({
     settings,
     fetchTimeoutMs: config.tokenFetchTimeoutMs,
     tls: deps.tls,

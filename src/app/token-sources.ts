@@ -36,7 +36,7 @@ export interface TokenSourceDeps {
   stops: StopList;
   /** The shared token store, when `TOKEN_STORE_URL` is set. */
   store?: OpenedTokenStore | undefined;
-  /** The client certificate chain presented now (`TLS_CLIENT_CERT_FILE`), which describes a `tls_client_auth` credential. */
+  /** The client certificate chain presented now (`TLS_CLIENT_CERT_FILE`), part of a credential the certificate proves. */
   clientCertificate?: (() => string | undefined) | undefined;
 }
 

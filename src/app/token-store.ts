@@ -30,13 +30,13 @@ export interface TokenStoreDeps {
 }
 
 /**
- * Opens the shared token store when `TOKEN_STORE_URL` is set (its client library is loaded only
- * then), watches its password and key files, and registers its close. Connects on first use.
+ * Opens the shared token store when `TOKEN_STORE_URL` is set (its client library starts loading
+ * only then), watches its password and key files, and registers its close. Connects on first use.
  */
-export async function openTokenStore(deps: TokenStoreDeps): Promise<OpenedTokenStore | undefined> {
+export function openTokenStore(deps: TokenStoreDeps): OpenedTokenStore | undefined {
   const { settings, clock, log } = deps;
   if (settings === undefined) return undefined;
-  const store = await openRedisTokenStore({
+  const store = openRedisTokenStore({
     settings,
     fetchTimeoutMs: deps.config.tokenFetchTimeoutMs,
     tls: deps.tls,

@@ -52,7 +52,7 @@ export function passthroughClientAuth(config: Config, deps: Omit<MethodDeps, 'st
   return passthroughMethod(config).configure(config, { ...deps, startup: { clientSecret: undefined }, read: readText }).clientAuth;
 }
 
-/** The method pass-through Basic credentials are sent with: the configured one when it uses a secret, else `client_secret_post`. */
+/** The method pass-through Basic credentials are sent with: the configured one when it uses a secret, else the default method. */
 export function passthroughMethod(config: Pick<Config, 'tokenAuthMethod'>): AuthMethod {
   const method = authMethod(config.tokenAuthMethod);
   return method.usesSecret ? method : clientSecretPost;
