@@ -23,8 +23,7 @@
 import { TokenFetchError } from '../dist/token/errors.js';
 import { BACKOFF_CAP_MS, DEFAULT_SCHEDULE } from '../dist/token/refresh-schedule.js';
 import { createSourceCache } from '../dist/token/source-cache.js';
-import { TokenSource } from '../dist/token/token-source.js';
-import { quiet, seeded, SimClock } from './fleet/sim.js';
+import { quiet, seeded, sidecar, SimClock } from './fleet/sim.js';
 import { fetchesBetween, fleetTimeline } from './fleet/store.js';
 
 // Ten thousand store clients meet a store that is down about a million times an hour in the
@@ -90,22 +89,8 @@ async function fleet(schedule) {
   const perSecond = new Uint32Array(horizonS + 1);
   const fetchToken = tokenEndpoint(clock, perSecond);
   const sources = [];
-  for (let i = 0; i < sidecars; i++) {
-    const source = new TokenSource({
-      label: 'sidecar',
-      credential: { clientId: 'fleet', clientSecret: 'fleet' },
-      fetchToken,
-      clock,
-      random,
-      refreshRatio,
-      waitTimeoutMs: 5000,
-      log: quiet,
-      schedule,
-    });
-    sources.push(source);
-    // Started within the same second.
-    clock.setTimeout(() => source.start(), Math.floor(random() * 1000));
-  }
+  // Started within the same second.
+  for (let i = 0; i < sidecars; i++) sources.push(sidecar({ fetchToken, clock, random, refreshRatio, schedule }));
   const watch = withoutTokenWatch(sources);
   await clock.runUntil(epoch + horizonMs, watch.onInstant);
   for (const s of sources) s.stop();

@@ -1,5 +1,6 @@
 // The simulated time of `npm run bench:fleet`: a seeded random generator, a clock that moves from
-// one timer to the next, and a log that says nothing.
+// one timer to the next, a log that says nothing, and a sidecar's token source on them.
+import { TokenSource } from '../../dist/token/token-source.js';
 
 /** A small seeded generator (mulberry32), so that two runs print the same figures. */
 export function seeded(seed) {
@@ -97,3 +98,24 @@ function before(a, b) {
 
 /** A log that says nothing: ten thousand sidecars would fill a terminal. */
 export const quiet = { error() {}, warn() {}, info() {}, debug() {} };
+
+/**
+ * One sidecar: the product's token source for the fleet's one credential, on the simulated clock,
+ * started at a random moment within the first second. `schedule` and `share` as TokenSource takes them.
+ */
+export function sidecar({ fetchToken, clock, random, refreshRatio, schedule, share }) {
+  const source = new TokenSource({
+    label: 'sidecar',
+    credential: { clientId: 'fleet', clientSecret: 'fleet' },
+    fetchToken,
+    clock,
+    random,
+    refreshRatio,
+    waitTimeoutMs: 5000,
+    log: quiet,
+    schedule,
+    share,
+  });
+  clock.setTimeout(() => source.start(), Math.floor(random() * 1000));
+  return source;
+}

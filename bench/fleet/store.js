@@ -7,10 +7,8 @@ import { scryptDeriver, sharedDeriver } from '../../dist/store/store-key.js';
 import { TokenFetchError } from '../../dist/token/errors.js';
 import { sharedSupply } from '../../dist/token/shared-token.js';
 import { StoreNamespace } from '../../dist/token/store-credential.js';
-import { TokenSource } from '../../dist/token/token-source.js';
-import { quiet, seeded, SimClock } from './sim.js';
+import { quiet, seeded, sidecar, SimClock } from './sim.js';
 
-const CREDENTIAL = { clientId: 'fleet', clientSecret: 'fleet-secret' };
 const KEY = { description: 'token_url=https://idp.example/token client_id=fleet', keyMaterial: Buffer.from('fleet-secret') };
 const FETCH_TIMEOUT_MS = 10_000;
 
@@ -54,19 +52,7 @@ export async function fleetTimeline(options) {
       namespace.use(KEY);
       share = (own) => sharedSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT_MS, clock, random });
     }
-    const source = new TokenSource({
-      label: 'sidecar',
-      credential: CREDENTIAL,
-      fetchToken,
-      clock,
-      random,
-      refreshRatio,
-      waitTimeoutMs: 5000,
-      log: quiet,
-      share,
-    });
-    sources.push(source);
-    clock.setTimeout(() => source.start(), Math.floor(random() * 1000));
+    sources.push(sidecar({ fetchToken, clock, random, refreshRatio, share }));
   }
   if (options.storeDown !== undefined) {
     clock.setTimeout(() => (server.fault = 'unreachable'), options.storeDown.fromMs);

@@ -75,7 +75,11 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
     return p;
   };
   const stop = () => proxies.forEach((p) => p.source.stop());
-  return { clock, server, fetcher, log, proxy, stop };
+  /** Every fetch from now on answers at once with tok-1, tok-2, ... in order. */
+  const numberTokens = () => {
+    fetcher.answer = (call) => ({ accessToken: `tok-${fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+  };
+  return { clock, server, fetcher, log, proxy, stop, numberTokens };
 }
 
 /** The store's entry (the hash of exp, fp and ct), as any client of the store sees it. */
@@ -105,7 +109,7 @@ describe('a token shared through a store: start', () => {
   it('takes a usable entry at start without a fetch, and refreshes it from its issue time, not from when it was taken', async () => {
     const f = fleet({ random: () => 0 });
     const a = f.proxy();
-    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    f.numberTokens();
     a.source.start();
     await f.clock.advance(30_000);
     const b = f.proxy();
@@ -160,7 +164,7 @@ describe('a token shared through a store: start', () => {
 describe('a token shared through a store: refresh', () => {
   it('takes, at its refresh moment, a token usable at least a second longer instead of fetching, and keeps serving meanwhile', async () => {
     const f = fleet({ random: () => 0 });
-    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    f.numberTokens();
     const a = f.proxy();
     a.source.start();
     await f.clock.advance(5_000);
@@ -179,7 +183,7 @@ describe('a token shared through a store: refresh', () => {
 
   it('keeps its own token and fetches through the lease when the stored one is not usable a second longer', async () => {
     const f = fleet({ random: () => 0 });
-    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    f.numberTokens();
     const a = f.proxy();
     a.source.start();
     await f.clock.advance(80_000);
@@ -243,7 +247,7 @@ describe('a token shared through a store: failures', () => {
 describe('a token shared through a store: a gateway 401', () => {
   it('costs one fetch for a fleet that meets the same rejection: one proxy deletes and fetches, the others take its token', async () => {
     const f = fleet();
-    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    f.numberTokens();
     const proxies = Array.from({ length: 4 }, () => f.proxy());
     for (const p of proxies) p.source.start();
     await f.clock.advance(2_000);
@@ -257,7 +261,7 @@ describe('a token shared through a store: a gateway 401', () => {
 
   it('deletes the entry only if it holds the rejected token: a newer one another proxy wrote stays', async () => {
     const f = fleet();
-    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    f.numberTokens();
     const a = f.proxy();
     const b = f.proxy();
     a.source.start();
@@ -277,7 +281,7 @@ describe('a token shared through a store: a gateway 401', () => {
 
   it('never takes a token it has seen rejected, even when the store still holds it', async () => {
     const f = fleet();
-    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    f.numberTokens();
     const a = f.proxy();
     a.source.start();
     await f.clock.advance(1_000);
@@ -324,7 +328,7 @@ describe('a token shared through a store: a store that cannot be used', () => {
 
   it('takes no entry that does not decrypt: it is a miss, never served, and the next fetch replaces it', async () => {
     const f = fleet();
-    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    f.numberTokens();
     const a = f.proxy();
     a.source.start();
     await f.clock.advance(1_000);
@@ -359,7 +363,7 @@ describe('a token shared through a store: a store that cannot be used', () => {
 describe('a token shared through a store: namespaces', () => {
   it('reads nothing a proxy with another secret wrote, and fetches for itself', async () => {
     const f = fleet();
-    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    f.numberTokens();
     const a = f.proxy();
     a.source.start();
     await f.clock.advance(1_000);
@@ -374,7 +378,7 @@ describe('a token shared through a store: namespaces', () => {
 
   it('fetches through the lease of the new namespace when the secret changes, and a second proxy that rotates takes that token', async () => {
     const f = fleet();
-    f.fetcher.answer = (call) => ({ accessToken: `tok-${f.fetcher.calls.indexOf(call) + 1}`, lifetimeMs: LIFETIME });
+    f.numberTokens();
     const a = f.proxy();
     const b = f.proxy();
     a.source.start();
