@@ -82,6 +82,15 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
   return { clock, server, fetcher, log, proxy, stop, numberTokens };
 }
 
+/** Two proxies started together on numbered tokens, a second later: both hold tok-1. */
+async function pairHolding(f: ReturnType<typeof fleet>): Promise<[Proxy, Proxy]> {
+  f.numberTokens();
+  const pair: [Proxy, Proxy] = [f.proxy(), f.proxy()];
+  for (const p of pair) p.source.start();
+  await f.clock.advance(1_000);
+  return pair;
+}
+
 /** The store's entry (the hash of exp, fp and ct), as any client of the store sees it. */
 function entryOf(server: MemoryStoreServer) {
   return server.dump().find((k) => k.key.endsWith('}'));
@@ -261,12 +270,7 @@ describe('a token shared through a store: a gateway 401', () => {
 
   it('deletes the entry only if it holds the rejected token: a newer one another proxy wrote stays', async () => {
     const f = fleet();
-    f.numberTokens();
-    const a = f.proxy();
-    const b = f.proxy();
-    a.source.start();
-    b.source.start();
-    await f.clock.advance(1_000);
+    const [a, b] = await pairHolding(f);
     a.source.invalidate('tok-1');
     await f.clock.advance(1_000);
     const fp = entryOf(f.server)!.value as Record<string, string>;
@@ -378,12 +382,7 @@ describe('a token shared through a store: namespaces', () => {
 
   it('fetches through the lease of the new namespace when the secret changes, and a second proxy that rotates takes that token', async () => {
     const f = fleet();
-    f.numberTokens();
-    const a = f.proxy();
-    const b = f.proxy();
-    a.source.start();
-    b.source.start();
-    await f.clock.advance(1_000);
+    const [a, b] = await pairHolding(f);
     const next = { ...KEY, keyMaterial: Buffer.from('fleet-secret-2') };
     for (const p of [a, b]) {
       expect(p.namespace.use(next)).toBe(true);
