@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import { startApp } from './app/app.js';
 import { check } from './app/check.js';
 import { helpText, parseArgs } from './app/cli.js';
+import { checkListenerSettings } from './app/listener-settings.js';
 import { readConfig, settingWarnings } from './app/read-config.js';
 import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';
@@ -45,7 +46,14 @@ async function main(): Promise<void> {
   try {
     loaded = await readConfig(
       args.configFile,
-      { tls: checkNetSettings, token: checkTokenSettings, dpop: checkDpopSettings, issuer: checkIssuerSettings, store: checkStoreSettings },
+      {
+        tls: checkNetSettings,
+        token: checkTokenSettings,
+        dpop: checkDpopSettings,
+        issuer: checkIssuerSettings,
+        store: checkStoreSettings,
+        listener: checkListenerSettings,
+      },
       process.env,
     );
   } catch (err) {
@@ -76,7 +84,8 @@ async function main(): Promise<void> {
   });
   app.catch((err: unknown) => {
     log.error({ reason: (err as Error).message }, 'start failed');
-    fail((err as Error).message, 1);
+    // What is at LISTEN_SOCKET's path is configuration too, examined only at start.
+    fail((err as Error).message, err instanceof ConfigError ? 2 : 1);
   });
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals): void => {

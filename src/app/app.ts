@@ -23,6 +23,7 @@ import { listen } from './listen.js';
 import { shutdown, type Stop, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
 import { openTokenStore } from './token-store.js';
+import { listenOnSocket, type SocketFile } from './unix-socket.js';
 
 export interface AppDeps {
   config: Config;
@@ -41,7 +42,8 @@ export interface AppDeps {
 }
 
 export interface App {
-  readonly proxyAddress: AddressInfo;
+  /** The proxy listener's address, or its socket's path. */
+  readonly proxyAddress: AddressInfo | string;
   readonly adminAddress: AddressInfo;
   /** Graceful shutdown (docs/operations.md, "Shutdown"); resolves with the exit status. */
   shutdown(): Promise<number>;
@@ -98,24 +100,26 @@ export async function startApp(deps: AppDeps): Promise<App> {
     replayBodyLimitBytes: config.replayBodyLimitBytes,
     recorder,
     log,
-    listenOrigin: `http://${config.listenHost.includes(':') ? `[${config.listenHost}]` : config.listenHost}:${config.listenPort}`,
+    listenOrigin: listenOrigin(config),
   });
   const phase: Phase = { listening: false, stopping: false };
   const proxyServer = createProxyServer({ forward, recorder, log, maxHeaderBytes: config.maxHeaderBytes });
   const adminServer = createAdminServer({ registry, log, readiness: () => notReadyReason(phase, configured, endpoint) });
 
-  configured?.start();
-  // Pass-through credentials only: no token is fetched at start, but an issuer's metadata is read
-  // then all the same, so its warnings come at start and the first caller does not wait for it.
-  if (configured === undefined) readEndpointAtStart(endpoint, log);
-  let proxyAddress: AddressInfo;
+  let socketFile: SocketFile | undefined;
+  let proxyAddress: AddressInfo | string;
   let adminAddress: AddressInfo;
   try {
-    proxyAddress = await listen(
-      proxyServer,
-      { host: config.listenHost, port: config.listenPort, what: 'the proxy listener (LISTEN_HOST, LISTEN_PORT)' },
-      log,
-    );
+    if (config.listenSocket === undefined) {
+      proxyAddress = await listen(
+        proxyServer,
+        { host: config.listenHost, port: config.listenPort, what: 'the proxy listener (LISTEN_HOST, LISTEN_PORT)' },
+        log,
+      );
+    } else {
+      socketFile = await listenOnSocket(proxyServer, { path: config.listenSocket, mode: config.listenSocketMode }, log);
+      proxyAddress = socketFile.path;
+    }
     adminAddress = await listen(
       adminServer,
       { host: config.adminHost, port: config.adminPort, what: 'the admin listener (ADMIN_HOST, ADMIN_PORT)' },
@@ -123,9 +127,16 @@ export async function startApp(deps: AppDeps): Promise<App> {
     );
   } catch (err) {
     proxyServer.close();
+    await socketFile?.remove().catch(() => {});
     await stops.stopAll();
     throw err;
   }
+  // The token is fetched once the listeners are up: a listener that cannot open costs the
+  // identity provider nothing.
+  configured?.start();
+  // Pass-through credentials only: no token is fetched at start, but an issuer's metadata is read
+  // then all the same, so its warnings come at start and the first caller does not wait for it.
+  if (configured === undefined) readEndpointAtStart(endpoint, log);
   phase.listening = true;
   stops.add(releaseMemoryAfterBursts(proxyServer, clock, log));
   announce(config, endpoint, log, proxyAddress, adminAddress);
@@ -143,6 +154,9 @@ export async function startApp(deps: AppDeps): Promise<App> {
         onBegin: () => {
           phase.stopping = true;
         },
+        onListenersClosed: async () => {
+          await socketFile?.remove().catch((err: unknown) => log.warn({ err }, 'LISTEN_SOCKET could not be removed'));
+        },
         onClosed: () => stops.stopAll(),
       }),
   };
@@ -159,6 +173,16 @@ function notReadyReason(phase: Phase, configured: TokenSource | undefined, endpo
     return `no valid token (last fetch: ${failure.outcome}: ${failure.text})`;
   }
   return undefined;
+}
+
+/**
+ * The origin a rewritten `Location` names when the caller sent no `Host`: the listener's. A Unix
+ * socket has none: the Location is then an absolute path, which a client resolves against the
+ * URL it used, the one that leads back to the socket (docs/forwarding.md, "Responses").
+ */
+function listenOrigin(config: Config): string | undefined {
+  if (config.listenSocket !== undefined) return undefined;
+  return `http://${config.listenHost.includes(':') ? `[${config.listenHost}]` : config.listenHost}:${config.listenPort}`;
 }
 
 /** Reads an issuer's metadata now; a failure is logged, and the first token fetch reads it again. */
@@ -180,13 +204,24 @@ function releaseMemoryAfterBursts(proxyServer: Server, clock: Clock, log: Log): 
   return () => memoryRelease.stop();
 }
 
-function announce(config: Config, endpoint: TokenEndpoint, log: Log, proxyAddress: AddressInfo, adminAddress: AddressInfo): void {
-  if (!isLoopbackHost(config.listenHost)) {
+function announce(config: Config, endpoint: TokenEndpoint, log: Log, proxyAddress: AddressInfo | string, adminAddress: AddressInfo): void {
+  if (typeof proxyAddress === 'string') {
+    // Connecting takes write permission on the socket file: "other" may write, so every local user may connect.
+    if ((Number.parseInt(config.listenSocketMode, 8) & 0o002) !== 0) {
+      log.warn(
+        { socket: proxyAddress, mode: config.listenSocketMode },
+        'the proxy socket lets every local user connect (LISTEN_SOCKET_MODE): anyone who can reach it uses the configured credentials',
+      );
+    }
+  } else if (!isLoopbackHost(config.listenHost)) {
     log.warn({ host: config.listenHost }, 'the proxy listener is not on loopback: anyone who can reach it uses the configured credentials');
   }
   log.info(
     {
-      proxy: { host: proxyAddress.address, port: proxyAddress.port },
+      proxy:
+        typeof proxyAddress === 'string'
+          ? { socket: proxyAddress, mode: config.listenSocketMode }
+          : { host: proxyAddress.address, port: proxyAddress.port },
       admin: { host: adminAddress.address, port: adminAddress.port },
       gateway: config.baseUrl,
       tokenUrl: endpoint.url === undefined ? undefined : displayTokenUrl(endpoint.url),

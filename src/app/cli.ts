@@ -58,7 +58,8 @@ Settings come from the environment, which overrides the optional YAML file (--co
 CONFIG_FILE; keys in lower camelCase):
 ${settingsTable().join('\n')}
 
-Listeners: the proxy on LISTEN_HOST:LISTEN_PORT (127.0.0.1:8180), the admin listener with
-/livez, /readyz and /metrics on ADMIN_HOST:ADMIN_PORT (0.0.0.0:8181).
+Listeners: the proxy on LISTEN_HOST:LISTEN_PORT (127.0.0.1:8180) or on the Unix socket
+LISTEN_SOCKET, the admin listener with /livez, /readyz and /metrics on ADMIN_HOST:ADMIN_PORT
+(0.0.0.0:8181).
 `;
 }

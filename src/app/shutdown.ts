@@ -33,6 +33,8 @@ export interface ShutdownOptions {
   log: Log;
   /** Marks the process not ready (`/readyz` 503) at once. */
   onBegin: () => void;
+  /** Once no listener accepts: removes what served only new connections (the socket file of `LISTEN_SOCKET`). */
+  onListenersClosed?: () => Promise<void>;
   /** Releases everything else (timers, pools) once the listeners are closed. */
   onClosed: () => Promise<void>;
 }
@@ -57,6 +59,7 @@ export async function shutdown(options: ShutdownOptions): Promise<number> {
         }),
     ),
   );
+  await options.onListenersClosed?.();
   // Logged once no new connection can be accepted.
   log.info({}, 'listeners closed; draining in-flight requests');
   // A kept-alive connection that finishes its request while draining goes idle: close it then.

@@ -36,6 +36,10 @@ export interface Config {
   readonly allowInsecureHttp: boolean;
   readonly listenHost: string;
   readonly listenPort: number;
+  /** A Unix-domain socket path for the proxy listener, instead of `listenHost`/`listenPort`. */
+  readonly listenSocket: string | undefined;
+  /** The socket file's mode, four octal digits (`0660`). */
+  readonly listenSocketMode: string;
   readonly adminHost: string;
   readonly adminPort: number;
   readonly configFile: string | undefined;
@@ -98,6 +102,8 @@ export type Kind =
   | { type: 'bool' }
   | { type: 'host' }
   | { type: 'port' }
+  /** A file mode in octal (`0660`), at most `0777`. */
+  | { type: 'mode' }
   | { type: 'int'; min: number; max?: number }
   | { type: 'number'; min: number; max?: number; exclusive?: boolean }
   | { type: 'enum'; values: readonly string[] }
@@ -128,6 +134,8 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ALLOW_INSECURE_HTTP', key: 'allowInsecureHttp', kind: { type: 'bool' }, default: false },
   { env: 'LISTEN_HOST', key: 'listenHost', kind: { type: 'host' }, default: '127.0.0.1' },
   { env: 'LISTEN_PORT', key: 'listenPort', kind: { type: 'port' }, default: 8180 },
+  { env: 'LISTEN_SOCKET', key: 'listenSocket', kind: { type: 'path' } },
+  { env: 'LISTEN_SOCKET_MODE', key: 'listenSocketMode', kind: { type: 'mode' }, default: '0660' },
   { env: 'ADMIN_HOST', key: 'adminHost', kind: { type: 'host' }, default: '0.0.0.0' },
   { env: 'ADMIN_PORT', key: 'adminPort', kind: { type: 'port' }, default: 8181 },
   { env: 'CONFIG_FILE', key: 'configFile', kind: { type: 'path' }, envOnly: true },

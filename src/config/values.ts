@@ -66,6 +66,13 @@ export function parseValue(kind: Kind, value: unknown, name: string, problems: s
       );
       return undefined;
     }
+    case 'mode': {
+      // A YAML 1.2 number has lost its leading zero: 0660 is read as six hundred and sixty.
+      if (typeof value === 'number') return fail('an octal file mode in quotes, such as "0660" (YAML reads 0660 as a decimal number)');
+      const digits = typeof value === 'string' ? /^\s*(?:0o?)?([0-7]{1,3})\s*$/i.exec(value)?.[1] : undefined;
+      if (digits === undefined) return fail('an octal file mode from 0000 to 0777, such as 0660');
+      return digits.padStart(4, '0');
+    }
     case 'enum': {
       const s = typeof value === 'string' || typeof value === 'number' ? String(value).trim() : '';
       if (!kind.values.includes(s)) return fail(`one of ${kind.values.join(', ')}`);

@@ -33,8 +33,11 @@ export interface ExchangeOptions {
   replayBodyLimitBytes: number;
   recorder: Recorder;
   log: Log;
-  /** Origin for a rewritten `Location` when the caller sent no `Host`. */
-  listenOrigin: string;
+  /**
+   * Origin for a rewritten `Location` when the caller sent no `Host`; undefined on a Unix socket,
+   * where no origin leads back: the Location is then an absolute path, whatever the `Host`.
+   */
+  listenOrigin: string | undefined;
 }
 
 /** The options, and the path prefix of `BASE_URL` without its trailing slash: read once. */
@@ -233,8 +236,9 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.status = statusCode;
     const length = parsed['content-length'];
     this.remaining = typeof length === 'string' && this.req.method !== 'HEAD' ? Number(length) : Number.NaN;
-    const host = this.headers.host;
-    const callerOrigin = parsed.location === undefined ? '' : host !== undefined ? `http://${host}` : this.ctx.listenOrigin;
+    const { host } = this.headers;
+    const origin = this.ctx.listenOrigin;
+    const callerOrigin = parsed.location === undefined || origin === undefined ? '' : host !== undefined ? `http://${host}` : origin;
     // undici keeps the parser's raw list on the controller: names as the gateway wrote them.
     const raw = (controller as Dispatcher.DispatchController & { rawHeaders?: RawHeaders }).rawHeaders ?? flatHeaders(parsed);
     this.res.writeHead(statusCode, callerResponseHeaders(raw, this.ctx.baseUrl, callerOrigin, parsed));

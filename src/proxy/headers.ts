@@ -196,7 +196,8 @@ export function flatHeaders(parsed: Record<string, string | string[] | undefined
 /**
  * `{baseUrl}/x` becomes `{callerOrigin}/x`, and an absolute path `{base path}/x` becomes `/x`
  * (RFC 9110 §10.2.2 allows a relative Location; the caller resolves it against the proxy);
- * any other location is left alone.
+ * any other location is left alone. An empty `callerOrigin` makes every rewritten location an
+ * absolute path (a caller on a Unix socket).
  */
 export function rewriteLocation(location: string, baseUrl: string, callerOrigin: string): string {
   if (location.charCodeAt(0) === 47 /* / */ && location.charCodeAt(1) !== 47) {
@@ -212,5 +213,5 @@ export function rewriteLocation(location: string, baseUrl: string, callerOrigin:
   }
   const rest = location.slice(baseUrl.length);
   if (rest !== '' && rest[0] !== '/' && rest[0] !== '?' && rest[0] !== '#') return location;
-  return callerOrigin + (rest === '' ? '/' : rest);
+  return callerOrigin + (rest[0] === '/' ? rest : `/${rest}`);
 }

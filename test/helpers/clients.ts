@@ -4,8 +4,8 @@
  * fetch a token of the mock's own for the direct call.
  */
 import { execFile } from 'node:child_process';
-import { connect } from 'node:net';
 import type { MockTicketService } from '../../src/mock/ticket-service.js';
+import { connectTo } from './index.js';
 
 /** Runs a client program to completion and resolves with its stdout (rejects with its stderr). */
 export function run(cmd: string, args: string[]): Promise<string> {
@@ -16,10 +16,10 @@ export function run(cmd: string, args: string[]): Promise<string> {
   });
 }
 
-/** Writes raw bytes and reads everything until the server closes the connection. */
-export function rawUntilClose(port: number, raw: string, timeoutMs = 5000): Promise<string> {
+/** Writes raw bytes (to a loopback port or a Unix socket's path) and reads everything until the server closes the connection. */
+export function rawUntilClose(target: number | string, raw: string, timeoutMs = 5000): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
+    const socket = connectTo(target);
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => {
       socket.destroy();

@@ -3,7 +3,7 @@
  * as a child process on ports from `listen(0)`, and small tools to talk to it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { connect, createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 
@@ -12,7 +12,10 @@ export const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url)
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
 export interface ProxyHandle {
+  /** The proxy listener's URL; with `LISTEN_SOCKET`, `http://localhost`, to be reached through {@link proxySocket}. */
   proxyUrl: string;
+  /** The proxy listener's socket path, with `LISTEN_SOCKET`. */
+  proxySocket: string | undefined;
   adminUrl: string;
   proxyPort: number;
   adminPort: number;
@@ -62,13 +65,20 @@ export async function pollUntil(fn: () => boolean | Promise<boolean>, options: {
 }
 
 /**
- * Starts `node dist/main.js` with exactly `env` (plus PATH and ephemeral loopback ports); with
- * `wrap`, through that command prefix (which must exec node in its place).
+ * Starts `node dist/main.js` with exactly `env` (plus PATH and ephemeral loopback ports, the
+ * proxy listener's only without `LISTEN_SOCKET`); with `wrap`, through that command prefix (which
+ * must exec node in its place).
  */
 export function startProxy(env: Record<string, string>, options: { args?: string[]; wrap?: string[] } = {}): Promise<ProxyHandle> {
   const [command, ...prefix] = [...(options.wrap ?? []), process.execPath];
   const child = spawn(command!, [...prefix, MAIN, ...(options.args ?? [])], {
-    env: { PATH: process.env.PATH, LISTEN_HOST: '127.0.0.1', LISTEN_PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_PORT: '0', ...env },
+    env: {
+      PATH: process.env.PATH,
+      ...(env.LISTEN_SOCKET === undefined ? { LISTEN_HOST: '127.0.0.1', LISTEN_PORT: '0' } : {}),
+      ADMIN_HOST: '127.0.0.1',
+      ADMIN_PORT: '0',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   live.add(child);
@@ -141,10 +151,11 @@ export function startProxy(env: Record<string, string>, options: { args?: string
     ]);
 
   return waitForLog((l) => l.msg === 'listeners up', 15_000).then((up) => {
-    const proxy = up.proxy as { port: number };
+    const proxy = up.proxy as { port: number; socket?: string };
     const admin = up.admin as { port: number };
     return {
-      proxyUrl: `http://127.0.0.1:${proxy.port}`,
+      proxyUrl: proxy.socket === undefined ? `http://127.0.0.1:${proxy.port}` : 'http://localhost',
+      proxySocket: proxy.socket,
       adminUrl: `http://127.0.0.1:${admin.port}`,
       proxyPort: proxy.port,
       adminPort: admin.port,
@@ -186,13 +197,19 @@ export function runCli(
   });
 }
 
+/** A connection to a loopback port, or to a Unix socket's path. */
+export function connectTo(target: number | string): Socket {
+  return typeof target === 'string' ? connect(target) : connect(target, '127.0.0.1');
+}
+
 /**
- * Writes raw bytes on a fresh connection and resolves with everything read until the server
- * closes it, or until one complete response (by Content-Length or chunked end) has arrived.
+ * Writes raw bytes on a fresh connection (to a loopback port or a Unix socket's path) and resolves
+ * with everything read until the server closes it, or until one complete response (by
+ * Content-Length or chunked end) has arrived.
  */
-export function rawRequest(port: number, raw: string | Buffer, options: { timeoutMs?: number } = {}): Promise<string> {
+export function rawRequest(target: number | string, raw: string | Buffer, options: { timeoutMs?: number } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
+    const socket = connectTo(target);
     let data = Buffer.alloc(0);
     const finish = (): void => {
       clearTimeout(timer);

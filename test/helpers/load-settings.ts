@@ -1,3 +1,4 @@
+import { checkListenerSettings } from '../../src/app/listener-settings.js';
 import { loadConfig, type ConfigSources } from '../../src/config/load.js';
 import { checkNetSettings } from '../../src/net/settings.js';
 import { checkStoreSettings } from '../../src/store/settings.js';
@@ -13,6 +14,7 @@ export function loadSettings(sources: ConfigSources) {
     dpop: checkDpopSettings,
     issuer: checkIssuerSettings,
     store: checkStoreSettings,
+    listener: checkListenerSettings,
   });
 }
 

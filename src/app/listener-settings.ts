@@ -1,0 +1,39 @@
+import type { SettingsCheckContext } from '../config/load.js';
+import { socketPathProblem } from './unix-socket.js';
+
+/**
+ * Checks the proxy listener's settings once parsed: a Unix socket (`LISTEN_SOCKET`) or a TCP
+ * address (`LISTEN_HOST`, `LISTEN_PORT`), never both; a socket path the kernel can bind; and a
+ * `LISTEN_SOCKET_MODE` that lets someone connect, given only with a socket. What is at the path
+ * is examined when the proxy starts (unix-socket.ts).
+ */
+export function checkListenerSettings(ctx: SettingsCheckContext): void {
+  const { config } = ctx;
+  if (!ctx.given('listenSocket')) {
+    if (ctx.given('listenSocketMode')) {
+      ctx.problem(
+        `${ctx.name('listenSocketMode')} is set without LISTEN_SOCKET: the mode is the socket file's; set LISTEN_SOCKET or remove it`,
+      );
+    }
+    return;
+  }
+  for (const tcp of ['listenHost', 'listenPort'] as const) {
+    if (ctx.given(tcp)) {
+      ctx.problem(
+        `${ctx.bothSet('listenSocket', tcp)}: the proxy listener is a Unix socket (LISTEN_SOCKET) or a TCP address ` +
+          `(LISTEN_HOST, LISTEN_PORT), not both; remove ${ctx.name(tcp)}`,
+      );
+    }
+  }
+  if (config.listenSocket !== undefined) {
+    const problem = socketPathProblem(config.listenSocket, ctx.name('listenSocket'));
+    if (problem !== undefined) ctx.problem(problem);
+  }
+  // Connecting to a socket takes write permission on its file (unix(7)).
+  if (ctx.given('listenSocketMode') && (Number.parseInt(config.listenSocketMode, 8) & 0o222) === 0) {
+    ctx.problem(
+      `${ctx.name('listenSocketMode')} ${config.listenSocketMode} lets no one connect: connecting to a socket takes write permission ` +
+        'on its file; use 0660 (the proxy and its group) or 0600 (the proxy alone)',
+    );
+  }
+}

@@ -1,0 +1,199 @@
+import type { Stats } from 'node:fs';
+import { chmod, link, lstat, mkdtemp, rm, unlink } from 'node:fs/promises';
+import { connect, type Server } from 'node:net';
+import { dirname, join } from 'node:path';
+import { ConfigError } from '../core/errors.js';
+import type { Log } from '../core/log.js';
+
+/**
+ * The longest path a Unix-domain socket can be bound to: `sun_path` holds 108 bytes on Linux (104
+ * on macOS and the BSDs), its terminating NUL included.
+ */
+export const SOCKET_PATH_MAX_BYTES = (process.platform === 'linux' ? 108 : 104) - 1;
+
+/**
+ * The socket is first bound in a private directory made beside its path (`mkdtemp`, mode 0700):
+ * `<dir>/.XXXXXX/s`, this many bytes longer than the directory's own path.
+ */
+const PRIVATE_PATH_EXTRA_BYTES = '/.XXXXXX/s'.length;
+
+/** Why `path` cannot be a socket's path, or undefined: a message naming `name`. */
+export function socketPathProblem(path: string, name: string): string | undefined {
+  if (path.includes('\0')) return `${name} must be a file path (got a NUL byte: an abstract socket has no file mode to limit who connects)`;
+  if (path.endsWith('/')) return `${name} names a directory (${path}): it names the socket file itself, e.g. ${path}proxy.sock`;
+  const bytes = Buffer.byteLength(path);
+  const max = SOCKET_PATH_MAX_BYTES;
+  if (bytes > max) return `${name} is ${bytes} bytes long: a Unix socket path holds at most ${max} bytes here; choose a shorter path`;
+  const privateBytes = Buffer.byteLength(dirname(path)) + PRIVATE_PATH_EXTRA_BYTES;
+  if (privateBytes > max) {
+    return (
+      `${name}'s directory is too long: the socket is made in a private directory beside its path first ` +
+      `(${privateBytes} bytes in all), and a Unix socket path holds at most ${max} bytes here; choose a shorter directory`
+    );
+  }
+  return undefined;
+}
+
+/** The proxy listener's socket file, as {@link listenOnSocket} made it. */
+export interface SocketFile {
+  readonly path: string;
+  /** The mode it was given, four octal digits. */
+  readonly mode: string;
+  /** Whether a killed process's leftover was replaced. */
+  readonly replacedStale: boolean;
+  /** Removes the file, unless it is no longer the one made here (another process's socket now). */
+  remove(): Promise<void>;
+}
+
+export interface SocketTarget {
+  path: string;
+  /** Four octal digits (`LISTEN_SOCKET_MODE`). */
+  mode: string;
+}
+
+/**
+ * Opens `server` on a Unix-domain socket at `target.path` with exactly `target.mode`, never more
+ * open for an instant:
+ *
+ * 1. What is at the path already is examined without following a link: nothing, or a socket no
+ *    process answers on (a connection is tried: a killed process's leftover), may go; a socket a
+ *    process answers on, a symbolic link or any other file is refused (a {@link ConfigError}
+ *    naming `LISTEN_SOCKET`).
+ * 2. The socket is bound in a private directory made beside the path (mode 0700: no one else can
+ *    reach it there, whatever the umask or a default ACL would give a new file), given its mode,
+ *    and only then linked in at the path; `link` never replaces a file, so one that appeared
+ *    meanwhile is refused, not overwritten. The private name goes at once.
+ *
+ * The file is removed by {@link SocketFile.remove}, and only while it is still this one: Node
+ * unlinks the path a socket was bound to when the server closes, which here is the private name,
+ * so a socket another process has put at the path since is left alone.
+ */
+export async function listenOnSocket(server: Server, target: SocketTarget, log: Log): Promise<SocketFile> {
+  const { path, mode } = target;
+  const replacedStale = await claim(path);
+  let privateDir: string | undefined;
+  try {
+    privateDir = await mkdtemp(join(dirname(path), '.'));
+    const privatePath = join(privateDir, 's');
+    await bind(server, privatePath);
+    await chmod(privatePath, Number.parseInt(mode, 8));
+    if (replacedStale) await unlink(path).catch(ignoreCode('ENOENT'));
+    await link(privatePath, path);
+    await unlink(privatePath);
+  } catch (err) {
+    if (server.listening) server.close();
+    throw cannotMake(path, err);
+  } finally {
+    if (privateDir !== undefined) await rm(privateDir, { recursive: true, force: true });
+  }
+  const made = await lstat(path);
+  if (replacedStale) log.info({ socket: path }, 'LISTEN_SOCKET: replaced a socket no process answered on (a stopped process left it)');
+  return {
+    path,
+    mode,
+    replacedStale,
+    remove: async () => {
+      const now = await lstat(path).catch(() => undefined);
+      if (now === undefined) return;
+      if (now.dev !== made.dev || now.ino !== made.ino) {
+        log.info({ socket: path }, 'LISTEN_SOCKET is another file now: left in place');
+        return;
+      }
+      await unlink(path).catch(ignoreCode('ENOENT'));
+    },
+  };
+}
+
+/**
+ * Whether the path may be taken: resolves true when a socket no process answers on is there (to
+ * be replaced), false when nothing is; throws a {@link ConfigError} for anything else.
+ */
+async function claim(path: string): Promise<boolean> {
+  let found: Stats;
+  try {
+    found = await lstat(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw refused(path, `cannot be examined (${codeOf(err)})`);
+  }
+  if (found.isSymbolicLink()) {
+    throw refused(path, 'is a symbolic link: the proxy neither follows nor replaces a link at its socket path; name the path itself');
+  }
+  if (found.isDirectory())
+    throw refused(path, `is a directory: LISTEN_SOCKET names the socket file itself, e.g. ${join(path, 'proxy.sock')}`);
+  if (!found.isSocket()) {
+    throw refused(
+      path,
+      `exists and is ${fileKind(found)}, not a socket: the proxy replaces only a socket no process answers on; ` +
+        'remove it or choose another path',
+    );
+  }
+  const answer = await tryConnect(path);
+  if (answer === 'refused' || answer === 'gone') return answer === 'refused';
+  if (answer === 'answered') throw refused(path, 'is in use: another process answers on it; stop that process or choose another path');
+  throw refused(path, `is a socket, but whether a process answers on it cannot be told (${answer}); remove it if it is a leftover`);
+}
+
+/** How a connection to the socket at `path` went: answered, refused (no listener), gone, or another error's code. */
+function tryConnect(path: string): Promise<'answered' | 'refused' | 'gone' | string> {
+  return new Promise((resolve) => {
+    const socket = connect({ path });
+    const done = (answer: string): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answer);
+    };
+    // A listener whose queue is full makes the connection wait (or fail with EAGAIN): it is in use.
+    const timer = setTimeout(() => done('answered'), 1000);
+    socket.once('connect', () => done('answered'));
+    socket.once('error', (err: NodeJS.ErrnoException) => {
+      const code = err.code ?? err.message;
+      done(code === 'ECONNREFUSED' ? 'refused' : code === 'ENOENT' ? 'gone' : code === 'EAGAIN' ? 'answered' : code);
+    });
+  });
+}
+
+function bind(server: Server, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function fileKind(stats: Stats): string {
+  if (stats.isFile()) return 'a regular file';
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device';
+  return 'another kind of file';
+}
+
+function codeOf(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+}
+
+function ignoreCode(code: string): (err: unknown) => void {
+  return (err) => {
+    if ((err as NodeJS.ErrnoException).code !== code) throw err;
+  };
+}
+
+function refused(path: string, why: string): ConfigError {
+  return new ConfigError([`LISTEN_SOCKET ${path} ${why}`]);
+}
+
+/** A failure making the socket: its directory missing or not writable, or a file that appeared at the path meanwhile. */
+function cannotMake(path: string, err: unknown): ConfigError {
+  const code = codeOf(err);
+  const dir = dirname(path);
+  if (code === 'ENOENT') return refused(path, `cannot be made: its directory ${dir} does not exist`);
+  if (code === 'EEXIST')
+    return refused(path, 'appeared while the proxy was starting: another process took the path; start again, or choose another path');
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    const uid = typeof process.getuid === 'function' ? `; the proxy runs as uid ${process.getuid()}` : '';
+    return refused(path, `cannot be made in ${dir} (${code}${uid}): the directory must be writable by the proxy`);
+  }
+  return refused(path, `cannot be made (${code})`);
+}

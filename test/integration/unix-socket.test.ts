@@ -1,0 +1,337 @@
+/**
+ * The proxy listener on a Unix-domain socket (`LISTEN_SOCKET`), through the real process and
+ * real clients: curl `--unix-socket`, Node's http with `socketPath`, Python's http.client over a
+ * connected AF_UNIX socket, and raw bytes. The file's mode, what may be at its path when the proxy
+ * starts, its removal at shutdown, and every forwarding behaviour of the TCP listener.
+ */
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { connect, createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { afterAll, describe, expect } from 'vitest';
+import { rawUntilClose, run, statuses } from '../helpers/clients.js';
+import { pollUntil, rawBody, rawRequest, runCli } from '../helpers/index.js';
+import { sharedStack, test } from '../helpers/stack.js';
+import { lacks, skipNote } from '../helpers/tools.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tap-sock-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let made = 0;
+/** A fresh socket path in a directory of its own (so a leftover would show in its listing). */
+function socketPath(): string {
+  const own = join(dir, String(made++));
+  mkdirSync(own);
+  return join(own, 'proxy.sock');
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  continued: boolean;
+}
+
+/** One request with Node's http client over the socket at `path`. */
+function viaSocket(path: string, target: string, options: { method?: string; headers?: Record<string, string>; body?: Buffer } = {}) {
+  return new Promise<Answer>((resolve, reject) => {
+    let continued = false;
+    const req = httpRequest({ socketPath: path, path: target, method: options.method ?? 'GET', headers: options.headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body, continued }));
+    });
+    req.on('error', reject);
+    if (options.headers?.expect === '100-continue') {
+      req.on('continue', () => {
+        continued = true;
+        req.end(options.body);
+      });
+    } else req.end(options.body);
+  });
+}
+
+/** Resolves true when a connection to the socket at `path` is accepted. */
+function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(path);
+    s.on('connect', () => (s.destroy(), resolve(true)));
+    s.on('error', () => resolve(false));
+  });
+}
+
+/** A server of the test's own on the socket at `path`: another process's socket. */
+async function otherListener(path: string): Promise<Server> {
+  const server = createServer((s) => s.end());
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  return server;
+}
+
+const SECRET = 'socket-secret-3f9c';
+const mode = (path: string): string => (lstatSync(path).mode & 0o777).toString(8).padStart(4, '0');
+
+const shared = socketPath();
+const it = sharedStack({ mock: { tokenTtlS: 600 }, env: { LISTEN_SOCKET: shared, ACCESS_LOG: 'true' } });
+
+describe('the proxy listener on a Unix socket', () => {
+  it.skipIf(lacks('curl'))(
+    `serves curl --unix-socket with the configured token${skipNote('curl')}`,
+    async ({ shared: { gateway, clientId } }) => {
+      const before = gateway.apiRequests.length;
+      const out = await run('curl', ['-s', '-w', '\\n%{http_code}', '--unix-socket', shared, 'http://localhost/api/v1/tickets']);
+      const [body, status] = out.split('\n');
+      expect(status).toBe('200');
+      expect(JSON.parse(body!)).toMatchObject({ workspace: clientId });
+      expect(gateway.apiRequests.slice(before).map((r) => r.headers.authorization)).toEqual([expect.stringMatching(/^Bearer /)]);
+    },
+  );
+
+  it("serves Node's http client given a socketPath", async ({ shared: { proxy, clientId } }) => {
+    expect(proxy.proxySocket).toBe(shared);
+    const answer = await viaSocket(shared, '/api/v1/tickets');
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toMatchObject({ workspace: clientId });
+  });
+
+  it.skipIf(lacks('python3'))(
+    `serves Python's http.client over a connected AF_UNIX socket, two requests on one connection${skipNote('python3')}`,
+    async ({ shared: { gateway, clientId } }) => {
+      const script = [
+        'import http.client, json, socket, sys',
+        'class UnixConnection(http.client.HTTPConnection):',
+        '    def __init__(self, path):',
+        '        super().__init__("localhost")',
+        '        self.unix_path = path',
+        '    def connect(self):',
+        '        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)',
+        '        self.sock.connect(self.unix_path)',
+        'c = UnixConnection(sys.argv[1])',
+        'out = []',
+        'for _ in range(2):',
+        '    c.request("GET", "/api/v1/tickets")',
+        '    r = c.getresponse()',
+        '    out.append([r.status, json.loads(r.read())["workspace"], r.getheader("ETag")])',
+        'print(json.dumps(out))',
+      ].join('\n');
+      const connectionsBefore = gateway.apiRequests.length;
+      const out = JSON.parse(await run('python3', ['-c', script, shared])) as unknown[];
+      expect(out).toEqual([
+        [200, clientId, '"tickets-v1"'],
+        [200, clientId, '"tickets-v1"'],
+      ]);
+      expect(gateway.apiRequests.length - connectionsBefore).toBe(2);
+    },
+  );
+
+  it('refuses what it refuses on TCP, each with its problem', async () => {
+    const cases: [string, number, string][] = [
+      ['GET /elsewhere HTTP/1.1\r\nHost: x\r\n\r\n', 404, 'not_proxied'],
+      ['GET /api/v1/oauth2/token HTTP/1.1\r\nHost: x\r\n\r\n', 404, 'not_proxied'],
+      ['GET /api/v1/%2e%2e/x HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'bad_path'],
+      ['TRACE /api/v1/tickets HTTP/1.1\r\nHost: x\r\n\r\n', 405, 'method_not_allowed'],
+      ['CONNECT gw.example:443 HTTP/1.1\r\nHost: gw.example:443\r\n\r\n', 405, 'method_not_allowed'],
+      ['GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n', 501, 'upgrade_not_supported'],
+      [`GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+      ['GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'bad_request'],
+    ];
+    for (const [raw, status, code] of cases) {
+      const res = await rawRequest(shared, raw);
+      expect(statuses(res), raw.split('\r\n')[0]).toEqual([status]);
+      expect(JSON.parse(rawBody(res))).toMatchObject({ status, code });
+    }
+  });
+
+  it('answers a pipeline in order, and forwards nothing pipelined after Connection: close', async ({ shared: { gateway } }) => {
+    const one = 'GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\n\r\n';
+    expect(
+      statuses(await rawUntilClose(shared, `${one}${one}GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)),
+    ).toEqual([200, 200, 200]);
+    const before = gateway.apiRequests.length;
+    const closed = await rawUntilClose(
+      shared,
+      'GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /api/v1/tickets?pipelined HTTP/1.1\r\nHost: x\r\n\r\n',
+    );
+    expect(statuses(closed)).toEqual([200]);
+    expect(gateway.apiRequests.slice(before).map((r) => r.url)).toEqual(['/api/v1/tickets']);
+  });
+
+  it('answers Expect: 100-continue and streams the body on', async () => {
+    const body = Buffer.alloc(300_000, 7);
+    const answer = await viaSocket(shared, '/api/v1/upload', {
+      method: 'POST',
+      headers: { expect: '100-continue', 'content-type': 'application/octet-stream', 'content-length': String(body.length) },
+      body,
+    });
+    expect(answer.continued).toBe(true);
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toMatchObject({ length: body.length });
+  });
+
+  it('aborts the upstream request when the caller goes away', async ({ shared: { gateway } }) => {
+    const before = gateway.apiRequests.length;
+    const req = httpRequest({ socketPath: shared, path: '/api/v1/hang' });
+    req.on('error', () => {});
+    req.end();
+    await pollUntil(() => gateway.apiRequests.slice(before).some((r) => r.url === '/api/v1/hang'), { timeoutMs: 5000 });
+    req.destroy();
+    await pollUntil(() => gateway.apiRequests.slice(before).some((r) => r.url === '/api/v1/hang' && r.aborted), { timeoutMs: 5000 });
+  });
+
+  it("rewrites a Location into the gateway to an absolute path, whatever the caller's Host, and leaves others alone", async ({
+    shared: { gateway },
+  }) => {
+    const inside = `/api/v1/redirect?to=${encodeURIComponent(`${gateway.url}/api/v1/tickets?page=2`)}`;
+    // curl and requests-unixsocket send Host: localhost, which names no way back to the socket.
+    const withHost = await viaSocket(shared, inside, { headers: { host: 'localhost' } });
+    expect(withHost.status).toBe(302);
+    expect(withHost.headers.location).toBe('/api/v1/tickets?page=2');
+    const withoutHost = await rawRequest(shared, `GET ${inside} HTTP/1.0\r\n\r\n`);
+    expect(withoutHost).toMatch(/^HTTP\/1\.1 302 /);
+    expect(withoutHost).toMatch(/\r\nlocation: \/api\/v1\/tickets\?page=2\r\n/i);
+    const outside = await viaSocket(shared, `/api/v1/redirect?to=${encodeURIComponent('https://elsewhere.example/x')}`);
+    expect(outside.headers.location).toBe('https://elsewhere.example/x');
+  });
+
+  it('writes its access log line as on TCP, with no peer address', async ({ shared: { proxy } }) => {
+    await viaSocket(shared, '/api/v1/tickets?q=secret-query');
+    const line = await proxy.waitForLog((l) => l.msg === 'request' && l.path === '/api/v1/tickets' && l.status === 200, 5000);
+    expect(Object.keys(line).filter((k) => /addr|peer|remote|ip|port/i.test(k))).toEqual([]);
+    expect(JSON.stringify(proxy.lines())).not.toContain('secret-query');
+  });
+});
+
+describe('the socket file', () => {
+  // The proxy started under a umask that takes nothing away: a socket bound at its path would be 0777.
+  const UMASK_000 = ['sh', '-c', 'umask 000; exec "$0" "$@"'];
+
+  test('has mode 0660 by default, even under umask 000, and leaves nothing else in its directory', async ({ stack }) => {
+    const path = socketPath();
+    const { proxy } = await stack({ env: { LISTEN_SOCKET: path }, wrap: UMASK_000 });
+    expect(lstatSync(path).isSocket()).toBe(true);
+    expect(mode(path)).toBe('0660');
+    expect(readdirSync(join(path, '..'))).toEqual([basename(path)]);
+    expect(proxy.lines().find((l) => l.msg === 'listeners up')?.proxy).toEqual({ socket: path, mode: '0660' });
+  });
+
+  test('has the mode LISTEN_SOCKET_MODE gives, and a mode open to every user is warned of', async ({ stack }) => {
+    const own = socketPath();
+    await stack({ env: { LISTEN_SOCKET: own, LISTEN_SOCKET_MODE: '600' }, wrap: UMASK_000 });
+    expect(mode(own)).toBe('0600');
+    const open = socketPath();
+    const { proxy } = await stack({ env: { LISTEN_SOCKET: open, LISTEN_SOCKET_MODE: '0666' } });
+    expect(mode(open)).toBe('0666');
+    expect(proxy.lines().find((l) => l.msg?.startsWith('the proxy socket lets every local user connect'))).toMatchObject({
+      levelName: 'warn',
+      socket: open,
+      mode: '0666',
+    });
+  });
+
+  test('left by a proxy killed with SIGKILL is replaced by the next proxy on the same path', async ({ stack, mock }) => {
+    const path = socketPath();
+    const gateway = await mock({ clients: { client: SECRET } });
+    const first = await stack({ gateway, secret: SECRET, env: { LISTEN_SOCKET: path } });
+    expect(await first.proxy.stop('SIGKILL')).toMatchObject({ signal: 'SIGKILL' });
+    expect(lstatSync(path).isSocket()).toBe(true);
+    expect(await answers(path)).toBe(false);
+    const second = await stack({ gateway, secret: SECRET, env: { LISTEN_SOCKET: path } });
+    expect(second.proxy.lines().some((l) => l.msg?.startsWith('LISTEN_SOCKET: replaced a socket no process answered on'))).toBe(true);
+    expect((await viaSocket(path, '/api/v1/tickets')).status).toBe(200);
+    expect(mode(path)).toBe('0660');
+  });
+
+  test('is removed at shutdown once the listener closes, while an in-flight request still finishes', async ({ stack }) => {
+    const path = socketPath();
+    const { proxy, gateway } = await stack({ env: { LISTEN_SOCKET: path, SHUTDOWN_DELAY_S: '1' } });
+    const inflight = viaSocket(path, '/api/v1/slow?ms=1500');
+    await pollUntil(() => gateway.apiRequests.some((r) => r.url.includes('/slow')), { timeoutMs: 5000 });
+    proxy.child.kill('SIGTERM');
+    await proxy.waitForLog((l) => l.msg?.startsWith('shutdown started') === true, 5000);
+    // Still serving through the delay, on the same file.
+    expect((await viaSocket(path, '/api/v1/tickets')).status).toBe(200);
+    await proxy.waitForLog((l) => l.msg?.startsWith('listeners closed') === true, 5000);
+    expect(existsSync(path)).toBe(false);
+    expect((await inflight).status).toBe(200);
+    expect(await proxy.waitForExit(10_000)).toMatchObject({ code: 0 });
+  });
+
+  test("is left in place at shutdown when another process's socket has taken the path", async ({ stack }) => {
+    const path = socketPath();
+    const { proxy } = await stack({ env: { LISTEN_SOCKET: path } });
+    rmSync(path);
+    const other = await otherListener(path);
+    try {
+      expect(await proxy.stop()).toMatchObject({ code: 0 });
+      expect(proxy.lines().some((l) => l.msg === 'LISTEN_SOCKET is another file now: left in place')).toBe(true);
+      expect(await answers(path)).toBe(true);
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
+});
+
+describe('what LISTEN_SOCKET refuses at start (exit 2, naming it)', () => {
+  /** Runs the proxy on `path` against `gateway` to its refusal. */
+  const refusal = (gateway: string, env: Record<string, string>) =>
+    runCli([], { BASE_URL: gateway, CLIENT_ID: 'c', CLIENT_SECRET: 's', ADMIN_PORT: '0', ...env });
+
+  test('a regular file, left untouched', async ({ mock }) => {
+    const gateway = await mock();
+    const path = socketPath();
+    writeFileSync(path, 'keep me');
+    const out = await refusal(gateway.url, { LISTEN_SOCKET: path });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain(`LISTEN_SOCKET ${path} exists and is a regular file, not a socket`);
+    expect(readFileSync(path, 'utf8')).toBe('keep me');
+    // Refused before the token fetch: the identity provider was not asked.
+    expect(gateway.tokenRequests).toEqual([]);
+  });
+
+  test('a socket another process answers on, which goes on answering', async ({ mock }) => {
+    const gateway = await mock();
+    const path = socketPath();
+    const other = await otherListener(path);
+    try {
+      const out = await refusal(gateway.url, { LISTEN_SOCKET: path });
+      expect(out.code).toBe(2);
+      expect(out.stderr).toContain(`LISTEN_SOCKET ${path} is in use: another process answers on it`);
+      expect(await answers(path)).toBe(true);
+      expect(gateway.tokenRequests).toEqual([]);
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
+
+  test.for([
+    ['a directory', (path: string) => mkdirSync(path), 'is a directory: LISTEN_SOCKET names the socket file itself'],
+    ['a symbolic link', (path: string) => symlinkSync(join(dir, 'elsewhere.sock'), path), 'is a symbolic link'],
+    ['a path in a directory that does not exist', (path: string) => rmSync(join(path, '..'), { recursive: true }), 'does not exist'],
+  ] as const)('%s', async ([, prepare, message]) => {
+    const path = socketPath();
+    prepare(path);
+    const out = await refusal('http://127.0.0.1:9', { LISTEN_SOCKET: path });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain(`LISTEN_SOCKET ${path} `);
+    expect(out.stderr).toContain(message);
+  });
+
+  test('a path longer than a socket address holds, with the limit', async () => {
+    const path = join(dir, 'x'.repeat(120));
+    const out = await refusal('http://127.0.0.1:9', { LISTEN_SOCKET: path });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain(`LISTEN_SOCKET is ${Buffer.byteLength(path)} bytes long: a Unix socket path holds at most 107 bytes here`);
+  });
+
+  test('LISTEN_SOCKET beside LISTEN_HOST and LISTEN_PORT, naming each, and a mode without a socket', async () => {
+    const both = await refusal('http://127.0.0.1:9', { LISTEN_SOCKET: socketPath(), LISTEN_HOST: '127.0.0.1', LISTEN_PORT: '8180' });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain(
+      'LISTEN_SOCKET and LISTEN_HOST are both set (LISTEN_SOCKET from the environment, LISTEN_HOST from the environment)',
+    );
+    expect(both.stderr).toContain('LISTEN_SOCKET and LISTEN_PORT are both set');
+    const modeAlone = await refusal('http://127.0.0.1:9', { LISTEN_SOCKET_MODE: '0600', LISTEN_PORT: '0' });
+    expect(modeAlone.code).toBe(2);
+    expect(modeAlone.stderr).toContain('LISTEN_SOCKET_MODE is set without LISTEN_SOCKET');
+  });
+});
