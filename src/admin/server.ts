@@ -5,8 +5,14 @@ import { NotProxiedError, MethodNotAllowedError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
 import { sendProblem } from '../core/problem.js';
 
-/** Why the proxy is not ready, or undefined when it is. */
-export type ReadinessCheck = () => string | undefined;
+/** Whether the proxy is ready, and why not, or why it is ready all the same (`READINESS=started` without a token). */
+export interface ReadinessState {
+  readonly ready: boolean;
+  readonly reason?: string;
+}
+
+/** The readiness now, as `/readyz` answers it. */
+export type ReadinessCheck = () => ReadinessState;
 
 export interface AdminOptions {
   registry: Registry;
@@ -34,9 +40,8 @@ export function createAdminServer(options: AdminOptions): Server {
         json(res, 200, { status: 'ok' });
         return;
       case '/readyz': {
-        const reason = readiness();
-        if (reason === undefined) json(res, 200, { status: 'ready' });
-        else json(res, 503, { status: 'not_ready', reason });
+        const { ready, reason } = readiness();
+        json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', ...(reason === undefined ? {} : { reason }) });
         return;
       }
       case '/metrics':

@@ -18,8 +18,8 @@ import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
 import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/client-auth/index.js';
 import type { TokenEndpoint } from '../token/discovery/index.js';
-import type { TokenSource } from '../token/token-source.js';
 import { listen } from './listen.js';
+import { Readiness } from './readiness.js';
 import { shutdown, type Stop, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
 import { openTokenStore } from './token-store.js';
@@ -47,12 +47,6 @@ export interface App {
   readonly adminAddress: AddressInfo;
   /** Graceful shutdown (docs/operations.md, "Shutdown"); resolves with the exit status. */
   shutdown(): Promise<number>;
-}
-
-/** Where the process is in its life, as `/readyz` tells it. */
-interface Phase {
-  listening: boolean;
-  stopping: boolean;
 }
 
 /** Builds the parts from the configuration, wires them, and opens both listeners. */
@@ -102,9 +96,9 @@ export async function startApp(deps: AppDeps): Promise<App> {
     log,
     listenOrigin: listenOrigin(config),
   });
-  const phase: Phase = { listening: false, stopping: false };
+  const readiness = new Readiness(config.readiness, configured, endpoint);
   const proxyServer = createProxyServer({ forward, recorder, log, maxHeaderBytes: config.maxHeaderBytes });
-  const adminServer = createAdminServer({ registry, log, readiness: () => notReadyReason(phase, configured, endpoint) });
+  const adminServer = createAdminServer({ registry, log, readiness: readiness.check });
 
   let socketFile: SocketFile | undefined;
   let proxyAddress: AddressInfo | string;
@@ -137,7 +131,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   // Pass-through credentials only: no token is fetched at start, but an issuer's metadata is read
   // then all the same, so its warnings come at start and the first caller does not wait for it.
   if (configured === undefined) readEndpointAtStart(endpoint, log);
-  phase.listening = true;
+  readiness.listen();
   stops.add(releaseMemoryAfterBursts(proxyServer, clock, log));
   announce(config, endpoint, log, proxyAddress, adminAddress);
 
@@ -151,28 +145,13 @@ export async function startApp(deps: AppDeps): Promise<App> {
         timeoutS: config.shutdownTimeoutS,
         clock,
         log,
-        onBegin: () => {
-          phase.stopping = true;
-        },
+        onBegin: () => readiness.stop(),
         onListenersClosed: async () => {
           await socketFile?.remove().catch((err: unknown) => log.warn({ err }, 'LISTEN_SOCKET could not be removed'));
         },
         onClosed: () => stops.stopAll(),
       }),
   };
-}
-
-/** Why the proxy is not ready, or undefined when it is: listening, not stopping, a token held. */
-function notReadyReason(phase: Phase, configured: TokenSource | undefined, endpoint: TokenEndpoint): string | undefined {
-  if (phase.stopping) return 'shutting down';
-  if (!phase.listening) return 'starting';
-  if (configured !== undefined && configured.current() === undefined) {
-    const last = configured.lastError;
-    if (last === undefined) return 'no valid token yet';
-    const failure = describeFetchFailure(last, endpoint);
-    return `no valid token (last fetch: ${failure.outcome}: ${failure.text})`;
-  }
-  return undefined;
 }
 
 /**

@@ -26,6 +26,16 @@ export const DPOP_ALGS = ['ES256', 'ES384', 'EdDSA', 'PS256', 'PS384', 'PS512', 
 /** One of {@link DPOP_ALGS}. */
 export type DpopAlg = (typeof DPOP_ALGS)[number];
 
+/**
+ * What `/readyz` waits for (`READINESS`): `token`, a valid token held now; `started`, the first
+ * token held once, so that a sidecar's pod stays in its Service through an identity-provider
+ * outage (docs/operations.md, "The admin listener").
+ */
+export const READINESS_MODES = ['token', 'started'] as const;
+
+/** One of {@link READINESS_MODES}. */
+export type Readiness = (typeof READINESS_MODES)[number];
+
 /** The proxy's settings, parsed once and frozen. See `config/ticket-auth-proxy.example.yaml`. */
 export interface Config {
   readonly baseUrl: string;
@@ -42,6 +52,8 @@ export interface Config {
   readonly listenSocketMode: string;
   readonly adminHost: string;
   readonly adminPort: number;
+  /** What `/readyz` waits for: a valid token held now, or the first token held once. */
+  readonly readiness: Readiness;
   readonly configFile: string | undefined;
   /** The token endpoint: `TOKEN_URL`, or the gateway's own; undefined when `ISSUER_URL`'s metadata names it. */
   readonly tokenUrl: string | undefined;
@@ -138,6 +150,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'LISTEN_SOCKET_MODE', key: 'listenSocketMode', kind: { type: 'mode' }, default: '0660' },
   { env: 'ADMIN_HOST', key: 'adminHost', kind: { type: 'host' }, default: '0.0.0.0' },
   { env: 'ADMIN_PORT', key: 'adminPort', kind: { type: 'port' }, default: 8181 },
+  { env: 'READINESS', key: 'readiness', kind: { type: 'enum', values: READINESS_MODES }, default: 'token' },
   { env: 'CONFIG_FILE', key: 'configFile', kind: { type: 'path' }, envOnly: true },
   { env: 'TOKEN_URL', key: 'tokenUrl', kind: { type: 'url' } },
   { env: 'ISSUER_URL', key: 'issuerUrl', kind: { type: 'url' } },

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { Readiness } from '../../src/app/readiness.js';
+import type { Readiness as ReadinessMode } from '../../src/config/config.js';
+import { TokenFetchError } from '../../src/token/errors.js';
+import { TokenSource } from '../../src/token/token-source.js';
+import { FakeClock, settle } from '../helpers/fake-clock.js';
+import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
+
+const TOKEN_URL = 'https://idp.example/token';
+const LIFETIME = 100_000;
+const unreachable = () => new TokenFetchError('network_error', 'token endpoint idp.example:443 unreachable (ECONNREFUSED)');
+
+/** A configured credential's source, started, and the readiness over it with both listeners up. */
+function setup(mode: ReadinessMode) {
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const fetcher = new FakeFetcher(clock);
+  const source = new TokenSource({
+    label: 'configured',
+    credential: { clientId: 'app', clientSecret: 's' },
+    fetchToken: fetcher.fetchToken,
+    clock,
+    // Half of each backoff step: a failing fetch is retried later, not at once.
+    random: () => 0.5,
+    refreshRatio: 0.8,
+    waitTimeoutMs: 5_000,
+    log: new FakeLog(),
+  });
+  const readiness = new Readiness(mode, source, TOKEN_URL);
+  return { clock, fetcher, source, readiness };
+}
+
+describe('readiness', () => {
+  it.each(['token', 'started'] as const)('with READINESS=%s: not ready while starting and before the first token', async (mode) => {
+    const t = setup(mode);
+    expect(t.readiness.check()).toEqual({ ready: false, reason: 'starting' });
+    t.readiness.listen();
+    t.source.start();
+    await settle();
+    expect(t.readiness.check()).toEqual({ ready: false, reason: 'no valid token yet' });
+    t.fetcher.last.fail(unreachable());
+    await settle();
+    expect(t.readiness.check()).toMatchObject({
+      ready: false,
+      reason: expect.stringMatching(/^no valid token \(last fetch: network_error: /),
+    });
+    t.source.stop();
+  });
+
+  it.each([
+    ['token', false],
+    ['started', true],
+  ] as const)(
+    'with READINESS=%s, once the token has expired while every fetch fails, is ready: %s, with the reason',
+    async (mode, readyAfter) => {
+      const t = setup(mode);
+      t.readiness.listen();
+      t.source.start();
+      await settle();
+      t.fetcher.last.succeed('tok', LIFETIME);
+      await settle();
+      expect(t.readiness.check()).toEqual({ ready: true });
+      t.fetcher.answer = () => unreachable();
+      await t.clock.advance(LIFETIME);
+      expect(t.source.current()).toBeUndefined();
+      const state = t.readiness.check();
+      expect(state).toMatchObject({ ready: readyAfter, reason: expect.stringMatching(/^no valid token \(last fetch: network_error: /) });
+      t.source.stop();
+    },
+  );
+
+  it.each(['token', 'started'] as const)('with READINESS=%s, is not ready from the moment shutdown begins', async (mode) => {
+    const t = setup(mode);
+    t.readiness.listen();
+    t.source.start();
+    await settle();
+    t.fetcher.last.succeed('tok', LIFETIME);
+    await settle();
+    t.readiness.stop();
+    expect(t.readiness.check()).toEqual({ ready: false, reason: 'shutting down' });
+    t.source.stop();
+  });
+
+  it('waits for no token with only pass-through credentials', () => {
+    const readiness = new Readiness('token', undefined, TOKEN_URL);
+    readiness.listen();
+    expect(readiness.check()).toEqual({ ready: true });
+  });
+});
