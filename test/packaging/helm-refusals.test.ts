@@ -396,6 +396,8 @@ function badValue(kind: (typeof SETTINGS)[number]['kind']): string | undefined {
       return kind.exclusive ? String(kind.max) : '-0.5';
     case 'port':
       return '70000';
+    case 'mode':
+      return '0999';
     case 'host':
       return 'not a host!';
     case 'bool':
@@ -448,8 +450,24 @@ describe('extraEnv values the proxy refuses at start', () => {
       ],
     ],
     ['an http: ISSUER_URL off loopback', [{ name: 'ISSUER_URL', value: 'http://idp.example/realms/tickets' }]],
+    ['a socket beside the TCP address the chart sets', [{ name: 'LISTEN_SOCKET', value: '/var/run/tap/proxy.sock' }]],
+    ['a socket path longer than a socket address holds', [{ name: 'LISTEN_SOCKET', value: `/var/run/${'x'.repeat(100)}.sock` }]],
+    ['a socket mode without a socket', [{ name: 'LISTEN_SOCKET_MODE', value: '0600' }]],
   ])('refuses %s', async (_name, extra) => {
     await expectRefusedLikeTheProxy({ extraEnv: extra }, Object.fromEntries(extra.map((e) => [e.name, e.value])));
+  });
+
+  it("refuses the sidecar's socket with a mode that lets no one connect, naming listenSocketMode", async () => {
+    const socket = { LISTEN_HOST: '', LISTEN_PORT: '', LISTEN_SOCKET: '/var/run/tap/proxy.sock', READINESS: 'started' };
+    const stderr = await expectRefusedLikeTheProxy(
+      { mode: 'sidecar', sidecar: { preview: true }, listenSocket: '/var/run/tap/proxy.sock', listenSocketMode: '0o444' },
+      { ...socket, LISTEN_SOCKET_MODE: '0o444' },
+    );
+    expect(stderr).toContain('listenSocketMode: LISTEN_SOCKET_MODE 0444 lets no one connect');
+    await expectAccepted(
+      { mode: 'sidecar', sidecar: { preview: true }, listenSocket: '/var/run/tap/proxy.sock', listenSocketMode: '0o600' },
+      { ...socket, LISTEN_SOCKET_MODE: '0o600' },
+    );
   });
 
   it('refuses a TOKEN_PARAMS field with an empty name, and only for that, as the proxy does', async () => {

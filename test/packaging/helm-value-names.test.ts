@@ -17,8 +17,13 @@ const chart = join(import.meta.dirname, '..', '..', 'helm', 'ticket-auth-proxy')
 const work = mkdtempSync(join(tmpdir(), 'tap-helm-names-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-/** Values passed on as a setting: a value to render with, the variable it must set, and what else it needs. */
-type SettingValue = [path: string, probe: string | number | boolean, env: string, needs?: Record<string, unknown>];
+/**
+ * Values passed on as a setting: a value to render with, the variable it must set, what else it
+ * needs, and the variables it replaces or brings along, when it does.
+ */
+type SettingValue = [path: string, probe: string | number | boolean, env: string, needs?: Record<string, unknown>, alsoChanges?: string[]];
+/** The sidecar as the preview Pod holds it, for the values that are the sidecar's alone. */
+const SIDECAR = { mode: 'sidecar', sidecar: { preview: true } };
 const SETTING_VALUES: SettingValue[] = [
   ['baseUrl', 'https://probe.example/gw', 'BASE_URL'],
   ['tokenUrl', 'https://idp.probe.example/token', 'TOKEN_URL'],
@@ -28,6 +33,9 @@ const SETTING_VALUES: SettingValue[] = [
   ['tokenAuthMethod', 'client_secret_basic', 'TOKEN_AUTH_METHOD'],
   ['listenPort', 9180, 'LISTEN_PORT'],
   ['adminPort', 9181, 'ADMIN_PORT'],
+  // The socket replaces the TCP address, and brings its mode.
+  ['listenSocket', '/var/run/probe/proxy.sock', 'LISTEN_SOCKET', SIDECAR, ['LISTEN_HOST', 'LISTEN_PORT', 'LISTEN_SOCKET_MODE']],
+  ['listenSocketMode', '0600', 'LISTEN_SOCKET_MODE', { ...SIDECAR, listenSocket: '/var/run/probe/proxy.sock' }],
   ['logLevel', 'debug', 'LOG_LEVEL'],
   ['accessLog', true, 'ACCESS_LOG'],
   ['shutdown.timeoutS', 21, 'SHUTDOWN_TIMEOUT_S'],
@@ -138,13 +146,15 @@ function merge(...parts: Record<string, unknown>[]): Record<string, unknown> {
 }
 
 let files = 0;
-/** The environment of the standalone proxy container rendered with `values`. */
+/** The environment of the proxy container rendered with `values`: the standalone one, or the sidecar preview's. */
 async function renderedEnv(values: Record<string, unknown>): Promise<Record<string, Obj>> {
   const file = join(work, `values-${files++}.yaml`);
   writeFileSync(file, JSON.stringify(values));
   const result = await helm(['template', 'rel', chart, '-f', file]);
   expect(result.stderr).toBe('');
-  return envOf(findKind(parseObjects(result.stdout), 'Deployment')!.spec.template.spec.containers[0]);
+  const objects = parseObjects(result.stdout);
+  const deployment = findKind(objects, 'Deployment');
+  return envOf(deployment ? deployment.spec.template.spec.containers[0] : findKind(objects, 'Pod')!.spec.initContainers[0]);
 }
 
 describe("the chart's values", () => {
@@ -155,12 +165,12 @@ describe("the chart's values", () => {
     expect(leaves(values, listed).filter((path) => !listed.has(path))).toEqual([]);
   });
 
-  it.each(SETTING_VALUES)('pass %s on as the setting it is named after (%s sets only %s)', async (path, probe, name, needs = {}) => {
+  it.each(SETTING_VALUES)('pass %s on as the setting it is named after (%s sets %s)', async (path, probe, name, needs = {}, also = []) => {
     const base = { baseUrl: 'https://tickets.example.com', existingSecret: 'creds' };
     const before = await renderedEnv(merge(base, needs));
     const after = await renderedEnv(merge(base, needs, nested(path, probe)));
     const changed = Object.keys({ ...before, ...after }).filter((v) => JSON.stringify(before[v]) !== JSON.stringify(after[v]));
-    expect(changed).toEqual([name]);
+    expect(changed.sort()).toEqual([name, ...also].sort());
     expect(after[name]!.value).toBe(String(probe));
   });
 

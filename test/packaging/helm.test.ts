@@ -33,8 +33,29 @@ async function renderError(args: string[]): Promise<string> {
   return result.stderr;
 }
 
+/** Where the proxy runs: its own pods, or beside an app. */
+type Form = 'standalone' | 'sidecar';
+
+/**
+ * The readiness a form runs with: a standalone proxy is ready while it holds a token; a sidecar
+ * (READINESS=started) once it has held one, its app started then through the startup probe.
+ */
+function expectReadiness(container: Obj, form: Form): void {
+  expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+  expect(container.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
+  if (form === 'standalone') {
+    expect(env(container).READINESS).toBeUndefined();
+    expect(container.startupProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
+  } else {
+    expect(env(container).READINESS.value).toBe('started');
+    expect(container.startupProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+    // An identity provider down as the pod starts gets minutes, not seconds, before a restart.
+    expect(container.startupProbe.periodSeconds * container.startupProbe.failureThreshold).toBeGreaterThanOrEqual(300);
+  }
+}
+
 /** What every proxy container must be, from the chart or the plain manifest. */
-function expectHardenedProxy(container: Obj, volumes: Obj[]): void {
+function expectHardenedProxy(container: Obj, volumes: Obj[], form: Form): void {
   expect(container.securityContext).toEqual({
     runAsNonRoot: true,
     runAsUser: 65532,
@@ -49,9 +70,7 @@ function expectHardenedProxy(container: Obj, volumes: Obj[]): void {
   // The kubelet probes the pod's address, an IPv6 one on an IPv6-only cluster: the admin listener
   // takes both families (and falls back to IPv4 alone where the node has no IPv6).
   expect(env(container).ADMIN_HOST.value).toBe('::');
-  expect(container.startupProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
-  expect(container.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'admin' });
-  expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+  expectReadiness(container, form);
 
   const vars = env(container);
   for (const name of Object.keys(vars)) expect(KNOWN_ENV, `${name} is not a setting the proxy reads`).toContain(name);
@@ -67,8 +86,8 @@ function expectHardenedProxy(container: Obj, volumes: Obj[]): void {
 }
 
 /** What the chart's proxy container is, whatever the mode. */
-function expectSecureProxy(container: Obj, volumes: Obj[]): void {
-  expectHardenedProxy(container, volumes);
+function expectSecureProxy(container: Obj, volumes: Obj[], form: Form): void {
+  expectHardenedProxy(container, volumes, form);
   const ports = Object.fromEntries(container.ports.map((p: Obj) => [p.name, p.containerPort]));
   expect(ports).toEqual({ proxy: 8180, admin: 8181 });
   expect(env(container).LISTEN_PORT.value).toBe('8180');
@@ -105,6 +124,7 @@ describe('the chart', () => {
         'standalone-all-options-values.yaml',
         'secretless-values.yaml',
         'dpop-values.yaml',
+        'sidecar-socket-values.yaml',
       ]),
     );
   });
@@ -143,7 +163,7 @@ describe('standalone mode', () => {
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
     const [container] = pod.containers;
-    expectSecureProxy(container, pod.volumes);
+    expectSecureProxy(container, pod.volumes, 'standalone');
     // The Service sends the pod's IPv4 or IPv6 address: the listener takes both.
     expect(env(container).LISTEN_HOST.value).toBe('::');
     expect(env(container).BASE_URL.value).toBe('https://tickets.example.com');
@@ -265,7 +285,7 @@ describe('production networks (docs/networks-and-authentication.md)', () => {
     for (const o of objects) validateObject(o);
     const pod = find(objects, 'Deployment')!.spec.template.spec;
     const proxy = pod.containers[0];
-    expectSecureProxy(proxy, pod.volumes);
+    expectSecureProxy(proxy, pod.volumes, 'standalone');
     expect(expectMounted(proxy, pod.volumes, 'CA_FILE').configMap.name).toBe('corp-root-ca');
     expect(expectMounted(proxy, pod.volumes, 'TLS_CLIENT_CERT_FILE').secret.secretName).toBe('ticket-auth-proxy-client');
     expect(expectMounted(proxy, pod.volumes, 'TLS_CLIENT_KEY_FILE').secret.secretName).toBe('ticket-auth-proxy-client');
@@ -309,7 +329,7 @@ describe('DPoP (docs/networks-and-authentication.md, "DPoP with Helm")', () => {
     for (const o of objects) validateObject(o);
     const pod = find(objects, 'Deployment')!.spec.template.spec;
     const proxy = pod.containers[0];
-    expectSecureProxy(proxy, pod.volumes);
+    expectSecureProxy(proxy, pod.volumes, 'standalone');
     expect(env(proxy)).toMatchObject({ DPOP: { value: 'required' }, DPOP_ALG: { value: 'ES256' } });
     expectDpopKey(proxy, pod.volumes, 'ticket-auth-proxy-dpop-key', 'tls.key');
   });
@@ -508,6 +528,31 @@ describe('values.schema.json and the chart refuse bad values, naming them', () =
       [...base, '--set', 'baseUrl=https://x.example', '--set', 'auth.serviceAccountToken.assertionType=urn:x'],
       /at '\/auth\/serviceAccountToken\/assertionType': value must be 'renamed to clientAssertionType/,
     ],
+    [
+      'a socket in standalone mode, which serves other pods over TCP',
+      [...base, '--set', 'baseUrl=https://x.example', '--set', 'listenSocket=/var/run/tap/proxy.sock'],
+      /at '\/listenSocket': value must be 'empty in mode: standalone \(other pods reach the proxy through its Service, over TCP\): a socket is for mode: sidecar'/,
+    ],
+    [
+      "a socket path that is not absolute or has no directory of its own for the chart's volume",
+      [...base, '--set', 'baseUrl=https://x.example', '--set', 'mode=sidecar', '--set', 'listenSocket=proxy.sock'],
+      /at '\/listenSocket': value must be 'an absolute path to the socket file in a directory of its own/,
+    ],
+    [
+      'a socket mode YAML read as a number',
+      [
+        ...base,
+        '--set',
+        'baseUrl=https://x.example',
+        '--set',
+        'mode=sidecar',
+        '--set',
+        'listenSocket=/run/tap/p.sock',
+        '--set',
+        'listenSocketMode=660',
+      ],
+      /at '\/listenSocketMode': value must be 'an octal file mode as a string, such as "0660": in quotes in YAML/,
+    ],
     ['an unknown key', [...base, '--set', 'baseUrl=https://x.example', '--set', 'replicas=3'], /replicas/],
     ['an unknown log level', [...base, '--set', 'baseUrl=https://x.example', '--set', 'logLevel=loud'], /logLevel/],
     [
@@ -557,7 +602,7 @@ describe('sidecar mode, through a parent chart', () => {
     for (const o of objects) validateObject(o);
     const pod = find(objects, 'Deployment')!.spec.template.spec;
     const sidecar = pod.initContainers.find((c: Obj) => c.name === 'ticket-auth-proxy');
-    expectSecureProxy(sidecar, pod.volumes);
+    expectSecureProxy(sidecar, pod.volumes, 'sidecar');
     expect(expectMounted(sidecar, pod.volumes, 'CA_FILE').secret.secretName).toBe('corp-ca');
     expect(expectMounted(sidecar, pod.volumes, 'TLS_CLIENT_KEY_FILE').secret.secretName).toBe('client-tls');
     expect(env(sidecar).HTTPS_PROXY.value).toBe('http://proxy.corp:3128');
@@ -602,7 +647,7 @@ describe('sidecar mode, through a parent chart', () => {
     for (const o of objects) validateObject(o);
     const pod = find(objects, 'Deployment')!.spec.template.spec;
     const sidecar = pod[list].find((c: Obj) => c.name === 'ticket-auth-proxy');
-    expectSecureProxy(sidecar, pod.volumes);
+    expectSecureProxy(sidecar, pod.volumes, 'sidecar');
     expect(env(sidecar)).toMatchObject({ DPOP: { value: 'on' }, DPOP_ALG: { value: 'EdDSA' } });
     expectDpopKey(sidecar, pod.volumes, 'app-dpop-key', 'dpop-key.pem');
   });
@@ -620,7 +665,7 @@ describe('sidecar mode, through a parent chart', () => {
     const sidecar = pod.initContainers.find((c: Obj) => c.name === 'ticket-auth-proxy');
     expect(sidecar.restartPolicy).toBe('Always');
     expect(pod.containers.map((c: Obj) => c.name)).toEqual(['legacy-app']);
-    expectSecureProxy(sidecar, pod.volumes);
+    expectSecureProxy(sidecar, pod.volumes, 'sidecar');
     expect(env(sidecar).LISTEN_HOST.value).toBe('127.0.0.1');
     expect(sidecar.image).toBe(
       `registry.example.invalid/ticket-auth-proxy:${/appVersion: "([^"]+)"/.exec(readFileSync(join(chart, 'Chart.yaml'), 'utf8'))![1]}`,
@@ -638,9 +683,49 @@ describe('sidecar mode, through a parent chart', () => {
     expect(pod.containers.map((c: Obj) => c.name)).toEqual(['legacy-app', 'ticket-auth-proxy']);
     const sidecar = pod.containers[1];
     expect(sidecar.restartPolicy).toBeUndefined();
-    expectSecureProxy(sidecar, pod.volumes);
+    expectSecureProxy(sidecar, pod.volumes, 'sidecar');
     expect(sidecar.lifecycle.preStop.sleep.seconds).toBe(5);
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownSeconds(sidecar));
+  });
+
+  it.each([
+    ['native', [], 'initContainers'],
+    ['classic', ['--set', 'ticket-auth-proxy.sidecar.native=false'], 'containers'],
+  ])('puts the %s sidecar on a Unix socket in a volume only it and the app mount, which the pod group owns', async (_form, args, list) => {
+    const path = '/var/run/ticket-auth-proxy/proxy.sock';
+    const objects = await render(['--set', `ticket-auth-proxy.listenSocket=${path}`, ...args], parentChart());
+    for (const o of objects) validateObject(o);
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    const sidecar = pod[list].find((c: Obj) => c.name === 'ticket-auth-proxy');
+    expectHardenedProxy(sidecar, pod.volumes, 'sidecar');
+    const vars = env(sidecar);
+    expect(vars.LISTEN_SOCKET.value).toBe(path);
+    expect(vars.LISTEN_SOCKET_MODE.value).toBe('0660');
+    expect([vars.LISTEN_HOST, vars.LISTEN_PORT]).toEqual([undefined, undefined]);
+    // No proxy port: nothing reaches the proxy but through the socket. The probes' port stays.
+    expect(sidecar.ports.map((p: Obj) => p.name)).toEqual(['admin']);
+    const app = pod.containers.find((c: Obj) => c.name === 'legacy-app');
+    const socketMount = { name: 'ticket-auth-proxy-socket', mountPath: '/var/run/ticket-auth-proxy' };
+    expect(sidecar.volumeMounts).toContainEqual(socketMount);
+    expect(app.volumeMounts).toEqual([socketMount]);
+    expect(pod.volumes.find((v: Obj) => v.name === socketMount.name).emptyDir).toBeDefined();
+    // The volume's group, which every container of the pod joins: the app's user opens the 0660 socket.
+    expect(pod.securityContext.fsGroup).toEqual(expect.any(Number));
+    expect(app.env).toEqual(
+      expect.arrayContaining([
+        { name: 'TICKETS_BASE_URL', value: 'http://localhost' },
+        { name: 'TICKETS_SOCKET', value: path },
+      ]),
+    );
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(shutdownSeconds(sidecar));
+  });
+
+  it('gives the app no socket, volume or pod group on loopback', async () => {
+    const pod = find(await render([], parentChart()), 'Deployment')!.spec.template.spec;
+    const app = pod.containers.find((c: Obj) => c.name === 'legacy-app');
+    expect(app.volumeMounts).toBeUndefined();
+    expect(pod.securityContext).toBeUndefined();
+    expect(pod.volumes.map((v: Obj) => v.name)).toEqual(['ticket-auth-proxy-credentials']);
   });
 
   it('mounts the Secret the dependency creates, and rolls the parent pods when it changes', async () => {
@@ -658,11 +743,39 @@ describe('sidecar mode, through a parent chart', () => {
     expect(secret.stringData).toEqual({ 'client-id': 'app', 'client-secret': 'one' });
     const template = find(objects, 'Deployment')!.spec.template;
     const sidecar = template.spec.initContainers[0];
-    expectSecureProxy(sidecar, template.spec.volumes);
+    expectSecureProxy(sidecar, template.spec.volumes, 'sidecar');
     expect(env(sidecar).CLIENT_ID.valueFrom.secretKeyRef.name).toBe(secret.metadata.name);
     const rotated = await render([...quickStart, '--set', 'ticket-auth-proxy.clientSecret=two'], parentChart());
     const checksum = (t: Obj): string => t.metadata.annotations['checksum/ticket-auth-proxy-secret'];
     expect(checksum(find(rotated, 'Deployment')!.spec.template)).not.toBe(checksum(template));
+  });
+});
+
+describe('the sidecar preview (sidecar.preview)', () => {
+  it('shows the sidecar on a Unix socket as a parent pod gets it, the socket mounted into the app', async () => {
+    const path = '/var/run/ticket-auth-proxy/proxy.sock';
+    const objects = await render(['-f', join(root, 'examples', 'helm', 'sidecar-preview-values.yaml'), '--set', `listenSocket=${path}`]);
+    for (const o of objects) validateObject(o);
+    const pod = find(objects, 'Pod')!.spec;
+    const [sidecar] = pod.initContainers;
+    expectHardenedProxy(sidecar, pod.volumes, 'sidecar');
+    expect(env(sidecar).LISTEN_SOCKET.value).toBe(path);
+    expect(pod.containers[0].volumeMounts).toEqual([{ name: 'ticket-auth-proxy-socket', mountPath: '/var/run/ticket-auth-proxy' }]);
+    expect(pod.securityContext.fsGroup).toEqual(expect.any(Number));
+  });
+
+  it.each([
+    ['a directory the chart mounts another volume at', '/var/run/secrets/ticket-auth-proxy/proxy.sock', 'listenSocket'],
+    ['a directory above one', '/var/run/secrets/proxy.sock', 'listenSocket'],
+  ])('refuses a socket in %s', async (_name, path, named) => {
+    const stderr = await renderError([
+      '-f',
+      join(root, 'examples', 'helm', 'sidecar-preview-values.yaml'),
+      '--set',
+      `listenSocket=${path}`,
+    ]);
+    expect(stderr).toContain(`ticket-auth-proxy: ${named}'s directory`);
+    expect(stderr).toContain('choose a directory of its own');
   });
 });
 
@@ -677,7 +790,7 @@ describe('the plain manifest for kubectl users', () => {
     expect(pod.initContainers.map((c: Obj) => c.name)).toEqual(['ticket-auth-proxy']);
     const sidecar = pod.initContainers[0];
     expect(sidecar.restartPolicy).toBe('Always');
-    expectHardenedProxy(sidecar, pod.volumes);
+    expectHardenedProxy(sidecar, pod.volumes, 'sidecar');
     // The proxy's defaults: loopback listener on 8180, which the app is pointed at.
     expect(env(sidecar).LISTEN_HOST.value).toBe('127.0.0.1');
     expect(env(sidecar).LISTEN_PORT).toBeUndefined();

@@ -145,9 +145,11 @@ imagePullPolicy: {{ $v.image.pullPolicy }}
 restartPolicy: Always
 {{- end }}
 ports:
+  {{- if not $v.listenSocket }}
   - name: proxy
     containerPort: {{ $v.listenPort }}
     protocol: TCP
+  {{- end }}
   - name: admin
     containerPort: {{ $v.adminPort }}
     protocol: TCP
@@ -195,6 +197,14 @@ env:
   - name: CLIENT_SECRET_FILE
     value: {{ include "ticket-auth-proxy.secretDir" $ctx }}/client-secret
   {{- end }}
+  {{- if $v.listenSocket }}
+  # A socket in a volume only the app's container shares: no other container of the pod can
+  # reach the credentials, as every one could on the pod's loopback.
+  - name: LISTEN_SOCKET
+    value: {{ $v.listenSocket | quote }}
+  - name: LISTEN_SOCKET_MODE
+    value: {{ $v.listenSocketMode | default "0660" | quote }}
+  {{- else }}
   # "::" takes IPv6 and IPv4 alike, so the Service (standalone) and the kubelet's probes reach the
   # proxy on IPv4, IPv6-only and dual-stack clusters; where a node has no IPv6 the proxy falls
   # back to 0.0.0.0 and says so. The sidecar's proxy listener stays on the pod's loopback.
@@ -202,6 +212,13 @@ env:
     value: {{ if eq $role "standalone" }}"::"{{ else }}"127.0.0.1"{{ end }}
   - name: LISTEN_PORT
     value: {{ $v.listenPort | quote }}
+  {{- end }}
+  {{- if ne $role "standalone" }}
+  # A sidecar's readiness is its pod's: once the first token is held, an identity-provider
+  # outage does not take the app out of its Service (requests get 503 token_unavailable).
+  - name: READINESS
+    value: "started"
+  {{- end }}
   - name: ADMIN_HOST
     value: "::"
   - name: ADMIN_PORT
@@ -249,6 +266,9 @@ volumeMounts:
   {{- with include "ticket-auth-proxy.tokenStoreMounts" $ctx | trim }}
   {{- . | nindent 2 }}
   {{- end }}
+  {{- with include "ticket-auth-proxy.sidecarSocketMount" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
 {{- if $preStopSleep }}
 lifecycle:
   preStop:
@@ -256,12 +276,23 @@ lifecycle:
     sleep:
       seconds: {{ $keepServing }}
 {{- end }}
+{{- if eq $role "standalone" }}
 startupProbe:
   httpGet:
     path: /livez
     port: admin
   periodSeconds: 1
   failureThreshold: 30
+{{- else }}
+# Started once the first token is held (READINESS=started): a native sidecar's app starts then.
+# Five minutes for an identity provider that is down as the pod starts, before a restart.
+startupProbe:
+  httpGet:
+    path: /readyz
+    port: admin
+  periodSeconds: 1
+  failureThreshold: 300
+{{- end }}
 livenessProbe:
   httpGet:
     path: /livez
@@ -308,10 +339,44 @@ For parent charts: the proxy as one entry of a pod's containers list: under init
 {{- ternary "true" "false" $v.sidecar.native -}}
 {{- end -}}
 
-{{/* For parent charts: the base URL the app calls the sidecar at, on the pod's loopback. */}}
+{{/* For parent charts: the base URL the app calls the sidecar at, on the pod's loopback; with
+     listenSocket, the URL a client that speaks HTTP over the socket uses (its host names nothing). */}}
 {{- define "ticket-auth-proxy.sidecarUrl" -}}
 {{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- if $v.listenSocket -}}
+http://localhost
+{{- else -}}
 http://127.0.0.1:{{ $v.listenPort }}
+{{- end -}}
+{{- end -}}
+
+{{/* For parent charts: the socket's path with listenSocket, else nothing. */}}
+{{- define "ticket-auth-proxy.sidecarSocket" -}}
+{{- (include "ticket-auth-proxy.values" . | fromYaml).listenSocket -}}
+{{- end -}}
+
+{{/* The directory of listenSocket, where its volume is mounted; refuses one the chart mounts another volume at. */}}
+{{- define "ticket-auth-proxy.socketDir" -}}
+{{- $dir := dir (include "ticket-auth-proxy.values" . | fromYaml).listenSocket -}}
+{{- range list (include "ticket-auth-proxy.secretDir" .) (include "ticket-auth-proxy.assertionDir" .) (include "ticket-auth-proxy.caDir" .) (include "ticket-auth-proxy.clientCertDir" .) (include "ticket-auth-proxy.dpopDir" .) (include "ticket-auth-proxy.tokenStoreDir" .) -}}
+{{- if or (eq $dir .) (hasPrefix (printf "%s/" $dir) .) (hasPrefix (printf "%s/" .) $dir) -}}
+{{- include "ticket-auth-proxy.fail" (printf "ticket-auth-proxy: listenSocket's directory %s overlaps %s, where the chart mounts another volume: choose a directory of its own, such as /var/run/ticket-auth-proxy" $dir .) -}}
+{{- end -}}
+{{- end -}}
+{{- $dir -}}
+{{- end -}}
+
+{{/*
+For parent charts: with listenSocket, the app container's volumeMounts entry for the socket's
+directory (the sidecar mounts the same volume there); nothing without. Usage:
+  volumeMounts:
+    {{- include "ticket-auth-proxy.sidecarSocketMount" . | nindent 4 }}
+*/}}
+{{- define "ticket-auth-proxy.sidecarSocketMount" -}}
+{{- if (include "ticket-auth-proxy.values" . | fromYaml).listenSocket -}}
+- name: ticket-auth-proxy-socket
+  mountPath: {{ include "ticket-auth-proxy.socketDir" . }}
+{{- end -}}
 {{- end -}}
 
 {{/* For parent charts: the volumes the sidecar mounts, as entries of a pod's volumes list. */}}
@@ -343,6 +408,14 @@ http://127.0.0.1:{{ $v.listenPort }}
 {{- include "ticket-auth-proxy.networkVolumes" . }}
 {{- include "ticket-auth-proxy.dpopVolumes" . }}
 {{- include "ticket-auth-proxy.tokenStoreVolumes" . }}
+{{- if (include "ticket-auth-proxy.values" . | fromYaml).listenSocket }}
+# The socket's directory, shared by the proxy and the app's container alone; the pod's fsGroup
+# owns it, so a 0660 socket opens to the app's user.
+- name: ticket-auth-proxy-socket
+  emptyDir:
+    medium: Memory
+    sizeLimit: 1Mi
+{{- end }}
 {{- end -}}
 
 {{/* Where the CA and the client certificate are mounted. */}}

@@ -18,8 +18,11 @@ CLIENT_SECRET_FILE: {type: path}
 ALLOW_INSECURE_HTTP: {type: bool}
 LISTEN_HOST: {type: host}
 LISTEN_PORT: {type: port}
+LISTEN_SOCKET: {type: path}
+LISTEN_SOCKET_MODE: {type: mode}
 ADMIN_HOST: {type: host}
 ADMIN_PORT: {type: port}
+READINESS: {type: enum, values: [token, started]}
 CONFIG_FILE: {type: path}
 TOKEN_URL: {type: url}
 ISSUER_URL: {type: url}
@@ -97,6 +100,10 @@ ACCESS_LOG: {type: bool}
 {{- end -}}
 {{- else if or (not $numeric) (lt $n (float64 $k.min)) -}}
 {{- $problem = printf "%s must be a number of at least %v%s" .name $k.min $got -}}
+{{- end -}}
+{{- else if eq $k.type "mode" -}}
+{{- if not (regexMatch "^(0[oO]?)?[0-7]{1,3}$" $s) -}}
+{{- $problem = printf "%s must be an octal file mode from 0000 to 0777, such as 0660%s" .name $got -}}
 {{- end -}}
 {{- else if eq $k.type "enum" -}}
 {{- if not (has $s $k.values) -}}
@@ -296,6 +303,34 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- else if ne $hasCert $hasKey -}}
 {{- $problems = append $problems (ternary "TLS_CLIENT_CERT_FILE is set without TLS_CLIENT_KEY_FILE: set both (certificate chain and key) or neither" "TLS_CLIENT_KEY_FILE is set without TLS_CLIENT_CERT_FILE: set both (certificate chain and key) or neither" $hasCert) -}}
 {{- end -}}
+{{- /* The proxy listener (checkListenerSettings in src/app/listener-settings.ts): a Unix socket or a
+       TCP address; a path a socket address holds (socketPathProblem in src/app/unix-socket.ts, on
+       Linux), with the private directory the socket is made in first; a mode someone may connect by. */ -}}
+{{- if hasKey $set "LISTEN_SOCKET" -}}
+{{- range list "LISTEN_HOST" "LISTEN_PORT" -}}
+{{- if hasKey $set . }}{{ $problems = append $problems (printf "LISTEN_SOCKET and %s are both set (LISTEN_SOCKET from the environment, %s from the environment): the proxy listener is a Unix socket (LISTEN_SOCKET) or a TCP address (LISTEN_HOST, LISTEN_PORT), not both; remove %s" . . .) }}{{ end -}}
+{{- end -}}
+{{- with index $out "LISTEN_SOCKET" -}}
+{{- $dir := dir . -}}
+{{- if hasSuffix "/" . -}}
+{{- $problems = append $problems (printf "LISTEN_SOCKET names a directory (%s): it names the socket file itself, e.g. %sproxy.sock" . .) -}}
+{{- else if gt (len .) 107 -}}
+{{- $problems = append $problems (printf "LISTEN_SOCKET is %d bytes long: a Unix socket path holds at most 107 bytes here; choose a shorter path" (len .)) -}}
+{{- else if gt (add (len $dir) 10) 107 -}}
+{{- $problems = append $problems (printf "LISTEN_SOCKET's directory is too long: the socket is made in a private directory beside its path first (%d bytes in all), and a Unix socket path holds at most 107 bytes here; choose a shorter directory" (add (len $dir) 10)) -}}
+{{- end -}}
+{{- end -}}
+{{- with index $out "LISTEN_SOCKET_MODE" -}}
+{{- $digits := regexReplaceAll "^(0[oO]?)?" . "" -}}
+{{- $writable := false -}}
+{{- range splitList "" $digits }}{{ if has . (list "2" "3" "6" "7") }}{{ $writable = true }}{{ end }}{{ end -}}
+{{- if not $writable -}}
+{{- $problems = append $problems (printf "LISTEN_SOCKET_MODE %s lets no one connect: connecting to a socket takes write permission on its file; use 0660 (the proxy and its group) or 0600 (the proxy alone)" (printf "%04d" (atoi $digits))) -}}
+{{- end -}}
+{{- end -}}
+{{- else if hasKey $set "LISTEN_SOCKET_MODE" -}}
+{{- $problems = append $problems "LISTEN_SOCKET_MODE is set without LISTEN_SOCKET: the mode is the socket file's; set LISTEN_SOCKET or remove it" -}}
+{{- end -}}
 {{- /* DPoP (checkDpopSettings in src/token/dpop/settings.ts): a key or an algorithm while DPOP is
        off would leave the tokens bearer tokens unnoticed. A value refused on its own is reported
        already; the key file itself cannot be read here and is left to the proxy. */ -}}
@@ -320,6 +355,8 @@ CLIENT_ASSERTION_TYPE: auth.serviceAccountToken.clientAssertionType
 HTTPS_PROXY: egressProxy.httpsProxy
 HTTP_PROXY: egressProxy.httpProxy
 NO_PROXY: egressProxy.noProxy
+LISTEN_SOCKET: listenSocket
+LISTEN_SOCKET_MODE: listenSocketMode
 DPOP: dpop.mode
 DPOP_KEY_FILE: dpop.existingSecret
 DPOP_ALG: dpop.alg
@@ -354,7 +391,7 @@ chart gives the proxy (environment and extraEnv, last one winning as in Kubernet
 {{- $problems := include "ticket-auth-proxy.startProblems" (dict "env" $env) -}}
 {{- /* Not a configuration problem but a listener that cannot open: the proxy exits at start. */ -}}
 {{- $listen := index $env "LISTEN_PORT" | default "8180" -}}
-{{- if and (eq (toString $listen) (toString (index $env "ADMIN_PORT" | default "8181"))) (ne (toString $listen) "0") -}}
+{{- if and (not (hasKey $env "LISTEN_SOCKET")) (eq (toString $listen) (toString (index $env "ADMIN_PORT" | default "8181"))) (ne (toString $listen) "0") -}}
 {{- $adminHost := toString (index $env "ADMIN_HOST" | default "0.0.0.0") -}}
 {{- if contains ":" $adminHost }}{{ $adminHost = printf "[%s]" $adminHost }}{{ end -}}
 {{- $problems = trim (printf "%s\nlistenPort and adminPort are both %s: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on %s:%s (EADDRINUSE); choose two ports" $problems $listen $adminHost $listen) -}}
