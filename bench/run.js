@@ -96,6 +96,7 @@ async function main() {
     tlsUpstream: async () => (tlsUpstream ??= await startTlsUpstream({ children, workDir })),
     tokenService,
     secretFile,
+    workDir,
     load: createLoad({ tool: settings.load, children, workDir }),
     proc: createProcReader(),
     log,

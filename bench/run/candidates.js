@@ -1,6 +1,7 @@
 // The candidates a scenario sets side by side, each a process of its own started for the scenario:
 // the product, started as a user starts it; the build it is compared with (BENCH_BEFORE); the
-// product with the scenario's feature off (`bearer`, in the DPoP scenarios); and two baselines
+// product with the scenario's feature off (`bearer` in the DPoP scenarios, `tcp` in the socket
+// one); and two baselines
 // written with Node's usual tools (bench/baselines/). bench/README.md describes each.
 import { join } from 'node:path';
 import { freePort, root } from '../processes.js';
@@ -9,6 +10,7 @@ import { pollOk } from './children.js';
 export const PRODUCT = 'ticket-auth-proxy';
 export const BEFORE = 'before';
 export const BEARER = 'bearer';
+export const TCP = 'tcp';
 export const MINIMAL = 'undici-minimal';
 export const HTTP_PROXY = 'http-proxy';
 
@@ -26,6 +28,8 @@ const BUILDS = {
   // The product with the scenario's feature off, in the same rounds: the feature's cost with the
   // machine's drift taken out.
   [BEARER]: { clientId: 'bench-bearer', main: () => 'dist/main.js', feature: false },
+  // The same on loopback TCP, beside the product on a Unix socket.
+  [TCP]: { clientId: 'bench-tcp', main: () => 'dist/main.js', feature: false },
 };
 
 /** The token every baseline sends: they hold a static Bearer, no token lifecycle. */
@@ -40,7 +44,7 @@ const BASELINES = {
 };
 
 /** The order in which candidates are started, listed and run in a scenario's first round. */
-const ORDER = [MINIMAL, HTTP_PROXY, PRODUCT, BEFORE, BEARER];
+const ORDER = [MINIMAL, HTTP_PROXY, PRODUCT, BEFORE, BEARER, TCP];
 
 /** The client ids the mock token endpoint must know, each with CLIENT_SECRET. */
 export function clientIds() {
@@ -64,20 +68,22 @@ function trafficEnv(scenario, upstream) {
 }
 
 /**
- * Starts the scenario's candidates and resolves them once each is ready: `{ name, url, pid, child,
- * output(), tokenFetches?() }`, tokenFetches counting the build's token requests from now on.
+ * Starts the scenario's candidates and resolves them once each is ready: `{ name, url, socketPath?,
+ * pid, child, output(), tokenFetches?() }`, tokenFetches counting the build's token requests from
+ * now on; `socketPath` where the candidate listens on a Unix socket (`url` then names no port).
  *
  * @param scenario an entry of SCENARIOS with its name
- * @param run `{ settings, children, upstream: { origin, caFile? }, tokenService, secretFile }`
+ * @param run `{ settings, children, upstream: { origin, caFile? }, tokenService, secretFile, workDir }`
  */
-export async function startCandidates(scenario, { settings, children, upstream, tokenService, secretFile }) {
+export async function startCandidates(scenario, { settings, children, upstream, tokenService, secretFile, workDir }) {
   const fetchesFrom = tokenService.tokenRequests.length;
   // BENCH_PROFILE=1: each candidate writes a CPU profile to bench/results/profiles/<name>/.
   const profileFlags = (name) => (settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(root, 'bench/results/profiles', name)}`] : []);
 
   async function startBuild(name) {
     const build = BUILDS[name];
-    const port = await freePort();
+    const socketPath = build.feature && scenario.socket ? join(workDir, `${name}.sock`) : undefined;
+    const port = socketPath === undefined ? await freePort() : undefined;
     const admin = await freePort();
     const candidate = await children.startNode(name, [...profileFlags(name), build.main(settings)], {
       env: {
@@ -85,7 +91,7 @@ export async function startCandidates(scenario, { settings, children, upstream, 
         TOKEN_URL: `${tokenService.url}/api/v1/oauth2/token`,
         CLIENT_ID: build.clientId,
         CLIENT_SECRET_FILE: secretFile,
-        LISTEN_PORT: String(port),
+        ...(socketPath === undefined ? { LISTEN_PORT: String(port) } : { LISTEN_SOCKET: socketPath }),
         ADMIN_PORT: String(admin),
         LOG_LEVEL: 'info',
         NODE_OPTIONS: settings.productNodeOptions,
@@ -97,7 +103,8 @@ export async function startCandidates(scenario, { settings, children, upstream, 
       ready: () => pollOk(`http://127.0.0.1:${admin}/readyz`),
     });
     const tokenFetches = () => tokenService.tokenRequests.slice(fetchesFrom).filter((r) => r.clientId === build.clientId).length;
-    return { ...candidate, url: `http://127.0.0.1:${port}`, tokenFetches };
+    const url = socketPath === undefined ? `http://127.0.0.1:${port}` : 'http://localhost';
+    return { ...candidate, url, socketPath, tokenFetches };
   }
 
   async function startBaseline(name) {

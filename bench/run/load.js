@@ -1,5 +1,7 @@
 // The load generators: wrk (one thread), or autocannon in a process of its own
-// (bench/load-autocannon.js). Each run resolves { requests, rps, p50Ms, p99Ms, errors }.
+// (bench/load-autocannon.js). Each run resolves { requests, rps, p50Ms, p99Ms, errors }. wrk
+// cannot connect to a Unix socket: a scenario with one (`socket`) is loaded by autocannon alone,
+// every candidate of it alike, so that its ratios compare the proxies and not two load generators.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { root } from '../processes.js';
@@ -26,7 +28,8 @@ function parseWrk(out) {
 }
 
 /**
- * The load generator BENCH_LOAD names, as `load(url, scenario, seconds)`.
+ * The load generator BENCH_LOAD names, as `load(url, scenario, seconds, socketPath?)`; autocannon
+ * for a scenario over a Unix socket.
  *
  * @param options `{ tool, children, workDir }`: 'wrk' or 'autocannon', the run's processes
  *   (children.js), and a directory for wrk's request scripts
@@ -46,11 +49,12 @@ export function createLoad({ tool, children, workDir }) {
     return parseWrk(await children.run('wrk', [...args, url]));
   }
 
-  async function autocannon(url, scenario, seconds) {
+  async function autocannon(url, scenario, seconds, socketPath) {
     const { method, connections, bodyBytes, basic } = scenario;
-    const request = JSON.stringify({ url, seconds, method, connections, bodyBytes, basic });
+    const request = JSON.stringify({ url, socketPath, seconds, method, connections, bodyBytes, basic });
     return JSON.parse(await children.run(process.execPath, [join(root, 'bench/load-autocannon.js'), request]));
   }
 
-  return tool === 'wrk' ? wrk : autocannon;
+  return (url, scenario, seconds, socketPath) =>
+    tool === 'wrk' && !scenario.socket ? wrk(url, scenario, seconds) : autocannon(url, scenario, seconds, socketPath);
 }

@@ -4,7 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { root } from '../processes.js';
-import { BEARER, BEFORE, PRODUCT } from './candidates.js';
+import { BEARER, BEFORE, PRODUCT, TCP } from './candidates.js';
 import { PINNED_TO } from './children.js';
 import { checkTargets } from './targets.js';
 
@@ -59,6 +59,13 @@ function scenarioSection({ scenario, summary, ratios }) {
   const before = summary[BEFORE] ? `; by the build before it: ${summary[BEFORE].tokenFetches}` : '';
   lines.push('', `Token fetches by the product during the scenario: ${summary[PRODUCT].tokenFetches}${before} (one token lifetime).`, '');
   if (scenario.dpop) lines.push(dpopBinding(summary[PRODUCT].dpop), '');
+  if (scenario.socket) {
+    lines.push(
+      `The product on a Unix socket (LISTEN_SOCKET), \`${TCP}\` the same build on 127.0.0.1; both loaded by autocannon in its own process ` +
+        '(wrk cannot connect to a socket), so its figures compare with each other, not with the scenarios wrk loaded.',
+      '',
+    );
+  }
   if (scenario.tls) {
     const counts = Object.entries(summary).map(([n, s]) => `${n} ${s.tlsHandshakes} for ${s.requests} requests`);
     lines.push(`TLS handshakes at the upstream (load: ${scenario.connections} connections): ${counts.join('; ')}.`, '');

@@ -31,7 +31,7 @@ export async function runRounds(scenario, candidates, { settings, load, proc, up
 
   const loadCounted = async (candidate, seconds) => {
     const before = upstream.handshakes ? await upstream.handshakes() : 0;
-    const result = await load(candidate.url + scenario.path, scenario, seconds);
+    const result = await load(candidate.url + scenario.path, scenario, seconds, candidate.socketPath);
     if (upstream.handshakes) handshakes[candidate.name] += (await upstream.handshakes()) - before;
     requests[candidate.name] += result.requests;
     return result;

@@ -12,8 +12,10 @@
 //   dpop         the proof algorithm: the product runs with DPOP=on and that key
 //                (docs/networks-and-authentication.md, "DPoP: tokens bound to the proxy's key"),
 //                and the upstream counts the proofs it receives
+//   socket       the product listens on a Unix socket (LISTEN_SOCKET); every candidate of the
+//                scenario is loaded by autocannon, which can connect to one (wrk cannot)
 //   optional     not run unless BENCH_SCENARIOS names it
-import { BEARER, BEFORE, HTTP_PROXY, MINIMAL } from './candidates.js';
+import { BEARER, BEFORE, HTTP_PROXY, MINIMAL, TCP } from './candidates.js';
 
 const TICKETS = '/api/v1/tickets'; // about 1 KB of JSON
 const BLOB = '/api/v1/blob'; // 1 MB
@@ -38,6 +40,8 @@ export const SCENARIOS = {
   // A proof signed per request; the product is held against itself with DPoP off, not the baselines.
   'get-1k-dpop': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, dpop: 'ES256', against: [BEARER] },
   'get-1k-dpop-eddsa': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, dpop: 'EdDSA', against: [BEARER] },
+  // The GET of get-1k over a Unix socket, held against the same build on loopback TCP.
+  'get-1k-socket': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, socket: true, against: [TCP] },
 };
 
 /** The scenarios run when BENCH_SCENARIOS says nothing. */
