@@ -4,14 +4,15 @@
  * connected AF_UNIX socket, and raw bytes. The file's mode, what may be at its path when the proxy
  * starts, its removal at shutdown, and every forwarding behaviour of the TCP listener.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { afterAll, describe, expect } from 'vitest';
 import { rawUntilClose, run, statuses } from '../helpers/clients.js';
-import { pollUntil, rawBody, rawRequest, runCli } from '../helpers/index.js';
+import { freePort, pollUntil, rawBody, rawRequest, runCli } from '../helpers/index.js';
 import { sharedStack, test } from '../helpers/stack.js';
 import { lacks, skipNote } from '../helpers/tools.js';
 
@@ -122,6 +123,63 @@ describe('the proxy listener on a Unix socket', () => {
       ]);
       expect(gateway.apiRequests.length - connectionsBefore).toBe(2);
     },
+  );
+
+  it.skipIf(lacks('javac'))(
+    `serves Java through the UnixDomainSocketFactory of examples/java, two requests on one connection${skipNote('javac')}`,
+    async ({ shared: { clientId } }) => {
+      const classes = join(dir, 'java');
+      const root = resolve(import.meta.dirname, '../..');
+      await run('javac', [
+        '-d',
+        classes,
+        join(root, 'examples/java/UnixDomainSocketFactory.java'),
+        join(root, 'test/integration/java/UnixSocketClient.java'),
+      ]);
+      const out = await run('java', ['-XX:TieredStopAtLevel=1', '-cp', classes, 'UnixSocketClient', shared]);
+      const lines = out.trim().split('\n');
+      expect(lines.slice(0, 2).map((l) => l.split(' ', 1)[0])).toEqual(['200', '200']);
+      for (const line of lines.slice(0, 2)) expect(JSON.parse(line.slice(4))).toMatchObject({ workspace: clientId });
+      expect(lines[2]).toBe('closed-before-close false');
+    },
+    30_000,
+  );
+
+  it.skipIf(lacks('nginx'))(
+    `serves nginx's proxy_pass http://unix:, whose callers follow a rewritten Location back through it${skipNote('nginx')}`,
+    async ({ shared: { gateway, clientId } }) => {
+      const prefix = join(dir, 'nginx');
+      mkdirSync(join(prefix, 'tmp'), { recursive: true });
+      const port = await freePort();
+      const conf = [
+        'daemon off;',
+        'master_process off;',
+        'pid nginx.pid;',
+        'error_log error.log;',
+        'events { worker_connections 64; }',
+        'http {',
+        '  access_log off;',
+        '  client_body_temp_path tmp; proxy_temp_path tmp; fastcgi_temp_path tmp; uwsgi_temp_path tmp; scgi_temp_path tmp;',
+        `  server { listen 127.0.0.1:${port}; location /api/v1/ { proxy_pass http://unix:${shared}:; } }`,
+        '}',
+      ].join('\n');
+      writeFileSync(join(prefix, 'nginx.conf'), conf);
+      const nginx = spawn('nginx', ['-p', prefix, '-e', 'error.log', '-c', 'nginx.conf'], { stdio: 'ignore' });
+      try {
+        await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/api/v1/tickets`)).status === 200, { timeoutMs: 10_000 });
+        const res = await fetch(`http://127.0.0.1:${port}/api/v1/tickets`);
+        expect(await res.json()).toMatchObject({ workspace: clientId });
+        const redirected = await fetch(
+          `http://127.0.0.1:${port}/api/v1/redirect?to=${encodeURIComponent(`${gateway.url}/api/v1/tickets`)}`,
+        );
+        expect(redirected.url).toBe(`http://127.0.0.1:${port}/api/v1/tickets`);
+        expect(redirected.status).toBe(200);
+      } finally {
+        nginx.kill('SIGTERM');
+        await new Promise((r) => nginx.once('exit', r));
+      }
+    },
+    30_000,
   );
 
   it('refuses what it refuses on TCP, each with its problem', async () => {
