@@ -157,7 +157,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
 /**
  * The origin a rewritten `Location` names when the caller sent no `Host`: the listener's. A Unix
  * socket has none: the Location is then an absolute path, which a client resolves against the
- * URL it used, the one that leads back to the socket (docs/forwarding.md, "Responses").
+ * URL it used, the one that leads back to the socket (docs/unix-socket.md, "What differs from TCP").
  */
 function listenOrigin(config: Config): string | undefined {
   if (config.listenSocket !== undefined) return undefined;
