@@ -33,10 +33,7 @@ export interface ExchangeOptions {
   replayBodyLimitBytes: number;
   recorder: Recorder;
   log: Log;
-  /**
-   * Origin for a rewritten `Location` when the caller sent no `Host`; undefined on a Unix socket,
-   * where no origin leads back: the Location is then an absolute path, whatever the `Host`.
-   */
+  /** Origin for a rewritten `Location` when the caller sent no `Host`; undefined on a Unix socket, which has none. */
   listenOrigin: string | undefined;
 }
 
@@ -236,9 +233,10 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.status = statusCode;
     const length = parsed['content-length'];
     this.remaining = typeof length === 'string' && this.req.method !== 'HEAD' ? Number(length) : Number.NaN;
-    const { host } = this.headers;
-    const origin = this.ctx.listenOrigin;
-    const callerOrigin = parsed.location === undefined || origin === undefined ? '' : host !== undefined ? `http://${host}` : origin;
+    // A Unix socket has no origin (listenOrigin undefined): a rewritten Location is then an absolute path.
+    const origin = parsed.location === undefined ? undefined : this.ctx.listenOrigin;
+    const host = this.headers.host;
+    const callerOrigin = origin === undefined ? '' : host !== undefined ? `http://${host}` : origin;
     // undici keeps the parser's raw list on the controller: names as the gateway wrote them.
     const raw = (controller as Dispatcher.DispatchController & { rawHeaders?: RawHeaders }).rawHeaders ?? flatHeaders(parsed);
     this.res.writeHead(statusCode, callerResponseHeaders(raw, this.ctx.baseUrl, callerOrigin, parsed));

@@ -262,6 +262,13 @@ describe('rewriteLocation', () => {
     expect(rewriteLocation('/gw', BASE, CALLER)).toBe('/');
   });
 
+  it('without a caller origin (a caller on a Unix socket), rewrites into an absolute path', () => {
+    expect(rewriteLocation('https://gw.example.com/gw/api/v1/tickets?page=2#top', BASE, '')).toBe('/api/v1/tickets?page=2#top');
+    expect(rewriteLocation('https://gw.example.com/gw?x=1', BASE, '')).toBe('/?x=1');
+    expect(rewriteLocation('https://gw.example.com/gw', BASE, '')).toBe('/');
+    expect(rewriteLocation('https://other.example.com/gw/api/v1/x', BASE, '')).toBe('https://other.example.com/gw/api/v1/x');
+  });
+
   it('without a path prefix, rewrites the origin and leaves paths alone', () => {
     const base = 'https://gw.example.com';
     expect(rewriteLocation('https://gw.example.com/api/v1/x', base, CALLER)).toBe(`${CALLER}/api/v1/x`);
