@@ -26,7 +26,15 @@ function setup(mode: ReadinessMode) {
     log: new FakeLog(),
   });
   const readiness = new Readiness(mode, source, TOKEN_URL);
-  return { clock, fetcher, source, readiness };
+  /** Both listeners up, and the first token held. */
+  const holding = async (): Promise<void> => {
+    readiness.listen();
+    source.start();
+    await settle();
+    fetcher.last.succeed('tok', LIFETIME);
+    await settle();
+  };
+  return { clock, fetcher, source, readiness, holding };
 }
 
 describe('readiness', () => {
@@ -53,11 +61,7 @@ describe('readiness', () => {
     'with READINESS=%s, once the token has expired while every fetch fails, is ready: %s, with the reason',
     async (mode, readyAfter) => {
       const t = setup(mode);
-      t.readiness.listen();
-      t.source.start();
-      await settle();
-      t.fetcher.last.succeed('tok', LIFETIME);
-      await settle();
+      await t.holding();
       expect(t.readiness.check()).toEqual({ ready: true });
       t.fetcher.answer = () => unreachable();
       await t.clock.advance(LIFETIME);
@@ -70,11 +74,7 @@ describe('readiness', () => {
 
   it.each(['token', 'started'] as const)('with READINESS=%s, is not ready from the moment shutdown begins', async (mode) => {
     const t = setup(mode);
-    t.readiness.listen();
-    t.source.start();
-    await settle();
-    t.fetcher.last.succeed('tok', LIFETIME);
-    await settle();
+    await t.holding();
     t.readiness.stop();
     expect(t.readiness.check()).toEqual({ ready: false, reason: 'shutting down' });
     t.source.stop();
