@@ -60,19 +60,27 @@ const UNRESERVED = /[A-Za-z0-9\-._~]/;
 
 const fail = (description: string, error: DpopErrorCode = 'invalid_dpop_proof'): DpopVerdict => ({ ok: false, error, description });
 
-/** RFC 3986 §6.2.2-6.2.3 over a WHATWG reading: no query or fragment, `%xx` upper-case, unreserved ones decoded. */
+/**
+ * RFC 3986 §6.2.2-6.2.3, as a server compares `htu` with the URL it built from the request line:
+ * scheme and host lower-case, the default port dropped (the origin read by a WHATWG URL), an empty
+ * path read as `/`, `%xx` upper-case and unreserved ones decoded; no query or fragment. The path is
+ * otherwise kept as it is written: a URL parser would percent-encode some raw characters (`^`,
+ * `{`, `"`), each Node version its own set, and so take a proof for the wrong path as the right one.
+ */
 export function normalizeHtu(value: string): string | undefined {
-  let url: URL;
+  const parts = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*)([^?#]*)/.exec(value);
+  if (parts === null) return undefined;
+  let origin: URL;
   try {
-    url = new URL(value);
+    origin = new URL(parts[1]!);
   } catch {
     return undefined;
   }
-  const path = url.pathname.replace(/%([0-9a-fA-F]{2})/g, (_m, hex: string) => {
+  const path = (parts[2] || '/').replace(/%([0-9a-fA-F]{2})/g, (_m, hex: string) => {
     const ch = String.fromCharCode(parseInt(hex, 16));
     return UNRESERVED.test(ch) ? ch : `%${hex.toUpperCase()}`;
   });
-  return `${url.protocol}//${url.host}${path}`;
+  return `${origin.protocol}//${origin.host}${path}`;
 }
 
 function dpopHeaders(rawHeaders: readonly string[]): string[] {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { describe, expect } from 'vitest';
 import type { MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, runCli } from '../helpers/index.js';
+import { pollUntil, rawRequest, runCli } from '../helpers/index.js';
 import { test as it, type Stack, type StackOptions, type StartStack } from '../helpers/stack.js';
 
 /**
@@ -82,6 +82,20 @@ describe('DPoP at the token endpoint and the gateway', () => {
     expect(replayed.headers.get('www-authenticate')).toContain('invalid_dpop_proof');
     expect(replayed.status).toBe(401);
     expect(g.apiRequests.map((r) => r.dpop?.error ?? 'ok')).toEqual(['ok', 'invalid_dpop_proof', 'invalid_dpop_proof']);
+  });
+
+  it('signs the path as it goes on the request line, raw characters raw, behind a path prefix', async ({ stack }) => {
+    const s = await dpopStack(stack, { mock: { pathPrefix: '/gw' } });
+    // Raw characters URL parsers percent-encode, each Node version its own set; escapes as sent.
+    const targets = ['/api/v1/t/a^b', '/api/v1/t/{x}|"y"`z`<>', '/api/v1/t/[1]', "/api/v1/t/%7e!$&'()*+,;=:@", '/api/v1/t/%c3%a9?q=^{}'];
+    for (const target of targets) {
+      const res = await rawRequest(s.proxy.proxyPort, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+      // The mock's 404 for a path it has no route for comes after the proof passed; a refused proof is a 401.
+      expect(res).toMatch(/^HTTP\/1\.1 404 /);
+    }
+    const seen = s.gateway.apiRequests.filter((r) => r.url.startsWith('/gw/api/v1/t/'));
+    expect(seen.map((r) => r.url)).toEqual(targets.map((t) => `/gw${t}`));
+    for (const r of seen) expect(r.dpop).toEqual({ ok: true, jkt: expect.any(String) });
   });
 
   it("does not forward a caller's own DPoP header beside the proxy's proof", async ({ stack }) => {

@@ -90,6 +90,20 @@ describe.each([
     expect((await v.verify(request([proof], { url: 'https://gw.example.com/gw/api/v1/~u/%C3%A9?state=open' }))).ok).toBe(true);
   });
 
+  it('compares the path as the request line carries it: a raw character and its percent-encoding are two paths', async () => {
+    const raw = 'https://gw.example.com/gw/api/v1/t/a^b{c}"d"';
+    const encoded = 'https://gw.example.com/gw/api/v1/t/a%5Eb%7Bc%7D%22d%22';
+    const v = verifier();
+    expect((await v.verify(request([await make('P-256', 'ES256', { htu: raw })], { url: raw }))).ok).toBe(true);
+    expect((await v.verify(request([await make('P-256', 'ES256', { htu: encoded })], { url: encoded }))).ok).toBe(true);
+    refused(await v.verify(request([await make('P-256', 'ES256', { htu: encoded })], { url: raw })), 'invalid_dpop_proof', /^htu /);
+    refused(await v.verify(request([await make('P-256', 'ES256', { htu: raw })], { url: encoded })), 'invalid_dpop_proof', /^htu /);
+    // An empty path is "/" (RFC 3986 §6.2.3).
+    expect(
+      (await v.verify(request([await make('P-256', 'ES256', { htu: 'https://gw.example.com' })], { url: 'https://gw.example.com/' }))).ok,
+    ).toBe(true);
+  });
+
   it('refuses a tampered proof', async () => {
     refused(
       await verifier().verify(request([tamper(await make('P-256', 'ES256'), { htm: 'DELETE' })], { method: 'DELETE' })),
