@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ProxyError, UpstreamDisconnectedError, UpstreamTimeoutError, UpstreamUnreachableError } from '../core/errors.js';
 import { sendProblem } from '../core/problem.js';
-import { networkFailureReason } from '../net/failure-reason.js';
+import { answeredWithoutTls, networkFailureReason, NOT_TLS_REASON, notTlsAdvice } from '../net/failure-reason.js';
 import type { Recorder } from './observer.js';
 
 /**
@@ -26,25 +26,30 @@ export function answerProblem(
 /**
  * The problem for a failure before the answer head reached the caller. `sent`: the request was
  * handed to an open connection (undici starts a request only on one), so the gateway may have it.
+ * `gateway.baseUrl`: an `https:` one puts TLS in play, and with it the certificates a reason may name.
  */
 export function upstreamError(
   err: Error,
-  timeouts: { readonly upstreamTimeoutMs: number; readonly upstreamIdleTimeoutMs: number },
+  gateway: { readonly baseUrl: string; readonly upstreamTimeoutMs: number; readonly upstreamIdleTimeoutMs: number },
   sent: boolean,
 ): ProxyError {
   const code = (err as { code?: string }).code;
   if (code === 'UND_ERR_HEADERS_TIMEOUT') {
-    return new UpstreamTimeoutError(`the gateway sent no response headers within ${timeouts.upstreamTimeoutMs} ms`, { cause: err });
+    return new UpstreamTimeoutError(`the gateway sent no response headers within ${gateway.upstreamTimeoutMs} ms`, { cause: err });
   }
   if (code === 'UND_ERR_BODY_TIMEOUT') {
-    return new UpstreamTimeoutError(`the gateway's answer went silent for ${timeouts.upstreamIdleTimeoutMs} ms`, { cause: err });
+    return new UpstreamTimeoutError(`the gateway's answer went silent for ${gateway.upstreamIdleTimeoutMs} ms`, { cause: err });
   }
+  const overTls = gateway.baseUrl.startsWith('https:');
   if (sent) {
     return new UpstreamDisconnectedError(
       `the connection to the gateway broke after the request was sent, before a complete answer ` +
-        `(${networkFailureReason(err)}); the gateway may have acted on it`,
+        `(${networkFailureReason(err, overTls)}); the gateway may have acted on it`,
       { cause: err },
     );
   }
-  return new UpstreamUnreachableError(`the gateway could not be reached (${networkFailureReason(err)})`, { cause: err });
+  if (answeredWithoutTls(err)) {
+    return new UpstreamUnreachableError(`the gateway ${NOT_TLS_REASON}: ${notTlsAdvice('BASE_URL')}`, { cause: err });
+  }
+  return new UpstreamUnreachableError(`the gateway could not be reached (${networkFailureReason(err, overTls)})`, { cause: err });
 }

@@ -84,7 +84,8 @@ export function explainRedisFailure(
   if (message.startsWith('Command timed out')) {
     return { problem: 'timeout', connection: true, severe: false, detail: `the token store at ${where} did not answer in time` };
   }
-  const reason = networkFailureReason(err);
+  // `where` is the URL as shown (quoted): rediss: is Redis over TLS.
+  const reason = networkFailureReason(err, where.includes('rediss:'));
   if (reason.startsWith('TLS: ')) {
     return {
       problem: 'tls',

@@ -5,6 +5,7 @@
  */
 import type { Log } from '../core/log.js';
 import { withoutUserinfo } from '../core/redact.js';
+import { answeredWithoutTls, notTlsAdvice } from '../net/failure-reason.js';
 import {
   ClientAssertionError,
   DpopBearerError,
@@ -55,6 +56,8 @@ interface UrlWords {
   readonly unreachable: string;
   /** An API's answer, not a token endpoint's. */
   readonly notTokenEndpoint: string;
+  /** Reached, but answering the TLS handshake with something else. */
+  readonly notTls: string;
 }
 
 const BY_SETTINGS: UrlWords = {
@@ -62,6 +65,7 @@ const BY_SETTINGS: UrlWords = {
   unreachable: 'check the host name and port of TOKEN_URL/BASE_URL, and HTTPS_PROXY/NO_PROXY',
   notTokenEndpoint:
     "this does not look like a token endpoint: is TOKEN_URL/BASE_URL right? (BASE_URL is the gateway's base, without /api/v1)",
+  notTls: notTlsAdvice('TOKEN_URL/BASE_URL'),
 };
 const BY_ISSUER: UrlWords = {
   wrong: "it is the token endpoint ISSUER_URL's metadata names, read again at most once a minute in case it moved: is ISSUER_URL right?",
@@ -69,6 +73,7 @@ const BY_ISSUER: UrlWords = {
     "check the host name and port of the token endpoint ISSUER_URL's metadata names, and HTTPS_PROXY/NO_PROXY (the metadata is " +
     'read again at most once a minute in case it moved)',
   notTokenEndpoint: "this does not look like a token endpoint, yet ISSUER_URL's metadata names it: is ISSUER_URL right?",
+  notTls: "it was reached, but ISSUER_URL's metadata names a port that does not serve HTTPS: is ISSUER_URL right?",
 };
 
 /**
@@ -145,7 +150,7 @@ function hintFor(error: TokenFetchError, url: UrlWords): string | undefined {
     case 'invalid_response':
       return error.status === 404 || error.status === 405 ? url.wrong : undefined;
     case 'network_error':
-      return url.unreachable;
+      return answeredWithoutTls(error.cause) ? url.notTls : url.unreachable;
     default:
       return undefined;
   }

@@ -1,5 +1,5 @@
 import { request, type Dispatcher } from 'undici';
-import { networkFailureReason } from '../net/failure-reason.js';
+import { answeredWithoutTls, networkFailureReason, NOT_TLS_REASON } from '../net/failure-reason.js';
 import { readSmallBody } from '../net/small-body.js';
 import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
@@ -170,7 +170,9 @@ function classify(err: unknown, timeoutMs: number, signal: AbortSignal, tokenUrl
   if (signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
     return new TokenFetchError('timeout', `token request timed out after ${timeoutMs} ms`, { cause: err });
   }
-  const reason = networkFailureReason(err);
   const host = URL.canParse(tokenUrl) ? new URL(tokenUrl).host : 'the token host';
+  // Reached, but not speaking TLS: not "unreachable", and the host name and port are right.
+  if (answeredWithoutTls(err)) return new TokenFetchError('network_error', `token endpoint ${host} ${NOT_TLS_REASON}`, { cause: err });
+  const reason = networkFailureReason(err, tokenUrl.startsWith('https:'));
   return new TokenFetchError('network_error', `token endpoint ${host} unreachable (${reason})`, { cause: err });
 }

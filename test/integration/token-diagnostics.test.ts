@@ -85,6 +85,25 @@ describe('token endpoint failures name the endpoint and the likely mistake', () 
     expect(String(seen.line.reason)).toContain('no-such-host.invalid');
   });
 
+  it('says a token endpoint reached over https that speaks plain HTTP does not speak TLS, and how to write http://', async () => {
+    const g = await gateway();
+    const https = g.url.replace(/^http:/, 'https:');
+    const seen = await observe({ BASE_URL: https });
+    const host = new URL(g.url).host;
+    for (const text of [seen.check, seen.readyz, `${String(seen.line.reason)}; ${String(seen.line.hint)}`]) {
+      expect(text).toContain(`token endpoint ${host} does not speak TLS (ERR_SSL_WRONG_VERSION_NUMBER)`);
+      expect(text).toContain('it was reached, but answered the TLS handshake with something else, as a plain-HTTP server does');
+      expect(text).toContain(
+        'write http:// in TOKEN_URL/BASE_URL (allowed for a loopback host, for another host with ALLOW_INSECURE_HTTP=true)',
+      );
+      expect(text).not.toMatch(/unreachable|check the host name/);
+    }
+    expect(seen.line).toMatchObject({ outcome: 'network_error', tokenUrl: `${https}/api/v1/oauth2/token` });
+    // The same fix works: http:// to this loopback host.
+    const fixed = await runCli(['check'], { BASE_URL: g.url, CLIENT_ID: 'app', CLIENT_SECRET: 's3cret' });
+    expect(fixed.code).toBe(0);
+  });
+
   it.each([
     ['invalid_scope', 'TOKEN_SCOPE'],
     ['invalid_target', 'TOKEN_PARAMS'],

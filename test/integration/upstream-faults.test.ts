@@ -252,6 +252,39 @@ describe('a 502 says whether the gateway saw the request', () => {
     expect(g.seen.map((r) => r.body)).toEqual(['{"id":"r-1"}']);
   });
 
+  it('answers 502 upstream_disconnected to a POST a plain-HTTP gateway read and hung up on, naming no certificate', async ({
+    stack,
+    mock,
+  }) => {
+    const g = await rawGateway({ act: () => ({ close: true }) });
+    const s = await proxyFor(stack, mock, g.url);
+    const res = await exchange(s.proxy.proxyPort, { method: 'POST', path: '/api/v1/tickets', body: '{"id":"r-2"}' });
+    expect(res.status).toBe(502);
+    const problem = JSON.parse(res.body) as { code: string; detail: string };
+    expect(problem.code).toBe('upstream_disconnected');
+    expect(problem.detail).toContain('the server closed the connection before answering');
+    // No TLS on this connection: no certificate can be the reason.
+    expect(problem.detail).not.toMatch(/certificate|TLS_CLIENT/);
+    expect(g.seen.map((r) => r.body)).toEqual(['{"id":"r-2"}']);
+  });
+
+  it('answers 502 upstream_unreachable to an https BASE_URL at a plain-HTTP gateway: reached, no TLS, write http://', async ({
+    stack,
+    mock,
+  }) => {
+    const plain = await mock();
+    const s = await proxyFor(stack, mock, plain.url.replace(/^http:/, 'https:'));
+    const res = await exchange(s.proxy.proxyPort, { path: '/api/v1/tickets' });
+    expect(res.status).toBe(502);
+    const problem = JSON.parse(res.body) as { code: string; detail: string };
+    expect(problem.code).toBe('upstream_unreachable');
+    expect(problem.detail).toContain('the gateway does not speak TLS (ERR_SSL_WRONG_VERSION_NUMBER): it was reached');
+    expect(problem.detail).toContain(
+      'write http:// in BASE_URL (allowed for a loopback host, for another host with ALLOW_INSECURE_HTTP=true)',
+    );
+    expect(problem.detail).not.toContain('could not be reached');
+  });
+
   it('answers 502 upstream_unreachable when nothing listens, for a GET and a POST alike', async ({ stack, mock }) => {
     const s = await proxyFor(stack, mock, `http://127.0.0.1:${await closedPort()}`);
     for (const method of ['GET', 'POST']) {

@@ -122,20 +122,20 @@ describe('networkFailureReason', () => {
       const s = tlsConnect({ host: '127.0.0.1', port: expired.port, servername: 'localhost', ca: ca.cert });
       s.on('error', resolve);
     });
-    expect(networkFailureReason(err)).toBe('TLS: CERT_HAS_EXPIRED (the server certificate has expired)');
-    expect(networkFailureReason(new Error('wrapped', { cause: err }))).toContain('CERT_HAS_EXPIRED');
+    expect(networkFailureReason(err, true)).toBe('TLS: CERT_HAS_EXPIRED (the server certificate has expired)');
+    expect(networkFailureReason(new Error('wrapped', { cause: err }), true)).toContain('CERT_HAS_EXPIRED');
   });
 
   it("names an egress proxy's refusal by its status", () => {
     const tunnel = Object.assign(new Error('Proxy response (403) !== 200 when HTTP Tunneling'), { code: 'UND_ERR_ABORTED' });
-    expect(networkFailureReason(tunnel)).toBe('egress proxy refused: 403');
-    expect(networkFailureReason(new Error('Proxy Authentication Required (407)'))).toBe(
+    expect(networkFailureReason(tunnel, true)).toBe('egress proxy refused: 403');
+    expect(networkFailureReason(new Error('Proxy Authentication Required (407)'), true)).toBe(
       'egress proxy refused: 407 Proxy Authentication Required',
     );
   });
 
   it('keeps a plain socket code, and never shows URL credentials from a message', () => {
-    expect(networkFailureReason(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe('ECONNREFUSED');
-    expect(networkFailureReason(new Error('cannot reach http://u:pw@proxy:1'))).toBe('cannot reach http://***@proxy:1');
+    expect(networkFailureReason(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), true)).toBe('ECONNREFUSED');
+    expect(networkFailureReason(new Error('cannot reach http://u:pw@proxy:1'), true)).toBe('cannot reach http://***@proxy:1');
   });
 });

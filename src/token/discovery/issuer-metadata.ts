@@ -110,7 +110,7 @@ async function readDocument(url: string, options: MetadataReaderOptions): Promis
         new IssuerMetadataError('timeout', `${of} did not answer within ${timeoutMs} ms`, UNREACHABLE, { cause: err }),
       );
     }
-    const message = `${of} unreachable (${networkFailureReason(err)})`;
+    const message = `${of} unreachable (${networkFailureReason(err, url.startsWith('https:'))})`;
     return fail('final', message, new IssuerMetadataError('network_error', message, UNREACHABLE, { cause: err }));
   }
   const status = res.statusCode;
