@@ -128,12 +128,18 @@ function endpoints(
   }
   if (out.tokenUrl !== undefined) {
     // Used as given: unlike BASE_URL, a token endpoint's trailing slash can matter to its server.
-    out.tokenUrl = checkUrl(out.tokenUrl as string, name('tokenUrl'), insecure, problems, false);
+    out.tokenUrl = checkUrl(out.tokenUrl as string, name('tokenUrl'), insecure, problems, {
+      trimSlash: false,
+      whenUnset: '{BASE_URL}/api/v1/oauth2/token',
+    });
   } else if (typeof out.baseUrl === 'string' && !given('issuerUrl')) {
     out.tokenUrl = `${out.baseUrl}/api/v1/oauth2/token`;
   }
   // Kept exactly as given: the metadata's issuer must be the same string (RFC 8414 §3.3).
-  if (out.issuerUrl !== undefined && checkUrl(out.issuerUrl as string, name('issuerUrl'), insecure, problems, false) === undefined) {
+  if (
+    out.issuerUrl !== undefined &&
+    checkUrl(out.issuerUrl as string, name('issuerUrl'), insecure, problems, { trimSlash: false }) === undefined
+  ) {
     out.issuerUrl = undefined;
   }
 }

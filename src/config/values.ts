@@ -124,21 +124,42 @@ export function proxyUrl(value: string): string | undefined {
   return url.href.replace(/\/$/, '');
 }
 
+/** What an endpoint URL may be, said where one is refused. */
+const URL_FORMS = 'https://host[:port][/path], or http:// for a loopback host (for another host with ALLOW_INSECURE_HTTP=true)';
+
+export interface UrlRules {
+  /** Remove the path's trailing slashes (BASE_URL; a token endpoint's may matter to its server). Default true. */
+  trimSlash?: boolean;
+  /** What the setting is when unset, said when its value is no URL at all. */
+  whenUnset?: string;
+}
+
 /**
  * Checks an endpoint URL: absolute, http or https, no credentials, no query or fragment, and http
  * only for a loopback host unless `allowInsecure`. Returns it normalised (origin and path, the
- * path's trailing slashes removed when `trimSlash`), or undefined after recording the problem.
+ * path's trailing slashes removed unless `rules.trimSlash` is false), or undefined after recording
+ * the problem.
  */
-export function checkUrl(value: string, name: string, allowInsecure: boolean, problems: string[], trimSlash = true): string | undefined {
+export function checkUrl(
+  value: string,
+  name: string,
+  allowInsecure: boolean,
+  problems: string[],
+  rules: UrlRules = {},
+): string | undefined {
+  const notAbsolute = (): void => {
+    const unset = rules.whenUnset === undefined ? '' : `; unset, it is ${rules.whenUnset}`;
+    problems.push(`${name} must be an absolute http(s) URL (got ${JSON.stringify(withoutUserinfo(value))}): ${URL_FORMS}${unset}`);
+  };
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    problems.push(`${name} must be an absolute https URL (got ${JSON.stringify(withoutUserinfo(value))})`);
+    notAbsolute();
     return undefined;
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    problems.push(`${name} must be an absolute https URL (got ${JSON.stringify(withoutUserinfo(value))})`);
+    notAbsolute();
     return undefined;
   }
   if (url.username || url.password) {
@@ -156,5 +177,5 @@ export function checkUrl(value: string, name: string, allowInsecure: boolean, pr
     );
     return undefined;
   }
-  return `${url.origin}${trimSlash ? url.pathname.replace(/\/+$/, '') : url.pathname}`;
+  return `${url.origin}${rules.trimSlash === false ? url.pathname : url.pathname.replace(/\/+$/, '')}`;
 }

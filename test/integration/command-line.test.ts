@@ -61,6 +61,16 @@ describe('the command line', () => {
     expect(res.stdout).not.toContain('listeners up');
   });
 
+  it('says what an endpoint URL may be, and what TOKEN_URL is when unset, for a relative TOKEN_URL and a bare BASE_URL', async () => {
+    const res = await runCli(['check'], { BASE_URL: 'tickets.local', TOKEN_URL: '/oauth2/token', CLIENT_ID: 'c', CLIENT_SECRET: 's' });
+    expect(res.code).toBe(2);
+    const forms = 'https://host[:port][/path], or http:// for a loopback host (for another host with ALLOW_INSECURE_HTTP=true)';
+    expect(res.stderr).toContain(`BASE_URL must be an absolute http(s) URL (got "tickets.local"): ${forms}\n`);
+    expect(res.stderr).toContain(
+      `TOKEN_URL must be an absolute http(s) URL (got "/oauth2/token"): ${forms}; unset, it is {BASE_URL}/api/v1/oauth2/token\n`,
+    );
+  });
+
   it('reads settings from a YAML file given with --config, the environment overriding it', async ({ shared: { gateway } }) => {
     const dir = mkdtempSync(join(tmpdir(), 'tap-config-'));
     const file = join(dir, 'proxy.yaml');

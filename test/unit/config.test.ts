@@ -387,8 +387,8 @@ describe('loadConfig URL rules', () => {
   });
 
   it.each([
-    ['gw.example.com', /must be an absolute https URL/],
-    ['ftp://gw.example.com', /must be an absolute https URL/],
+    ['gw.example.com', /must be an absolute http\(s\) URL \(got "gw\.example\.com"\): https:\/\/host.*, or http:\/\/ for a loopback host/],
+    ['ftp://gw.example.com', /must be an absolute http\(s\) URL/],
     ['https://user:pw@gw.example.com', /must not carry credentials/],
     ['https://gw.example.com/?tenant=1', /must not have a query or fragment/],
     ['https://gw.example.com/#top', /must not have a query or fragment/],

@@ -154,7 +154,8 @@ ACCESS_LOG: {type: bool}
 {{- $s := .value -}}
 {{- $shown := include "ticket-auth-proxy.withoutUserinfo" $s -}}
 {{- if not (regexMatch "(?i)^https?://[^/?#]+" $s) -}}
-{{- dict "problem" (printf "%s must be an absolute https URL (got %q)" .name $shown) | toYaml -}}
+{{- $unset := ternary "; unset, it is {BASE_URL}/api/v1/oauth2/token" "" (eq .name "TOKEN_URL") -}}
+{{- dict "problem" (printf "%s must be an absolute http(s) URL (got %q): https://host[:port][/path], or http:// for a loopback host (for another host with ALLOW_INSECURE_HTTP=true)%s" .name $shown $unset) | toYaml -}}
 {{- else -}}
 {{- $scheme := lower (regexReplaceAll "^([^:]+)://.*$" $s "${1}") -}}
 {{- $authority := regexReplaceAll "^[^:]+://([^/?#]*).*$" $s "${1}" -}}

@@ -154,7 +154,7 @@ function usedOf(doc: Record<string, unknown>, options: MetadataReaderOptions): O
     typeof alias === 'string' ? ['mtls_endpoint_aliases.token_endpoint', alias] : ['token_endpoint', doc.token_endpoint];
   if (typeof named !== 'string' || named === '') return { why: 'it names no token_endpoint', hint: NO_TOKEN_ENDPOINT };
   const problems: string[] = [];
-  const tokenEndpoint = checkUrl(named, `its ${field}`, options.allowInsecureHttp, problems, false);
+  const tokenEndpoint = checkUrl(named, `its ${field}`, options.allowInsecureHttp, problems, { trimSlash: false });
   if (tokenEndpoint === undefined) return { why: problems.join('; '), hint: NO_TOKEN_ENDPOINT };
   return {
     tokenEndpoint,
