@@ -1,6 +1,6 @@
 import { systemClock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
-import { createLogger } from '../core/log.js';
+import { createLogger, type Log } from '../core/log.js';
 import { dispatchersFromSettings } from '../net/dispatchers.js';
 import type { TlsFiles } from '../net/tls-files.js';
 import type { StoreSettings } from '../store/index.js';
@@ -10,17 +10,19 @@ import { tokenEndpointFromConfig, unlistedSettings, type TokenEndpoint } from '.
 import { tokenFetcherFromConfig, type FetchToken } from '../token/fetch-token.js';
 import type { DpopClient, DpopStartup } from '../token/dpop/index.js';
 import { checkTokenStore } from './check-store.js';
+import { listenCode, listenProblemMeaning, listenProblems } from './port-probe.js';
 import { dpopClient } from './token-sources.js';
 
 /**
  * The `check` command: what the credential is (never the secret, key or assertion), then one
- * token fetch, its lifetime printed (never the token). With DPoP, the key's RFC 7638 thumbprint
- * and whether the token came back DPoP- or Bearer-typed. With `ISSUER_URL`, first the token
- * endpoint its metadata names, and a warning for the method or proof algorithm the metadata does
- * not list. With a shared token store, whether it can be used and what it holds for the
- * credential (`check-store.ts`). Resolves with the exit status: 0 when a token was obtained, 1
- * when the metadata or the fetch failed (with `DPOP=required`, a Bearer answer too) or a
- * configured store cannot be used, 2 when no credential is configured.
+ * token fetch, its lifetime and granted scope printed (never the token). With DPoP, the key's RFC
+ * 7638 thumbprint and whether the token came back DPoP- or Bearer-typed. With `ISSUER_URL`, first
+ * the token endpoint its metadata names, and a warning for the method or proof algorithm the
+ * metadata does not list. Then whether the two listeners could be opened now: a warning only, since
+ * a running proxy holds its own ports. With a shared token store, whether it can be used and what
+ * it holds for the credential (`check-store.ts`). Resolves with the exit status: 0 when a token was
+ * obtained, 1 when the metadata or the fetch failed (with `DPOP=required`, a Bearer answer too) or
+ * a configured store cannot be used, 2 when no credential is configured.
  */
 export async function check(
   config: Config,
@@ -43,7 +45,9 @@ export async function check(
   const dpopAlg = (): string | undefined => dpop?.prover.key().alg;
   const endpoint = tokenEndpointFromConfig(config, { dispatcher: dispatchers.token, clock: systemClock, log, dpopAlg });
   const fetchToken = tokenFetcherFromConfig(config, endpoint, dispatchers.token, Date.now, auth.clientAuth, dpop);
+  const listeners = listenerReport(config, log);
   const fetched = await fetchOnce(config, endpoint, fetchToken, credential, dpop);
+  (await listeners)();
   await dispatchers.close();
   const storeUsable =
     startup.store === undefined ||
@@ -80,6 +84,7 @@ async function fetchOnce(
       `ok: token obtained from ${endpoint.url} in ${Date.now() - started} ms; ` +
         `lifetime ${lifetimeS} s (expires ${new Date(started + grant.lifetimeMs).toISOString()})\n`,
     );
+    if (grant.scope !== undefined) process.stdout.write(`${scopeLine(grant.scope, config.tokenScope)}\n`);
     if (dpop !== undefined) {
       process.stdout.write(
         grant.tokenType === 'DPoP'
@@ -93,4 +98,37 @@ async function fetchOnce(
     process.stderr.write(`ticket-auth-proxy: check failed: ${failure.outcome}: ${failure.text}\n`);
     return false;
   }
+}
+
+/** The scope the token endpoint granted (RFC 6749 §5.1), and what of `TOKEN_SCOPE` it left out (RFC 6749 §3.3 allows that). */
+function scopeLine(granted: string, asked: string | undefined): string {
+  const grantedTokens = new Set(granted.split(' '));
+  const missing = asked === undefined ? [] : asked.split(/\s+/).filter((s) => s !== '' && !grantedTokens.has(s));
+  const more = missing.length === 0 ? '' : `; TOKEN_SCOPE also asked for ${missing.join(' ')}, not granted`;
+  return `scope granted: ${granted}${more}`;
+}
+
+/**
+ * Whether the proxy and admin listeners could be opened now (the admin listener alone beside
+ * LISTEN_SOCKET), said once the fetch's lines are out: one line when all can, a warning on stderr
+ * for each that cannot (in the words of the proxy's refusal at start).
+ */
+async function listenerReport(config: Config, log: Log): Promise<() => void> {
+  // A socket file is left alone: trying it would replace one a stopped proxy left behind.
+  const proxy = { what: 'the proxy listener (LISTEN_HOST, LISTEN_PORT)', host: config.listenHost, port: config.listenPort };
+  const admin = { what: 'the admin listener (ADMIN_HOST, ADMIN_PORT)', host: config.adminHost, port: config.adminPort };
+  const listeners = config.listenSocket === undefined ? [proxy, admin] : [admin];
+  const problems = await listenProblems(listeners, log);
+  const at = (l: { host: string; port: number }): string => (l.host.includes(':') ? `[${l.host}]:${l.port}` : `${l.host}:${l.port}`);
+  if (problems.every((p) => p === undefined)) {
+    return () => process.stdout.write(`listeners: ${listeners.map(at).join(' and ')} can be opened\n`);
+  }
+  const warnings = problems.flatMap((problem) => {
+    if (problem === undefined) return [];
+    const code = listenCode(problem);
+    const meaning = listenProblemMeaning(code);
+    const running = code === 'EADDRINUSE' ? '; a proxy running with these settings holds it, as it should' : '';
+    return [`ticket-auth-proxy: warning: ${problem.message} now${meaning === undefined ? '' : `: ${meaning}${running}`}\n`];
+  });
+  return () => process.stderr.write(warnings.join(''));
 }

@@ -61,5 +61,5 @@ function listenOnce(server: Server, host: string, port: number): Promise<Address
 function cannotListen(target: ListenTarget, host: string, err: unknown): Error {
   const e = err as NodeJS.ErrnoException;
   const shown = host.includes(':') ? `[${host}]` : host;
-  return new Error(`${target.what} cannot listen on ${shown}:${target.port} (${e.code ?? e.message})`);
+  return new Error(`${target.what} cannot listen on ${shown}:${target.port} (${e.code ?? e.message})`, { cause: err });
 }

@@ -147,12 +147,19 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
   const dpop = options.dpop;
   /** With a nonce demanded, every answer carries the current one (RFC 9449 §8). */
   const nonceHeader = (): Record<string, string> => (dpop.verifier.requireNonce ? { 'dpop-nonce': dpop.verifier.nonce() } : {});
-  const issue = (res: ServerResponse, clientId: string, jkt: string | undefined): void => {
+  /** The answer names the scope requested, as most identity providers' do (RFC 6749 §5.1 allows it). */
+  const issue = (res: ServerResponse, clientId: string, jkt: string | undefined, scope: string | null): void => {
     const token = `mock_${randomBytes(16).toString('hex')}`;
     const bound = jkt !== undefined && dpop.bearerOnly !== true;
     tokens.set(token, { clientId, expiresAt: Date.now() + ttlS * 1000, ...(bound ? { jkt } : {}) });
     issued.push(token);
-    json(res, 200, { access_token: token, token_type: bound ? 'DPoP' : 'Bearer', expires_in: ttlS }, { ...NO_STORE, ...nonceHeader() });
+    const granted = scope === null ? {} : { scope };
+    json(
+      res,
+      200,
+      { access_token: token, token_type: bound ? 'DPoP' : 'Bearer', expires_in: ttlS, ...granted },
+      { ...NO_STORE, ...nonceHeader() },
+    );
   };
 
   const style = options.refusal ?? {};
@@ -168,7 +175,7 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
   };
 
   const answer = (res: ServerResponse, { form, clientId, secret, authMethod, jkt }: TokenRequest): void => {
-    const grant = (r: ServerResponse, id: string): void => issue(r, id, jkt);
+    const grant = (r: ServerResponse, id: string): void => issue(r, id, jkt, form.get('scope'));
     if (form.get('grant_type') !== 'client_credentials') {
       json(res, 400, { error: form.has('grant_type') ? 'unsupported_grant_type' : 'invalid_request' }, NO_STORE);
     } else if (style.scopeRequired && !form.has('scope')) {

@@ -9,6 +9,8 @@ export interface TokenGrant {
   readonly tokenType?: 'Bearer' | 'DPoP';
   /** With a DPoP-bound token: the key it is bound to, which signs every proof made for it. */
   readonly dpopKey?: DpopKey;
+  /** The scope granted, when the answer names it (RFC 6749 §5.1); `check` shows it. */
+  readonly scope?: string;
 }
 
 /** `Retry-After` is honoured up to this. */
@@ -147,7 +149,21 @@ export function parseTokenResponse(
     lifetimeMs = lifetimeMs === undefined ? untilExpMs : Math.min(lifetimeMs, untilExpMs);
   }
   lifetimeMs ??= options.defaultTtlS * 1000;
-  return { accessToken: r.access_token, lifetimeMs, tokenType };
+  const scope = grantedScope(r.scope);
+  return scope === undefined
+    ? { accessToken: r.access_token, lifetimeMs, tokenType }
+    : { accessToken: r.access_token, lifetimeMs, tokenType, scope };
+}
+
+/** RFC 6749 §3.3: scope tokens separated by spaces, kept to their character set and a sane length for a terminal. */
+function grantedScope(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const tokens = value
+    .replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '')
+    .split(' ')
+    .filter(Boolean)
+    .join(' ');
+  return tokens === '' ? undefined : tokens.length > 1000 ? `${tokens.slice(0, 1000)}...` : tokens;
 }
 
 function first(v: string | string[] | undefined): string | undefined {

@@ -172,14 +172,26 @@ export function startProxy(env: Record<string, string>, options: { args?: string
   });
 }
 
-/** Runs `node dist/main.js ...args` to completion with exactly `env` (plus PATH). */
+/**
+ * Runs `node dist/main.js ...args` to completion with exactly `env` (plus PATH). `check` tries the
+ * listeners' ports and warns when one is held: on a shared machine 8180 may be, so unless `env`
+ * names them, `check` is given port 0 (always free) for both (the admin one beside LISTEN_SOCKET).
+ */
 export function runCli(
   args: string[],
   env: Record<string, string>,
   timeoutMs = 15_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const ports = !args.includes('check')
+    ? {}
+    : env.LISTEN_SOCKET === undefined
+      ? { LISTEN_PORT: '0', ADMIN_PORT: '0' }
+      : { ADMIN_PORT: '0' };
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN, ...args], {
+      env: { PATH: process.env.PATH, ...ports, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     live.add(child);
     let stdout = '';
     let stderr = '';

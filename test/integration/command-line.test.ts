@@ -1,5 +1,6 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { SETTINGS } from '../../src/config/config.js';
@@ -7,6 +8,22 @@ import { runCli } from '../helpers/index.js';
 import { sharedStack } from '../helpers/stack.js';
 
 const SECRET = 'proc-secret-77aa';
+
+/** Ports free at this moment, from the system (listen on port 0, then close). */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Server>((resolve) => {
+          const s = createServer().listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
+}
 // The shared stack's mock answers `check`; its proxy is the one a user would run beside it.
 const it = sharedStack({ secret: SECRET, mock: { tokenTtlS: 900 } });
 
@@ -31,6 +48,58 @@ describe('the command line', () => {
     expect(tokens.length).toBe(before + 1);
     expect(res.stdout + res.stderr).not.toContain(tokens.at(-1)!);
     expect(res.stdout + res.stderr).not.toContain(SECRET);
+  });
+
+  it('check prints the scope granted, and what of TOKEN_SCOPE was left out', async ({ shared: { gateway } }) => {
+    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, TOKEN_SCOPE: 'tickets:read tickets:write' };
+    const asked = await runCli(['check'], env);
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toContain('scope granted: tickets:read tickets:write\n');
+    // An identity provider may grant less than asked (RFC 6749 §3.3), and then must say which.
+    gateway.setTokenFault({
+      status: 200,
+      body: { access_token: 'narrow-token-9q', token_type: 'Bearer', expires_in: 60, scope: 'tickets:read' },
+    });
+    const narrowed = await runCli(['check'], env);
+    expect(narrowed.code).toBe(0);
+    expect(narrowed.stdout).toContain('scope granted: tickets:read; TOKEN_SCOPE also asked for tickets:write, not granted\n');
+    expect(narrowed.stdout).not.toContain('narrow-token-9q');
+    // No scope in the answer, none printed.
+    const none = await runCli(['check'], { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET });
+    expect(none.stdout).not.toContain('scope');
+  });
+
+  it('check says whether the listeners can be opened, and only warns when a running proxy holds them', async ({ shared }) => {
+    const env = { BASE_URL: shared.gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET };
+    const [listen, admin] = await freePorts(2);
+    const free = await runCli(['check'], { ...env, LISTEN_PORT: String(listen), ADMIN_PORT: String(admin) });
+    expect(free.code).toBe(0);
+    expect(free.stdout).toContain(`listeners: 127.0.0.1:${listen} and 0.0.0.0:${admin} can be opened\n`);
+    expect(free.stderr).toBe('');
+    // With a Unix socket for the proxy listener, the admin port alone; the socket file is not touched.
+    const dir = mkdtempSync(join(tmpdir(), 'tap-check-socket-'));
+    const socket = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'proxy.sock'), ADMIN_PORT: String(admin) });
+    expect(socket.code).toBe(0);
+    expect(socket.stdout).toContain(`listeners: 0.0.0.0:${admin} can be opened\n`);
+    expect(existsSync(join(dir, 'proxy.sock'))).toBe(false);
+    // The shared stack's proxy holds both of its own ports.
+    const { proxyPort, adminPort } = shared.proxy;
+    const held = await runCli(['check'], {
+      ...env,
+      LISTEN_PORT: String(proxyPort),
+      ADMIN_HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+    });
+    expect(held.code).toBe(0);
+    expect(held.stdout).toContain('ok: token obtained');
+    expect(held.stdout).not.toContain('listeners:');
+    const running = 'another process holds the port; a proxy running with these settings holds it, as it should';
+    expect(held.stderr).toContain(
+      `ticket-auth-proxy: warning: the proxy listener (LISTEN_HOST, LISTEN_PORT) cannot listen on 127.0.0.1:${proxyPort} (EADDRINUSE) now: ${running}\n`,
+    );
+    expect(held.stderr).toContain(
+      `ticket-auth-proxy: warning: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 127.0.0.1:${adminPort} (EADDRINUSE) now: ${running}\n`,
+    );
   });
 
   it('check exits non-zero with the reason when the client is rejected or the endpoint unreachable', async ({ shared: { gateway } }) => {

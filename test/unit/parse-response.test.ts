@@ -89,6 +89,14 @@ describe('parseTokenResponse: a usable token (RFC 6749 §5.1)', () => {
     expect(ok({ access_token: TOKEN, expires_in: 60 }).accessToken).toBe(TOKEN);
   });
 
+  it('keeps the scope granted, to the characters and spacing of RFC 6749 §3.3, and none when the answer has none', () => {
+    expect(ok({ access_token: TOKEN, expires_in: 60, scope: 'tickets:read  tickets:write ' }).scope).toBe('tickets:read tickets:write');
+    expect(ok({ access_token: TOKEN, expires_in: 60, scope: 'a\u001b[31m\n"b\\c' }).scope).toBe('a[31mbc');
+    expect(ok({ access_token: TOKEN, expires_in: 60, scope: 'x'.repeat(2000) }).scope).toBe(`${'x'.repeat(1000)}...`);
+    for (const scope of [undefined, '', '  ', 7, ['a']])
+      expect(ok({ access_token: TOKEN, expires_in: 60, scope })).not.toHaveProperty('scope');
+  });
+
   it('accepts any 2xx status', () => {
     expect(parseTokenResponse(201, {}, JSON.stringify({ access_token: TOKEN, expires_in: 1 }), OPTS).lifetimeMs).toBe(1_000);
   });
