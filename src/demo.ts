@@ -4,6 +4,8 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { listenProblems } from './app/port-probe.js';
+import { createLogger } from './core/log.js';
 import { createMockTicketService, DEMO_CLIENT } from './mock/ticket-service.js';
 
 const CLIENT_ID = DEMO_CLIENT.id;
@@ -11,6 +13,36 @@ const CLIENT_SECRET = DEMO_CLIENT.secret;
 const LISTEN_PORT = process.env.LISTEN_PORT ?? '8180';
 const ADMIN_PORT = process.env.ADMIN_PORT ?? '8181';
 
+/** The demo's listeners on loopback: the proxy's and the admin listener. */
+const loopback = (proxyPort: number, adminPort: number) => [
+  { what: 'the proxy listener (LISTEN_PORT)', host: '127.0.0.1', port: proxyPort },
+  { what: 'the admin listener (ADMIN_PORT)', host: '127.0.0.1', port: adminPort },
+];
+
+/**
+ * Both ports are tried before anything starts: a port taken is said with the way out, as
+ * `npm run mock` says it for MOCK_PORT, suggesting ports free at this moment. A value that is no
+ * port is left to the proxy's own configuration message.
+ */
+async function refuseTakenPorts(): Promise<void> {
+  const ports = [Number(LISTEN_PORT), Number(ADMIN_PORT)] as const;
+  if (!ports.every((p) => Number.isInteger(p) && p >= 0 && p <= 65535)) return;
+  const quiet = createLogger('silent');
+  const problems = await listenProblems(loopback(...ports), quiet);
+  if (problems.every((p) => p === undefined)) return;
+  for (const problem of problems) if (problem !== undefined) process.stderr.write(`demo: ${problem.message}\n`);
+  let free = 9180;
+  for (const candidate of [9180, 10180, 18180, 28180]) {
+    if ((await listenProblems(loopback(candidate, candidate + 1), quiet)).every((p) => p === undefined)) {
+      free = candidate;
+      break;
+    }
+  }
+  process.stderr.write(`demo: choose other ports: LISTEN_PORT=${free} ADMIN_PORT=${free + 1} npm run demo\n`);
+  process.exit(1);
+}
+
+await refuseTakenPorts();
 const mock = await createMockTicketService({ clients: { [CLIENT_ID]: CLIENT_SECRET }, tokenTtlS: 60 });
 const proxy = spawn(process.execPath, [fileURLToPath(new URL('./main.js', import.meta.url))], {
   stdio: ['ignore', 'pipe', 'inherit'],
