@@ -302,6 +302,24 @@ describe('README Quick start', () => {
     expect(readFileSync(join(root, '.ci', 'run'), 'utf8')).toContain('/node_modules/node/bin:$PATH');
   });
 
+  it("names as tested the Nodes CI runs the suite on: engines' lowest major and the image's, which .ci/run reads from there", () => {
+    const engines = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+    const lowest = /^>=\s*(\d+)$/.exec(engines)?.[1];
+    expect(lowest, `engines.node ${engines}`).toBeDefined();
+    const image = /^ARG NODE_IMAGE=node:(\d+)-/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
+    expect(image).toBeDefined();
+    expect(quickStart).toContain(`Node.js ${lowest} or newer`);
+    expect(quickStart).toContain(`node@${lowest}`);
+    expect(quickStart).toContain(`the test suite runs on Node ${lowest} and Node ${image}`);
+    const ci = readFileSync(join(root, '.ci', 'run'), 'utf8');
+    // .ci/run reads both majors where this test does.
+    expect(ci).toContain(`sed -n 's/.*"node": *">= *`);
+    expect(ci).toContain('s/^ARG NODE_IMAGE=node:');
+    expect(section(readDoc('docs/development.md'), 'CI')).toContain(
+      `once on the newest Node ${lowest} and once on the\nnewest Node ${image}`,
+    );
+  });
+
   it('takes a newcomer from clone to a ticket list with two commands', () => {
     const first = /```sh\n([\s\S]*?)```/.exec(quickStart)![1]!;
     const commands = first
