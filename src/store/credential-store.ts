@@ -41,20 +41,23 @@ export function createCredentialStore(options: CredentialStoreOptions): Credenti
     return attempt.unavailable;
   }
 
-  function sharedFailure(value: string | undefined, ttlMs: number, now: number): SharedFailure | undefined {
+  function sharedFailure(value: string | undefined, ttlMs: number, countedFrom: number): SharedFailure | undefined {
     // A record without a time to live, or one this key did not seal, is not one a proxy wrote.
     if (value === undefined || ttlMs <= 0) return undefined;
     const outcome = openFailure(key, value);
-    return outcome === undefined ? undefined : { nextAttemptAtMs: now + ttlMs, outcome };
+    return outcome === undefined ? undefined : { nextAttemptAtMs: countedFrom + ttlMs, outcome };
   }
 
   return {
     async read(): Promise<ReadResult> {
+      // The times to live were counted by the store at some moment of the round trip: from its
+      // start, they can only come out shorter than they are, never stretched by a slow answer.
+      const sent = clock.now();
       const attempt = await health.run(() => backend.read(key));
       if (!attempt.ok) return failed('read', attempt);
       const raw = attempt.value;
       const now = clock.now();
-      const failure = sharedFailure(raw.failure, raw.failureTtlMs, now);
+      const failure = sharedFailure(raw.failure, raw.failureTtlMs, sent);
       if (raw.entry === undefined) {
         count('read', 'miss');
         return { kind: 'miss', invalid: false, failure };
