@@ -4,16 +4,11 @@ import { Registry } from 'prom-client';
 import { startApp } from './app/app.js';
 import { check } from './app/check.js';
 import { helpText, parseArgs } from './app/cli.js';
-import { checkListenerSettings } from './app/listener-settings.js';
 import { readConfig, settingWarnings } from './app/read-config.js';
+import { SETTINGS_CHECKS } from './app/settings-checks.js';
 import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';
 import { createLogger } from './core/log.js';
-import { checkNetSettings } from './net/settings.js';
-import { checkStoreSettings } from './store/index.js';
-import { checkIssuerSettings } from './token/discovery/index.js';
-import { checkDpopSettings } from './token/dpop/index.js';
-import { checkTokenSettings } from './token/settings.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -44,18 +39,7 @@ async function main(): Promise<void> {
   };
   let loaded;
   try {
-    loaded = await readConfig(
-      args.configFile,
-      {
-        tls: checkNetSettings,
-        token: checkTokenSettings,
-        dpop: checkDpopSettings,
-        issuer: checkIssuerSettings,
-        store: checkStoreSettings,
-        listener: checkListenerSettings,
-      },
-      process.env,
-    );
+    loaded = await readConfig(args.configFile, SETTINGS_CHECKS, process.env);
   } catch (err) {
     writeWarnings();
     if (err instanceof ConfigError) fail(err.message);
