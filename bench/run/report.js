@@ -3,10 +3,10 @@
 // ("Reading it") says how each column is measured.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { root } from '../processes.js';
+import { imageNodeOptions, root } from '../processes.js';
 import { BEARER, BEFORE, PRODUCT, TCP } from './candidates.js';
 import { PINNED_TO } from './children.js';
-import { checkTargets } from './targets.js';
+import { checkTargets, howProductRuns } from './targets.js';
 
 function fmt(value, digits = 0) {
   return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
@@ -137,7 +137,7 @@ function targetsSection(targets) {
  * @param settings the run's settings (settings.js)
  */
 export function writeReport(results, machine, settings) {
-  const targets = checkTargets(results, unmeasured);
+  const targets = checkTargets(results, unmeasured, howProductRuns(settings, imageNodeOptions()));
   const lines = ['# ticket-auth-proxy benchmark', '', describeRun(machine, settings), ''];
   for (const result of results) lines.push(...scenarioSection(result));
   lines.push(...dpopSection(results), ...targetsSection(targets));

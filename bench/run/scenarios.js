@@ -25,6 +25,7 @@ export const SCENARIOS = {
   'get-1k': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, against: BUILD_AND_BASELINES },
   'post-64k': { method: 'POST', path: TICKETS, connections: 50, bodyBytes: 64 * 1024, against: BUILD_AND_BASELINES },
   'get-1m': { method: 'GET', path: BLOB, connections: 50, bodyBytes: 0, against: BUILD_AND_BASELINES },
+  'post-1m': { method: 'POST', path: TICKETS, connections: 50, bodyBytes: 1024 * 1024, against: BUILD_AND_BASELINES },
   // http-proxy sits this one out: its baseline has no CA to trust.
   'https-get-1k': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, tls: true, against: [BEFORE, MINIMAL] },
   // Each request finds its token source by HMAC of the credentials it carries.

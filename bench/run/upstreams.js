@@ -30,6 +30,7 @@ async function startNginx({ children, workDir }) {
   }).padEnd(1024, ' ');
   writeFileSync(join(dir, 'www/api/v1/tickets'), list);
   writeFileSync(join(dir, 'www/api/v1/blob'), Buffer.alloc(1024 * 1024, 'x'));
+  writeFileSync(join(dir, 'www/received.json'), '{"received":true}');
   writeFileSync(
     join(dir, 'nginx.conf'),
     `daemon off;
@@ -41,7 +42,7 @@ http {
   access_log off;
   client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
   uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  keepalive_requests 1000000; keepalive_timeout 60s; client_max_body_size 2m;
+  keepalive_requests 1000000; keepalive_timeout 60s; client_max_body_size 2m; client_body_buffer_size 2m;
   default_type application/json;
   # Requests carrying a DPoP proof, one line each ("1" when the scheme is DPoP too), counted by
   # dpopCounts(); buffered, flushed within a second.
@@ -54,8 +55,13 @@ http {
     access_log ${dir}/dpop.log dpop_seen buffer=64k flush=1s if=$has_dpop;
     location /api/v1/ {
       if ($http_authorization !~ "^(Bearer|DPoP) ") { return 401; }
-      if ($request_method = POST) { return 201 '{"received":true}'; }
+      if ($request_method = POST) { rewrite ^ /__post last; }
     }
+    # A POST is answered 201 once its whole body is read, as an API that stores an upload answers: the
+    # mirror reads it first (mirror_request_body), the static handler refuses a POST (405), and
+    # error_page turns that into the 201. nginx's return directive would answer before the body arrived.
+    location = /__post { internal; mirror /__drop; mirror_request_body on; try_files /received.json =404; error_page 405 =201 /received.json; }
+    location = /__drop { internal; return 204; }
   }
 }
 `,
