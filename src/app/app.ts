@@ -1,5 +1,4 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { StoreSettings } from '../store/index.js';
 import { createAdminServer } from '../admin/server.js';
@@ -12,15 +11,15 @@ import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
 import { createForwarder, createSourceSelector } from '../proxy/forward.js';
 import { Recorder } from '../proxy/observer.js';
 import { createProxyServer } from '../proxy/server.js';
-import { startMemoryRelease } from '../telemetry/memory-release.js';
 import { createMetrics } from '../telemetry/metrics.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
 import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/client-auth/index.js';
 import type { TokenEndpoint } from '../token/discovery/index.js';
 import { listen } from './listen.js';
+import { createMemoryBound } from './memory.js';
 import { Readiness } from './readiness.js';
-import { shutdown, type Stop, StopList } from './shutdown.js';
+import { shutdown, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
 import { openTokenStore } from './token-store.js';
 import { listenOnSocket, type SocketFile } from './unix-socket.js';
@@ -84,6 +83,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   );
 
   const recorder = new Recorder(metrics, log, config.accessLog);
+  const memory = createMemoryBound({ clock, log });
   const forward = createForwarder({
     pool: dispatchers.gateway,
     baseUrl: config.baseUrl,
@@ -92,6 +92,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
+    budget: memory.budget,
     recorder,
     log,
     listenOrigin: listenOrigin(config),
@@ -132,7 +133,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   // then all the same, so its warnings come at start and the first caller does not wait for it.
   if (configured === undefined) readEndpointAtStart(endpoint, log);
   readiness.listen();
-  stops.add(releaseMemoryAfterBursts(proxyServer, clock, log));
+  stops.add(memory.watch(proxyServer));
   announce(config, endpoint, log, proxyAddress, adminAddress);
 
   return {
@@ -171,16 +172,6 @@ function readEndpointAtStart(endpoint: TokenEndpoint, log: Log): void {
     const failure = describeFetchFailure(err, endpoint);
     log.warn({ issuer: endpoint.issuer, outcome: failure.outcome, reason: failure.text }, 'the issuer metadata could not be read');
   });
-}
-
-/** Gives memory back once a burst of requests is over (memory-release.ts). */
-function releaseMemoryAfterBursts(proxyServer: Server, clock: Clock, log: Log): Stop {
-  let served = 0;
-  proxyServer.on('request', () => {
-    served += 1;
-  });
-  const memoryRelease = startMemoryRelease({ clock, log, served: () => served });
-  return () => memoryRelease.stop();
 }
 
 function announce(config: Config, endpoint: TokenEndpoint, log: Log, proxyAddress: AddressInfo | string, adminAddress: AddressInfo): void {

@@ -6,6 +6,7 @@ import type { Authorization } from '../token/authorization.js';
 import { answerProblem, upstreamError } from './answer-problem.js';
 import { callerResponseHeaders, flatHeaders, setAuthorization } from './headers.js';
 import type { ParsedHeaders, RawHeaders, RequestHeaders } from './headers.js';
+import { meterUpload, type ReadBudget } from './memory.js';
 import type { Recorder } from './observer.js';
 import * as resend from './resend.js';
 
@@ -31,6 +32,8 @@ export interface ExchangeOptions {
   /** `UPSTREAM_IDLE_TIMEOUT_MS`: the longest silence inside a request or response body. */
   upstreamIdleTimeoutMs: number;
   replayBodyLimitBytes: number;
+  /** Where the body bytes read into the process are reported (memory.ts). */
+  budget: ReadBudget;
   recorder: Recorder;
   log: Log;
   /** Origin for a rewritten `Location` when the caller sent no `Host`; undefined on a Unix socket, which has none. */
@@ -127,6 +130,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     // timeout, which Node refreshes on every read and write (no timer of ours per chunk).
     if (!this.req.complete) this.res.setTimeout(this.ctx.upstreamIdleTimeoutMs, onCallerIdle);
     resend.copyBody(this.req, this.headers.contentLength, this.ctx.replayBodyLimitBytes);
+    meterUpload(this.req, this.ctx.budget);
     this.send(auth, this.req);
   }
 
@@ -243,6 +247,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.ctx.budget.spend(chunk.length);
     if (this.finished || this.replay !== resend.NO_REPLAY) return;
     this.remaining -= chunk.length;
     // The last bytes of a sized answer (all of it, for most): ended with them, in one write with

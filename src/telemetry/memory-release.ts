@@ -8,49 +8,9 @@
  * pages to the system. A proxy under steady traffic, or whose memory did not grow, never pays
  * for it; one that sits idle pays nothing but a timer. Start-up counts as a burst.
  */
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { getHeapStatistics } from 'node:v8';
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
-
-/** A full collection that also returns free pages to the system (V8's "last resort" flavour). */
-export type ReleaseMemory = () => void;
-
-interface GcOptions {
-  type: 'major';
-  execution: 'sync';
-  flavor: 'last-resort';
-}
-
-/**
- * V8's `gc()` without `--expose-gc` on the command line. The flag is set for one new context, the
- * function taken from it, and the flag cleared again so that no later context gets it. The context
- * is made for each collection and dropped after it, never kept: while a second context lives, the
- * proxy's own code runs about 13 % slower (bench/BASELINE.md, "CPU per request and the second
- * context"). The dropped context is freed by V8's next full collection.
- */
-export function v8ReleaseMemory(): ReleaseMemory {
-  return () => {
-    const gc = exposedGc() ?? gcFromNewContext();
-    gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-  };
-}
-
-type Gc = (options: GcOptions) => void;
-
-function exposedGc(): Gc | undefined {
-  const gc = (globalThis as { gc?: Gc }).gc;
-  return typeof gc === 'function' ? gc : undefined;
-}
-
-function gcFromNewContext(): Gc {
-  setFlagsFromString('--expose-gc');
-  try {
-    return runInNewContext('gc') as Gc;
-  } finally {
-    setFlagsFromString('--no-expose-gc');
-  }
-}
 
 export interface MemoryReleaseOptions {
   clock: Clock;
@@ -59,7 +19,8 @@ export interface MemoryReleaseOptions {
   served: () => number;
   /** Resident memory in bytes. */
   rss?: () => number;
-  release?: ReleaseMemory;
+  /** A full collection that also returns free pages to the system (v8-collector.ts). */
+  release: () => void;
   /** How long without a request counts as quiet. */
   checkIntervalMs?: number;
   /** Growth of resident memory over the last quiet level that is worth a collection. */
@@ -76,7 +37,7 @@ const MB = 1024 * 1024;
 export function startMemoryRelease(options: MemoryReleaseOptions): MemoryRelease {
   const { clock, log, served } = options;
   const rss = options.rss ?? (() => process.memoryUsage.rss());
-  const release = options.release ?? v8ReleaseMemory();
+  const release = options.release;
   const intervalMs = options.checkIntervalMs ?? 10_000;
   const thresholdBytes = options.thresholdBytes ?? 8 * MB;
 

@@ -92,7 +92,7 @@ function expectSecureProxy(container: Obj, volumes: Obj[], form: Form): void {
   expect(ports).toEqual({ proxy: 8180, admin: 8181 });
   expect(env(container).LISTEN_PORT.value).toBe('8180');
   expect(env(container).ADMIN_PORT.value).toBe('8181');
-  expect(env(container).NODE_OPTIONS?.value).toBe('--max-semi-space-size=16');
+  expect(env(container).NODE_OPTIONS?.value).toBe('--max-semi-space-size=16 --expose-gc');
 }
 
 /** preStop sleep + SHUTDOWN_DELAY_S + SHUTDOWN_TIMEOUT_S, each as set or the proxy's default. */

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.js';
 import type { Authorizer } from '../../src/proxy/exchange.js';
 import { createForwarder, createSourceSelector } from '../../src/proxy/forward.js';
+import { NO_BUDGET, type ReadBudget } from '../../src/proxy/memory.js';
 import { Recorder, type ProxyObserver } from '../../src/proxy/observer.js';
 import { createProxyServer } from '../../src/proxy/server.js';
 import { StopList } from '../../src/app/shutdown.js';
@@ -65,6 +66,7 @@ async function stack(options: {
   configured?: boolean;
   replayLimit?: number;
   source?: Authorizer;
+  budget?: ReadBudget;
 }) {
   const seen: Seen[] = [];
   const gateway = createServer((req, res) => {
@@ -88,7 +90,7 @@ async function stack(options: {
  * A proxy in front of the gateway at `origin`, with a fake token source handing out `t1`, then
  * `t2` once `t1` is rejected (or `source`). Retries go on connections of their own, as in the app.
  */
-async function proxyFor(origin: string, options: { configured?: boolean; replayLimit?: number; source?: Authorizer }) {
+async function proxyFor(origin: string, options: { configured?: boolean; replayLimit?: number; source?: Authorizer; budget?: ReadBudget }) {
   const pool = new Pool(origin);
   const freshPool = new Pool(origin, { pipelining: 0 });
   closers.push(
@@ -111,6 +113,7 @@ async function proxyFor(origin: string, options: { configured?: boolean; replayL
     upstreamTimeoutMs: 5_000,
     upstreamIdleTimeoutMs: 60_000,
     replayBodyLimitBytes: options.replayLimit ?? 1024,
+    budget: options.budget ?? NO_BUDGET,
     recorder,
     log: createLogger('silent'),
     listenOrigin: 'http://127.0.0.1',
@@ -177,6 +180,17 @@ describe('the refusals', () => {
     expect(status).toBe(405);
     expect(s.events).toEqual([['ended', 'CONNECT', 405]]);
     expect(s.seen).toEqual([]);
+  });
+});
+
+describe('the read budget', () => {
+  it("reports every body byte it reads to the read budget: the caller's upload and the gateway's answer", async () => {
+    let read = 0;
+    const s = await stack({ answer: () => 200, budget: { spend: (bytes) => (read += bytes) } });
+    const answer = await send(s.port, 'POST', '/api/v1/tickets', { 'content-type': 'text/plain' }, ['first,', 'second']);
+    expect(answer).toEqual({ status: 200, body: 'gateway 200' });
+    expect(s.seen).toEqual([{ authorization: 'Bearer t1', body: 'first,second' }]);
+    expect(read).toBe('first,second'.length + 'gateway 200'.length);
   });
 });
 

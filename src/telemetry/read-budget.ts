@@ -1,0 +1,27 @@
+/**
+ * The read budget: how many body bytes the proxy reads into the process between two
+ * young-generation collections. Every socket read is a Buffer outside V8's heap that lives until a
+ * collection finds it dead, and V8 starts one only after 64 MB more of them: under large bodies,
+ * most of the proxy's memory was read buffers already written on (bench/BASELINE.md, "Where the
+ * memory goes under large bodies"). The request path reports each body chunk it reads (an answer's
+ * from the gateway, an upload's from a caller); when the budget is spent, a scavenge frees the
+ * buffers that died since the last one, at once, and the budget starts again. What the process
+ * holds in dead buffers is so bounded by the budget, whatever passes through.
+ */
+import type { ReadBudget } from '../proxy/memory.js';
+
+/** The bytes read between two collections: a scavenge costs about half a millisecond. */
+export const READ_BUDGET_BYTES = 8 * 1024 * 1024;
+
+/** A budget of `bytes`; `collect` runs a young-generation collection (v8-collector.ts). */
+export function createReadBudget(collect: () => void, bytes = READ_BUDGET_BYTES): ReadBudget {
+  let left = bytes;
+  return {
+    spend(read) {
+      left -= read;
+      if (left > 0) return;
+      left = bytes;
+      collect();
+    },
+  };
+}

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { createReadBudget } from '../../src/telemetry/read-budget.js';
+
+describe('the read budget', () => {
+  it('collects once each time the bytes read since the last collection reach the budget, and not before', () => {
+    let collections = 0;
+    const budget = createReadBudget(() => collections++, 1000);
+    for (let i = 0; i < 9; i++) budget.spend(100);
+    expect(collections).toBe(0);
+    budget.spend(100);
+    expect(collections).toBe(1);
+    for (let i = 0; i < 9; i++) budget.spend(100);
+    expect(collections).toBe(1);
+    budget.spend(250);
+    expect(collections).toBe(2);
+  });
+
+  it('counts a chunk larger than the budget as one collection, then starts the budget again', () => {
+    let collections = 0;
+    const budget = createReadBudget(() => collections++, 1000);
+    budget.spend(5000);
+    expect(collections).toBe(1);
+    budget.spend(999);
+    expect(collections).toBe(1);
+  });
+});
