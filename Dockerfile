@@ -30,9 +30,12 @@ LABEL org.opencontainers.image.title="ticket-auth-proxy" \
       org.opencontainers.image.source="https://github.com/ticket-auth-proxy/ticket-auth-proxy"
 # jemalloc gives memory freed after a burst back to the system within seconds, where glibc's
 # malloc keeps it in per-thread arenas (bench/BASELINE.md, "Footprint"): one arena, no thread
-# caches, freed pages returned to the system over 20 s (over 5 s, the purges and the page faults
-# after them cost 4-6 % more CPU at 64 KB uploads and 1 MB downloads; the footprint a minute after
-# a burst is the same).
+# caches, freed pages returned to the system within a second, so that memory falls as soon as a
+# burst is over and shedding near the limit ends with it (docs/operations.md, "When memory runs
+# short"). Since the read budget frees socket buffers every few megabytes, the pages are reused
+# before they would be purged and the short decay costs no CPU the benchmark can see; it cost
+# 4-6 % when V8 freed them 64 MB at a time (bench/BASELINE.md, "Where the memory goes under large
+# bodies").
 # lg_extent_max_active_fit:10 lets a socket's 64 KB read buffer be cut from a large freed extent;
 # without it jemalloc returned those extents to the system and took fresh pages for every read, a
 # page fault each (about 15 % more CPU per request with 64 KB and 1 MB bodies).
@@ -47,7 +50,7 @@ RUN apt-get update \
 ENV NODE_ENV=production \
     NODE_OPTIONS="--max-semi-space-size=16 --expose-gc" \
     LD_PRELOAD=libjemalloc.so.2 \
-    MALLOC_CONF=narenas:1,tcache:false,dirty_decay_ms:20000,muzzy_decay_ms:0,lg_extent_max_active_fit:10
+    MALLOC_CONF=narenas:1,tcache:false,dirty_decay_ms:1000,muzzy_decay_ms:0,lg_extent_max_active_fit:10
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

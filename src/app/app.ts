@@ -83,7 +83,8 @@ export async function startApp(deps: AppDeps): Promise<App> {
   );
 
   const recorder = new Recorder(metrics, log, config.accessLog);
-  const memory = createMemoryBound({ clock, log });
+  const memory = createMemoryBound({ memoryLimitMb: config.memoryLimitMb, clock, log });
+  stops.add(memory.stop);
   const forward = createForwarder({
     pool: dispatchers.gateway,
     baseUrl: config.baseUrl,
@@ -93,6 +94,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
     budget: memory.budget,
+    load: memory.load,
     recorder,
     log,
     listenOrigin: listenOrigin(config),

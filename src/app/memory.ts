@@ -1,33 +1,47 @@
 import type { Server } from 'node:http';
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
-import type { ReadBudget } from '../proxy/memory.js';
+import { type LoadShedding, NEVER_SHED, type ReadBudget } from '../proxy/memory.js';
+import { mallocKeepsFreedMemory, readContainerMemory, type ContainerMemory } from '../telemetry/memory-limit.js';
 import { startMemoryRelease } from '../telemetry/memory-release.js';
+import { SHED_ABOVE, startOverloadGuard } from '../telemetry/overload-guard.js';
 import { createReadBudget } from '../telemetry/read-budget.js';
 import { v8Collector } from '../telemetry/v8-collector.js';
 import type { Stop } from './shutdown.js';
 
 export interface MemoryBoundOptions {
+  /** `MEMORY_LIMIT_MB`: unset for the container's limit, 0 for no shedding. */
+  memoryLimitMb: number | undefined;
   clock: Clock;
   log: Log;
+  /** The container's memory as its cgroup tells it; read from the running system by default. */
+  container?: ContainerMemory;
 }
 
 /** What the request path is handed, and how the rest starts and stops. */
 export interface MemoryBound {
   budget: ReadBudget;
+  load: LoadShedding;
   /** Starts the release after bursts, counting the listener's requests; returns how to stop it. */
   watch(proxyServer: Server): Stop;
+  /** Stops the shedding guard's sampling. */
+  stop: Stop;
 }
 
+const MB = 1024 * 1024;
+
 /**
- * The proxy's memory bound (docs/performance.md, "Memory under large bodies"): the read budget the
- * request path spends, and the release of memory after a burst.
+ * The proxy's memory bound (docs/performance.md, "Memory under large bodies"; docs/operations.md,
+ * "When memory runs short"): the read budget the request path spends, the release of memory after
+ * a burst, and the shedding guard near the limit, which starts sampling at once.
  */
 export function createMemoryBound(options: MemoryBoundOptions): MemoryBound {
   const { clock, log } = options;
   const collector = v8Collector();
+  const guard = startGuard(options, collector.full);
   return {
     budget: createReadBudget(collector.young),
+    load: guard ?? NEVER_SHED,
     watch(proxyServer) {
       let served = 0;
       proxyServer.on('request', () => {
@@ -36,5 +50,37 @@ export function createMemoryBound(options: MemoryBoundOptions): MemoryBound {
       const release = startMemoryRelease({ clock, log, served: () => served, release: collector.full });
       return () => release.stop();
     },
+    stop: () => guard?.stop(),
   };
+}
+
+/** The shedding guard, or undefined when there is no limit or `MEMORY_LIMIT_MB=0` turns it off. */
+function startGuard(options: MemoryBoundOptions, compact: () => void): (LoadShedding & { stop(): void }) | undefined {
+  const { memoryLimitMb, clock, log } = options;
+  if (memoryLimitMb === 0) return undefined;
+  const container = options.container ?? readContainerMemory();
+  const limitBytes = memoryLimitMb === undefined ? container.limitBytes : memoryLimitMb * MB;
+  if (limitBytes === undefined) {
+    log.debug({}, 'no memory limit (no MEMORY_LIMIT_MB, no cgroup limit): nothing is shed');
+    return undefined;
+  }
+  // Memory as the kernel counts it for the kill: the cgroup's when it has a limit, else the resident set.
+  const usage = (): number => container.usageBytes() ?? process.memoryUsage.rss();
+  const guard = startOverloadGuard({ limitBytes, usage, compact, clock, log });
+  const from = memoryLimitMb === undefined ? container.source : 'MEMORY_LIMIT_MB';
+  log.info({ limitMb: Math.round(limitBytes / MB), from }, `memory limit: new requests are shed above ${SHED_ABOVE * 100} % of it`);
+  if (mallocKeepsFreedMemory() === true) {
+    log.warn(
+      {},
+      "this process's malloc (glibc's) keeps the memory it frees: after a burst past the limit, memory may not fall below 80 % " +
+        'and new requests may be shed until a restart; preload jemalloc as the image does (docs/operations.md, "When memory runs short")',
+    );
+  }
+  if (guard.shedding) {
+    log.warn(
+      { limitMb: Math.round(limitBytes / MB) },
+      'the idle proxy is already above 90 % of its memory limit: it sheds new requests until memory falls below 80 %; raise the limit',
+    );
+  }
+  return guard;
 }

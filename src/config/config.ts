@@ -104,6 +104,11 @@ export interface Config {
   readonly shutdownTimeoutS: number;
   readonly logLevel: LogLevel;
   readonly accessLog: boolean;
+  /**
+   * The memory the proxy must stay under, in MB: above 90 % of it new requests are shed. Unset:
+   * the container's limit (none without one); 0: no shedding.
+   */
+  readonly memoryLimitMb: number | undefined;
 }
 
 /** The syntax of a setting's value. */
@@ -210,4 +215,5 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'SHUTDOWN_TIMEOUT_S', key: 'shutdownTimeoutS', kind: { type: 'number', min: 0 }, default: 15 },
   { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: LOG_LEVELS }, default: 'info' },
   { env: 'ACCESS_LOG', key: 'accessLog', kind: { type: 'bool' }, default: false },
+  { env: 'MEMORY_LIMIT_MB', key: 'memoryLimitMb', kind: { type: 'int', min: 0 } },
 ];

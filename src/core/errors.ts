@@ -73,6 +73,18 @@ export class TokenUnavailableError extends ProxyError {
   }
 }
 
+/**
+ * The process is near its memory limit and sheds new requests until memory falls back
+ * (docs/operations.md, "When memory runs short"); answered with `Retry-After` (RFC 9110 §10.2.3).
+ */
+export class OverloadedError extends ProxyError {
+  static override readonly code = 'overloaded';
+  static override readonly status = 503;
+  static override readonly title = 'Overloaded';
+  /** Whole seconds after which a retry has a chance: the sampler looks ten times a second. */
+  readonly retryAfterS = 1;
+}
+
 /** The gateway could not be reached: the request was never sent. */
 export class UpstreamUnreachableError extends ProxyError {
   static override readonly code = 'upstream_unreachable';

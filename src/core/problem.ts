@@ -1,5 +1,12 @@
 import type { ServerResponse } from 'node:http';
-import { CredentialsRequiredError, InvalidClientError, MethodNotAllowedError, ProxyError, TokenUnavailableError } from './errors.js';
+import {
+  CredentialsRequiredError,
+  InvalidClientError,
+  MethodNotAllowedError,
+  OverloadedError,
+  ProxyError,
+  TokenUnavailableError,
+} from './errors.js';
 
 /** RFC 9457 problem details, as the proxy answers them. */
 export interface Problem {
@@ -27,7 +34,7 @@ export function problemFor(err: unknown): { problem: Problem; headers: Record<st
     'content-type': 'application/problem+json',
     'cache-control': 'no-store',
   };
-  if (err instanceof TokenUnavailableError) headers['retry-after'] = String(err.retryAfterS);
+  if (err instanceof TokenUnavailableError || err instanceof OverloadedError) headers['retry-after'] = String(err.retryAfterS);
   if (err instanceof MethodNotAllowedError) headers['allow'] = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
   if (err instanceof CredentialsRequiredError || err instanceof InvalidClientError) {
     headers['www-authenticate'] = 'Basic realm="ticket-auth-proxy", charset="UTF-8"';

@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { CredentialsRequiredError, MethodNotAllowedError, ProxyError, UpgradeNotSupportedError } from '../core/errors.js';
+import { CredentialsRequiredError, MethodNotAllowedError, OverloadedError, ProxyError, UpgradeNotSupportedError } from '../core/errors.js';
 import { parseBasicCredentials } from '../token/basic-credentials.js';
 import type { Credential } from '../token/client-auth/index.js';
 import { answerProblem } from './answer-problem.js';
 import { type Authorizer, Exchange, type ExchangeOptions, shareOptions } from './exchange.js';
 import { readRequestHeaders, type RequestHeaders } from './headers.js';
+import type { LoadShedding } from './memory.js';
 import { checkTarget } from './path-guard.js';
 
 /** Which token source serves a request, or the error to answer it with. */
@@ -13,23 +14,34 @@ export type SelectSource = (req: IncomingMessage) => Authorizer | ProxyError;
 
 export interface ForwarderOptions extends ExchangeOptions {
   selectSource: SelectSource;
+  /** Whether new requests are shed now: near the memory limit. */
+  load: LoadShedding;
 }
 
 /** The proxy listener's request handler; `expectContinue` is true for the `checkContinue` event. */
 export type Forward = (req: IncomingMessage, res: ServerResponse, expectContinue?: boolean) => void;
 
+/** One answer for every shed request: its message never changes. */
+const OVERLOADED = new OverloadedError('the proxy is near its memory limit and takes no new request for now; retry after a second');
+
 /**
- * Creates the proxy listener's request handler. A request meets the refusals in order, then the
- * choice of its token source, which may refuse it too; a refused one is answered with a problem.
- * Any other is forwarded by an {@link Exchange} (exchange.ts): sent with a token, sent again once
- * after a gateway 401 or a pooled connection that broke under it, its answer streamed back.
+ * Creates the proxy listener's request handler. A new request is shed while memory is near its
+ * limit (`503 overloaded`); any other meets the refusals in order, then the choice of its token
+ * source, which may refuse it too; a refused one is answered with a problem. Any other is
+ * forwarded by an {@link Exchange} (exchange.ts): sent with a token, sent again once after a
+ * gateway 401 or a pooled connection that broke under it, its answer streamed back.
  */
 export function createForwarder(options: ForwarderOptions): Forward {
   const shared = shareOptions(options);
-  const { selectSource, recorder } = options;
+  const { selectSource, recorder, load } = options;
   return function forward(req, res, expectContinue = false) {
     const started = performance.now();
     const headers = readRequestHeaders(req.rawHeaders);
+    if (load.shedding) {
+      // An upload is not read: answerProblem closes its connection after the answer.
+      recorder.shed();
+      return answerProblem(recorder, req, res, OVERLOADED, started, headers.hasBody);
+    }
     const source = refuse(req, headers, res) ?? selectSource(req);
     if (source instanceof ProxyError) answerProblem(recorder, req, res, source, started, headers.hasBody);
     else new Exchange(shared, req, res, headers, source, started, expectContinue).start();

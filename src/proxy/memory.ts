@@ -2,8 +2,9 @@ import type { IncomingMessage } from 'node:http';
 
 /**
  * What the request path asks of the process's memory (docs/performance.md, "Memory under large
- * bodies"), as an interface the proxy owns: the wiring hands it a read budget, so the request path
- * knows nothing of collectors.
+ * bodies"; docs/operations.md, "When memory runs short"), as two small interfaces the proxy owns:
+ * the wiring hands it a read budget and a shedding guard, so the request path knows nothing of
+ * collectors, cgroups or samplers.
  */
 
 /** Where the request path reports the body bytes it reads into the process. */
@@ -12,8 +13,15 @@ export interface ReadBudget {
   spend(bytes: number): void;
 }
 
-/** A budget that is never spent: for tests that need none. */
+/** Whether the process is near its memory limit: asked once for each new request. */
+export interface LoadShedding {
+  /** True while new requests are answered `503 overloaded`; a field read, set by a sampler. */
+  readonly shedding: boolean;
+}
+
+/** A budget that is never spent and a process never shed: for tests and tools that need neither. */
 export const NO_BUDGET: ReadBudget = { spend: () => {} };
+export const NEVER_SHED: LoadShedding = { shedding: false };
 
 const kBudget = Symbol('budget');
 /** A caller's request, pointing at the budget its body is read against: the listener below is built once. */

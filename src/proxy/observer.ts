@@ -16,6 +16,8 @@ export interface ProxyObserver {
   upstreamUnauthorized(replayed: boolean): void;
   /** A body stayed silent longer than `UPSTREAM_IDLE_TIMEOUT_MS` and the exchange was ended. */
   upstreamStalled(direction: StallDirection): void;
+  /** A new request was answered `503 overloaded`: memory was near its limit. */
+  requestShed(): void;
 }
 
 /**
@@ -53,6 +55,11 @@ export class Recorder {
 
   upstreamUnauthorized(replayed: boolean): void {
     this.observer.upstreamUnauthorized(replayed);
+  }
+
+  /** A new request shed near the memory limit (it is recorded as answered too). */
+  shed(): void {
+    this.observer.requestShed();
   }
 
   /**

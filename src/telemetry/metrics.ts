@@ -175,6 +175,11 @@ function requestMetrics(registry: Registry): ProxyObserver {
   const stallChildren = { request: stalls.labels('request'), response: stalls.labels('response') };
   stallChildren.request.inc(0);
   stallChildren.response.inc(0);
+  const shed = new Counter({
+    name: 'ticket_auth_proxy_overload_shed_total',
+    help: 'New requests answered 503 overloaded because memory was above 90 % of its limit.',
+    registers: [registry],
+  });
 
   const methodChildren = new Map<string, MethodChildren>();
   const childrenFor = (method: string): MethodChildren => {
@@ -210,6 +215,9 @@ function requestMetrics(registry: Registry): ProxyObserver {
     },
     upstreamStalled(direction) {
       stallChildren[direction].inc();
+    },
+    requestShed() {
+      shed.inc();
     },
   };
 }

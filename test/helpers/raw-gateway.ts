@@ -15,6 +15,8 @@ export interface SeenRequest {
   /** Which connection it came on (1, 2, ...), and its place on that connection (1, 2, ...). */
   connection: number;
   onConnection: number;
+  /** For a `stream` answer: the body bytes the socket has taken so far, and whether all of them. */
+  streamed?: { written: number; done: boolean };
 }
 
 export type Action =
@@ -27,7 +29,9 @@ export type Action =
   /** Resets the connection (RST) without answering. */
   | { reset: true }
   /** Reads on and never answers. */
-  | { silent: true };
+  | { silent: true }
+  /** A 200 whose body of `stream` bytes is written as the connection takes it (back-pressure minded), recorded in `streamed`. */
+  | { stream: number };
 
 export interface RawGatewayOptions {
   /** What to do with each request; the record already holds it. */
@@ -131,6 +135,9 @@ export async function startRawGateway(options: RawGatewayOptions): Promise<RawGa
             `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${action.stallAfterHalf}\r\n\r\n${'x'.repeat(half)}`,
           );
           return;
+        } else if ('stream' in action) {
+          stream(socket, req, action.stream);
+          return;
         } else if ('close' in action) {
           closedHere = true;
           socket.end();
@@ -161,6 +168,27 @@ export async function startRawGateway(options: RawGatewayOptions): Promise<RawGa
         server.close(() => resolve());
       }),
   };
+}
+
+/** Writes a 200 of `length` bytes of `x`, a 64 KiB chunk at a time as `socket` takes them, into `req.streamed`. */
+function stream(socket: Socket, req: SeenRequest, length: number): void {
+  const progress = { written: 0, done: false };
+  req.streamed = progress;
+  socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`);
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  const pump = (): void => {
+    while (progress.written < length && !socket.destroyed) {
+      const n = Math.min(chunk.length, length - progress.written);
+      const more = socket.write(n === chunk.length ? chunk : chunk.subarray(0, n));
+      progress.written += n;
+      if (!more) {
+        socket.once('drain', pump);
+        return;
+      }
+    }
+    progress.done = progress.written === length;
+  };
+  pump();
 }
 
 /** A loopback port nothing listens on (taken from the system, then released). */

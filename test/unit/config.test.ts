@@ -145,6 +145,7 @@ describe('loadConfig defaults and sources', () => {
     SHUTDOWN_TIMEOUT_S: '30',
     LOG_LEVEL: 'debug',
     ACCESS_LOG: 'yes',
+    MEMORY_LIMIT_MB: '192',
   };
   const everyParsed: Config = {
     baseUrl: 'https://gw.example.com/gw',
@@ -203,6 +204,7 @@ describe('loadConfig defaults and sources', () => {
     shutdownTimeoutS: 30,
     logLevel: 'debug',
     accessLog: true,
+    memoryLimitMb: 192,
   };
 
   it('parses every setting from the environment', () => {
@@ -254,6 +256,7 @@ describe('loadConfig defaults and sources', () => {
       'shutdownTimeoutS: 30',
       'logLevel: debug',
       'accessLog: true',
+      'memoryLimitMb: 192',
     ].join('\n');
     const { config, token } = loadBoth({}, yaml, FILES);
     expect(config).toEqual({ ...everyParsed, configFile: undefined });

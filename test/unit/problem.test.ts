@@ -9,6 +9,7 @@ import {
   InvalidClientError,
   MethodNotAllowedError,
   NotProxiedError,
+  OverloadedError,
   ProxyError,
   TokenUnavailableError,
   UpgradeNotSupportedError,
@@ -28,6 +29,7 @@ describe('problemFor', () => {
     [new MethodNotAllowedError('TRACE is not forwarded'), 405, 'method_not_allowed'],
     [new UpgradeNotSupportedError('no upgrades'), 501, 'upgrade_not_supported'],
     [new TokenUnavailableError('no valid token', 3), 503, 'token_unavailable'],
+    [new OverloadedError('near the memory limit'), 503, 'overloaded'],
     [new UpstreamUnreachableError('ECONNREFUSED'), 502, 'upstream_unreachable'],
     [new UpstreamDisconnectedError('ECONNRESET; the gateway may have acted on it'), 502, 'upstream_disconnected'],
     [new UpstreamTimeoutError('no headers within 30000 ms'), 504, 'upstream_timeout'],
@@ -53,6 +55,10 @@ describe('problemFor', () => {
     expect(problemFor(new TokenUnavailableError('x', -4)).headers['retry-after']).toBe('1');
     expect(problemFor(new TokenUnavailableError('x', 59.1)).headers['retry-after']).toBe('60');
     expect(problemFor(new UpstreamTimeoutError('x')).headers['retry-after']).toBeUndefined();
+  });
+
+  it('sends Retry-After: 1 with overloaded: the memory is sampled ten times a second near its limit', () => {
+    expect(problemFor(new OverloadedError('x')).headers['retry-after']).toBe('1');
   });
 
   it('sends Allow with method_not_allowed and a Basic challenge with the credential errors', () => {

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.js';
 import type { Authorizer } from '../../src/proxy/exchange.js';
 import { createForwarder, createSourceSelector } from '../../src/proxy/forward.js';
-import { NO_BUDGET, type ReadBudget } from '../../src/proxy/memory.js';
+import { type LoadShedding, NEVER_SHED, NO_BUDGET, type ReadBudget } from '../../src/proxy/memory.js';
 import { Recorder, type ProxyObserver } from '../../src/proxy/observer.js';
 import { createProxyServer } from '../../src/proxy/server.js';
 import { StopList } from '../../src/app/shutdown.js';
@@ -27,7 +27,7 @@ interface Seen {
 }
 
 /** What the observer was told, in order. */
-type Event = ['ended', string, number] | ['unauthorized', boolean] | ['stalled', string];
+type Event = ['ended', string, number] | ['unauthorized', boolean] | ['stalled', string] | ['shed'];
 
 function fakeSource(): Authorizer & { invalidated: string[] } {
   let token = 't1';
@@ -67,6 +67,7 @@ async function stack(options: {
   replayLimit?: number;
   source?: Authorizer;
   budget?: ReadBudget;
+  load?: LoadShedding;
 }) {
   const seen: Seen[] = [];
   const gateway = createServer((req, res) => {
@@ -90,7 +91,10 @@ async function stack(options: {
  * A proxy in front of the gateway at `origin`, with a fake token source handing out `t1`, then
  * `t2` once `t1` is rejected (or `source`). Retries go on connections of their own, as in the app.
  */
-async function proxyFor(origin: string, options: { configured?: boolean; replayLimit?: number; source?: Authorizer; budget?: ReadBudget }) {
+async function proxyFor(
+  origin: string,
+  options: { configured?: boolean; replayLimit?: number; source?: Authorizer; budget?: ReadBudget; load?: LoadShedding },
+) {
   const pool = new Pool(origin);
   const freshPool = new Pool(origin, { pipelining: 0 });
   closers.push(
@@ -102,6 +106,7 @@ async function proxyFor(origin: string, options: { configured?: boolean; replayL
     requestEnded: (method, status) => events.push(['ended', method, status]),
     upstreamUnauthorized: (replayed) => events.push(['unauthorized', replayed]),
     upstreamStalled: (direction) => events.push(['stalled', direction]),
+    requestShed: () => events.push(['shed']),
   };
   const source = fakeSource();
   const recorder = new Recorder(observer, createLogger('silent'), false);
@@ -114,6 +119,7 @@ async function proxyFor(origin: string, options: { configured?: boolean; replayL
     upstreamIdleTimeoutMs: 60_000,
     replayBodyLimitBytes: options.replayLimit ?? 1024,
     budget: options.budget ?? NO_BUDGET,
+    load: options.load ?? NEVER_SHED,
     recorder,
     log: createLogger('silent'),
     listenOrigin: 'http://127.0.0.1',
@@ -183,7 +189,21 @@ describe('the refusals', () => {
   });
 });
 
-describe('the read budget', () => {
+describe('memory', () => {
+  it('sheds a new request with 503 overloaded and Retry-After: 1 while memory is near its limit, forwarding nothing', async () => {
+    const load = { shedding: true };
+    const s = await stack({ answer: () => 200, load });
+    const shed = await fetch(`http://127.0.0.1:${s.port}/api/v1/tickets`);
+    expect(shed.status).toBe(503);
+    expect(shed.headers.get('retry-after')).toBe('1');
+    expect(((await shed.json()) as { code: string }).code).toBe('overloaded');
+    expect(s.seen).toEqual([]);
+    // Once memory has fallen, the next request is served.
+    load.shedding = false;
+    expect(await send(s.port, 'GET', '/api/v1/tickets')).toEqual({ status: 200, body: 'gateway 200' });
+    expect(s.events).toEqual([['shed'], ['ended', 'GET', 503], ['ended', 'GET', 200]]);
+  });
+
   it("reports every body byte it reads to the read budget: the caller's upload and the gateway's answer", async () => {
     let read = 0;
     const s = await stack({ answer: () => 200, budget: { spend: (bytes) => (read += bytes) } });

@@ -244,6 +244,15 @@ env:
   - name: NODE_OPTIONS
     value: {{ . | quote }}
   {{- end }}
+  {{- if dig "limits" "memory" "" ($v.resources | default dict) }}
+  # The container's memory limit, which the proxy sheds new requests near (docs/operations.md,
+  # "When memory runs short"); without a limit the proxy reads its cgroup and finds none.
+  - name: MEMORY_LIMIT_MB
+    valueFrom:
+      resourceFieldRef:
+        resource: limits.memory
+        divisor: 1Mi
+  {{- end }}
   {{- with $v.extraEnv }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
@@ -298,7 +307,9 @@ livenessProbe:
     path: /livez
     port: admin
   periodSeconds: 10
-  timeoutSeconds: 2
+  # Long enough that a full garbage collection (the heap is compacted when shedding starts) or a
+  # CPU-starved node delays an answer without failing it: a restart cuts every request in flight.
+  timeoutSeconds: 5
   failureThreshold: 3
 readinessProbe:
   httpGet:

@@ -1,0 +1,75 @@
+/**
+ * Load shedding near the memory limit, as Envoy's overload manager does it: a sampler measures
+ * the process's memory as the kernel counts it for the kill (memory-limit.ts) and, above 90 % of
+ * the limit, sets the flag the request path reads for every new request (proxy/memory.ts): new
+ * requests are answered `503 overloaded` until memory falls below 80 %, while the requests in
+ * flight continue and the admin listener answers as ever. When shedding starts the heap is
+ * compacted at once, and again every second while it lasts: shed requests are requests, so the
+ * release after a quiet moment (memory-release.ts) would never come, and the memory the burst
+ * left would keep the proxy shedding (docs/operations.md, "When memory runs short").
+ */
+import type { Clock } from '../core/clock.js';
+import type { Log } from '../core/log.js';
+import type { LoadShedding } from '../proxy/memory.js';
+
+/** New requests are shed above this share of the limit... */
+export const SHED_ABOVE = 0.9;
+/** ...until memory falls below this one. */
+export const SERVE_BELOW = 0.8;
+/** Above this share memory is sampled ten times a second, below it once. */
+export const WATCH_CLOSELY_ABOVE = 0.7;
+const SLOW_SAMPLE_MS = 1_000;
+const FAST_SAMPLE_MS = 100;
+/** While shedding, the heap is compacted at most this often. */
+const COMPACT_EVERY_MS = 1_000;
+
+export interface OverloadGuardOptions {
+  /** The memory the proxy must stay under, in bytes. */
+  limitBytes: number;
+  /** Memory in use now, as the kernel counts it for the kill, in bytes. */
+  usage: () => number;
+  /** A full, compacting collection (v8-collector.ts). */
+  compact: () => void;
+  clock: Clock;
+  log: Log;
+}
+
+export interface OverloadGuard extends LoadShedding {
+  stop(): void;
+}
+
+const MB = 1024 * 1024;
+
+/** Starts sampling at once; the timer never keeps the process alive. */
+export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard {
+  const { limitBytes, usage, compact, clock, log } = options;
+  let timer: unknown;
+  let lastCompact = -Infinity;
+  const guard = {
+    shedding: false,
+    stop: () => clock.clearTimeout(timer),
+  };
+  const mb = (bytes: number): number => Math.round(bytes / MB);
+
+  const sample = (): void => {
+    const used = usage();
+    const share = used / limitBytes;
+    if (!guard.shedding && share > SHED_ABOVE) {
+      guard.shedding = true;
+      log.warn(
+        { usedMb: mb(used), limitMb: mb(limitBytes) },
+        'memory above 90 % of its limit: new requests are answered 503 overloaded until it falls below 80 %',
+      );
+    } else if (guard.shedding && share < SERVE_BELOW) {
+      guard.shedding = false;
+      log.info({ usedMb: mb(used), limitMb: mb(limitBytes) }, 'memory below 80 % of its limit: new requests are served again');
+    }
+    if (guard.shedding && clock.now() - lastCompact >= COMPACT_EVERY_MS) {
+      lastCompact = clock.now();
+      compact();
+    }
+    timer = clock.setTimeout(sample, share > WATCH_CLOSELY_ABOVE ? FAST_SAMPLE_MS : SLOW_SAMPLE_MS);
+  };
+  sample();
+  return guard;
+}

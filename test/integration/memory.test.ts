@@ -1,0 +1,218 @@
+/**
+ * Memory that does not grow with what passes through, and shedding near the limit
+ * (docs/performance.md, "Memory under large bodies"; docs/operations.md, "When memory runs short"),
+ * through the real process: slow readers of large answers hold the gateway back instead of filling
+ * the proxy, large uploads arrive whole, and a burst past `MEMORY_LIMIT_MB` is shed with
+ * `503 overloaded` while the requests in flight finish, with the image's allocator and with
+ * glibc's. How much memory each takes is a benchmark's figure (bench/README.md), never a test's.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { describe, expect } from 'vitest';
+import { thisHost } from '../../bench/run/settings.js';
+import { pollUntil } from '../helpers/index.js';
+import { startRawGateway, type RawGateway } from '../helpers/raw-gateway.js';
+import { type Stack, test as it } from '../helpers/stack.js';
+
+const SECRET = 'memory-secret-7c2a';
+const MB = 1024 * 1024;
+
+const sockets: Socket[] = [];
+const gateways: RawGateway[] = [];
+it.afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy();
+  for (const g of gateways.splice(0)) await g.close();
+});
+
+/**
+ * A caller that sends `GET path` on a connection of its own and reads the answer only when told:
+ * `read(bytes)` takes up to that many from what has arrived, `drain()` reads on to the end.
+ */
+interface SlowCaller {
+  /** Bytes of the answer (head included) taken so far. */
+  readonly received: number;
+  read(bytes: number): void;
+  drain(): void;
+  /** Resolves with the whole answer once the connection ends. */
+  readonly ended: Promise<Buffer>;
+}
+
+function slowCaller(port: number, path: string): SlowCaller {
+  const socket = connect(port, '127.0.0.1');
+  sockets.push(socket);
+  socket.on('error', () => {});
+  const chunks: Buffer[] = [];
+  let received = 0;
+  const take = (chunk: Buffer | null): void => {
+    if (chunk === null) return;
+    chunks.push(chunk);
+    received += chunk.length;
+  };
+  const ended = new Promise<Buffer>((resolve) => socket.once('close', () => resolve(Buffer.concat(chunks))));
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: app.local\r\nConnection: close\r\n\r\n`);
+  return {
+    get received() {
+      return received;
+    },
+    // The socket is never put in flowing mode: what is not read stays in its buffers and the kernel's.
+    read: (bytes) => take(socket.read(bytes) ?? socket.read()),
+    drain: () => socket.on('data', take),
+    ended,
+  };
+}
+
+/** The status and body of an answer read whole: the head must name its Content-Length, and the body must be that long. */
+function parseAnswer(raw: Buffer): { status: number; length: number; complete: boolean } {
+  const end = raw.indexOf('\r\n\r\n');
+  const head = raw.subarray(0, end).toString('latin1');
+  const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? NaN);
+  return { status: Number(head.slice(9, 12)), length, complete: raw.length - end - 4 === length };
+}
+
+describe('memory that does not grow with what passes through', () => {
+  it(
+    'makes the gateway wait for 100 callers that read a 10 MiB answer slowly, instead of holding the answers',
+    { timeout: 60_000 },
+    async ({ stack, mock }) => {
+      const gateway = await startRawGateway({ act: (req) => (req.path === '/api/v1/big' ? { stream: 10 * MB } : { answer: 200 }) });
+      gateways.push(gateway);
+      const tokens = await mock({ clients: { client: SECRET } });
+      const { proxy } = await stack({
+        gateway: tokens,
+        secret: SECRET,
+        env: { BASE_URL: gateway.url, TOKEN_URL: `${tokens.url}/api/v1/oauth2/token` },
+      });
+      const callers = Array.from({ length: 100 }, () => slowCaller(proxy.proxyPort, '/api/v1/big'));
+      await pollUntil(() => gateway.seen.length === 100 && gateway.seen.every((r) => r.streamed!.written > 0), { timeoutMs: 20_000 });
+      // Two seconds of reading 16 KiB a tenth of a second: 320 KiB a caller at most.
+      for (let tick = 0; tick < 20; tick++) {
+        for (const c of callers) c.read(16 * 1024);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const streams = gateway.seen.map((r) => r.streamed!);
+      expect(streams.filter((s) => s.done)).toEqual([]);
+      // What the gateway wrote is what the callers read, their windows, and the sockets' buffers:
+      // far less than the ten answers' worth a proxy that held the answers would have taken.
+      const written = streams.reduce((sum, s) => sum + s.written, 0);
+      expect(written).toBeLessThan(100 * 10 * MB);
+      expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    },
+  );
+
+  it('carries 1 MiB uploads from 40 callers at once to the gateway byte for byte', async ({ stack }) => {
+    const { proxy } = await stack({ secret: SECRET });
+    const bodies = Array.from({ length: 40 }, () => randomBytes(MB));
+    const answers = await Promise.all(
+      bodies.map(
+        (body) =>
+          new Promise<{ status: number; text: string }>((resolve, reject) => {
+            const req = httpRequest(
+              `${proxy.proxyUrl}/api/v1/upload`,
+              { method: 'POST', agent: false, headers: { 'content-type': 'application/octet-stream', 'content-length': body.length } },
+              (res) => {
+                let text = '';
+                res.setEncoding('utf8');
+                res.on('data', (c: string) => (text += c));
+                res.on('end', () => resolve({ status: res.statusCode!, text }));
+              },
+            );
+            req.on('error', reject);
+            // Written in 64 KiB pieces, as a client streaming a file writes it.
+            for (let at = 0; at < body.length; at += 64 * 1024) req.write(body.subarray(at, at + 64 * 1024));
+            req.end();
+          }),
+      ),
+    );
+    for (const [i, answer] of answers.entries()) {
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.text)).toEqual({ length: MB, sha256: createHash('sha256').update(bodies[i]!).digest('hex') });
+    }
+  });
+});
+
+/**
+ * The allocators the image and a plain `node dist/main.js` run the proxy with, and whether each
+ * gives memory back once it is freed: jemalloc does within seconds, glibc's malloc keeps it for
+ * reuse (docs/operations.md, "When memory runs short").
+ */
+const allocators: [string, Record<string, string>, boolean][] = [['glibc', {}, false]];
+const image = thisHost().imageAllocatorEnv({});
+if (image.env.LD_PRELOAD !== undefined) allocators.unshift([`the image's (${image.description})`, image.env, true]);
+
+describe.each(allocators)('shedding near the memory limit, with %s allocator', (_name, allocator, givesMemoryBack) => {
+  it(
+    'answers new requests 503 overloaded during a burst past the limit, finishes those in flight, and serves again after it',
+    { timeout: 120_000 },
+    async ({ stack }) => {
+      // The idle footprint of this build and allocator: a proxy without a limit, after the same warm-up.
+      const warmUp = async (s: Stack): Promise<void> => {
+        for (let i = 0; i < 3; i++) await (await fetch(`${s.proxy.proxyUrl}/api/v1/download?bytes=${4 * MB}`)).arrayBuffer();
+      };
+      const rss = (s: Stack): Promise<number> => s.metric(/process_resident_memory_bytes (\d+)/);
+      const probe = await stack({ secret: SECRET, env: { ...allocator, MEMORY_LIMIT_MB: '0' } });
+      await warmUp(probe);
+      const idle = await rss(probe);
+      await probe.stop();
+      // A limit at which that footprint is 80 %: 90 % is a burst of an eighth more away, and
+      // serving again takes memory back to where the warm-up left it.
+      const limitMb = Math.ceil(idle / 0.8 / MB);
+      const s = await stack({ secret: SECRET, env: { ...allocator, MEMORY_LIMIT_MB: String(limitMb) } });
+      await warmUp(s);
+
+      const livez: number[] = [];
+      const watch = setInterval(() => {
+        fetch(`${s.proxy.adminUrl}/livez`).then(
+          (r) => livez.push(r.status),
+          () => livez.push(0),
+        );
+      }, 100);
+      try {
+        // The burst: 300 callers of a 2 MiB answer who read nothing for now.
+        const burst = Array.from({ length: 300 }, () => slowCaller(s.proxy.proxyPort, `/api/v1/download?bytes=${2 * MB}`));
+        let shed: Response | undefined;
+        await pollUntil(
+          async () => {
+            const r = await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`);
+            if (r.status === 503) shed = r;
+            else await r.arrayBuffer();
+            return shed !== undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 50 },
+        );
+        expect(shed!.headers.get('retry-after')).toBe('1');
+        expect(((await shed!.json()) as { code: string }).code).toBe('overloaded');
+
+        // The burst ends: twenty callers read their answers to the end, the others hang up.
+        const readers = burst.slice(0, 20);
+        for (const c of readers) c.drain();
+        for (const s of sockets.slice(20)) s.destroy();
+        const answers = (await Promise.all(readers.map((c) => c.ended))).map(parseAnswer);
+        // A request was either shed before it started or carried through whole.
+        expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
+        expect(answers.filter((a) => a.status === 200 && (!a.complete || a.length !== 2 * MB))).toEqual([]);
+        expect(answers.filter((a) => a.status === 200).length).toBeGreaterThan(0);
+
+        // Service returns once memory has fallen: the heap is compacted while shedding lasts, and
+        // jemalloc returns what the burst freed. glibc's malloc keeps it (the proxy warns at start).
+        if (givesMemoryBack) {
+          await pollUntil(async () => (await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`)).status === 200, {
+            timeoutMs: 15_000,
+            intervalMs: 200,
+          });
+        }
+        expect(await s.metric(/ticket_auth_proxy_overload_shed_total (\d+)/)).toBeGreaterThan(0);
+        expect(s.proxy.child.exitCode).toBeNull();
+        expect(livez.length).toBeGreaterThan(0);
+        expect(livez.filter((status) => status !== 200)).toEqual([]);
+        // Logged once a change: warn when shedding starts, info when it ends, in turn.
+        const changes = s.proxy.lines().filter((l) => /new requests are (answered 503 overloaded|served again)/.test(String(l.msg)));
+        expect(changes.length).toBeGreaterThan(0);
+        expect(changes.map((l) => l.level)).toEqual(changes.map((_, i) => (i % 2 === 0 ? 40 : 30)));
+        if (givesMemoryBack) expect(changes.at(-1)!.level).toBe(30);
+      } finally {
+        clearInterval(watch);
+      }
+    },
+  );
+});
