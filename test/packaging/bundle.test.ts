@@ -18,7 +18,7 @@ function olderNode(): string | undefined {
   return undefined;
 }
 
-describe('the built entry (PRODUCT §13: one file loads leaner than two hundred modules)', () => {
+describe('the built entry (docs/performance.md: one file loads leaner than two hundred modules)', () => {
   const source = readFileSync(main, 'utf8');
 
   it('is one module: it imports nothing of the project or of the bundled dependencies', () => {

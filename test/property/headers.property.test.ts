@@ -1,5 +1,5 @@
 /**
- * Header rules (PRODUCT §4.5-4.6) as properties, observed end to end: whatever headers a caller
+ * Header rules (docs/forwarding.md, "Headers") as properties, observed end to end: whatever headers a caller
  * sends, the gateway receives exactly one `Authorization` (the proxy's), no hop-by-hop field and
  * no field `Connection` names, and every other field in its order; whatever the gateway answers,
  * the caller receives no hop-by-hop or `Connection`-named field. Names compare case-insensitively.

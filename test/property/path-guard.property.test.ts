@@ -1,5 +1,5 @@
 /**
- * Path guard, differential (PRODUCT §4.1-4.3): whatever the guard forwards, every common reader
+ * Path guard, differential (docs/forwarding.md, "What is forwarded"): whatever the guard forwards, every common reader
  * of a path reads the path the proxy sent; whatever it refuses, one named property made it
  * dangerous. Targets are built from the nasty shapes: mixed case and mixed encodings of dots
  * and slashes, `;params`, overlong UTF-8, `%u` escapes, tabs, `#`.
