@@ -3,6 +3,7 @@
  * as a child process on ports from `listen(0)`, and small tools to talk to it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { connect, createServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
@@ -46,6 +47,32 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A loopback port nothing listens on, below the kernel's ephemeral range
+ * (`net.ipv4.ip_local_port_range`): no `listen(0)` elsewhere is given it and no outgoing
+ * connection to it connects to itself, so it stays closed until a test listens on it, and a
+ * server that goes down there is not replaced by another.
+ */
+export async function closedPort(): Promise<number> {
+  let low = 32_768;
+  try {
+    low = Number((await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')).trim().split(/\s+/)[0]) || low;
+  } catch {
+    // Not Linux: the IANA dynamic range starts at 49152, so below 32768 is outside it as well.
+  }
+  const from = Math.max(1024, low - 12_000);
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = from + Math.floor(Math.random() * (low - from));
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error(`no free loopback port between ${from} and ${low}`);
 }
 
 /** Polls `fn` until it returns true, or rejects at the deadline. */

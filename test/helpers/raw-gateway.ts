@@ -190,12 +190,3 @@ function stream(socket: Socket, req: SeenRequest, length: number): void {
   };
   pump();
 }
-
-/** A loopback port nothing listens on (taken from the system, then released). */
-export async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

@@ -8,7 +8,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -269,16 +269,4 @@ export async function blackHole(): Promise<{ port: number; connections(): number
         server.close(() => resolve());
       }),
   };
-}
-
-/** A loopback port nothing listens on (connections are refused). */
-export async function closedPort(): Promise<number> {
-  const port = await freePort();
-  // Make sure: a connection to it is refused now.
-  await new Promise<void>((resolve, reject) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), reject(new Error(`port ${port} is open`))));
-    s.once('error', () => resolve());
-  });
-  return port;
 }

@@ -1,6 +1,7 @@
 import { describe, expect } from 'vitest';
 import type { MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, runCli, type ProxyHandle } from '../helpers/index.js';
+import { BACKOFF_CAP_MS } from '../../src/token/refresh-schedule.js';
+import { closedPort, pollUntil, runCli, type ProxyHandle } from '../helpers/index.js';
 import { test as it } from '../helpers/stack.js';
 
 /**
@@ -12,6 +13,8 @@ const ISSUER_PATH = '/realms/tickets';
 const OAUTH_DOC = `/.well-known/oauth-authorization-server${ISSUER_PATH}`;
 const OPENID_DOC = `${ISSUER_PATH}/.well-known/openid-configuration`;
 const mockOptions = { clients: { app: 's3cret-issuer' }, tokenTtlS: 600, issuerPath: ISSUER_PATH };
+/** A failed fetch is tried again at most the backoff's cap later, however many failed before. */
+const UNTIL_NEXT_TRY_MS = BACKOFF_CAP_MS + 5_000;
 const issuerEnv = (g: MockTicketService) => ({ ISSUER_URL: g.issuer.url });
 const check = (g: MockTicketService, env: Record<string, string> = {}) =>
   runCli(['check'], { BASE_URL: g.url, CLIENT_ID: 'app', CLIENT_SECRET: 's3cret-issuer', ...issuerEnv(g), ...env });
@@ -77,11 +80,11 @@ describe('the token endpoint read from ISSUER_URL', () => {
     expect(((await refused.json()) as { code: string }).code).toBe('token_unavailable');
     expect(g.tokenRequests).toHaveLength(0);
 
-    // The issuer put right, the next try (the token backoff's) reads it and fetches.
+    // The issuer put right, the next try (the token backoff's, at most its cap away) reads it and fetches.
     g.issuer.nameIssuer(g.issuer.url);
-    await pollUntil(async () => (await readyz(p)).status === 200, { timeoutMs: 15_000 });
+    await pollUntil(async () => (await readyz(p)).status === 200, { timeoutMs: UNTIL_NEXT_TRY_MS });
     expect(g.tokenRequests).toHaveLength(1);
-  });
+  }, 60_000);
 
   it('tells an ISSUER_URL that serves no metadata, naming both documents', async ({ mock }) => {
     const g = await mock(mockOptions);
@@ -112,7 +115,9 @@ describe('the token endpoint read from ISSUER_URL', () => {
   });
 
   it('is not ready while the issuer cannot be reached, answers 503, and becomes ready once it can', async ({ stack, mock }) => {
-    const g = await mock(mockOptions);
+    // Below the ephemeral range, the port stays unused while the issuer is down: no other server
+    // is given it, and no connection to it connects to itself.
+    const g = await mock({ ...mockOptions, port: await closedPort() });
     await g.setDown(true);
     const c = await check(g);
     expect(c.code).toBe(1);
@@ -134,10 +139,10 @@ describe('the token endpoint read from ISSUER_URL', () => {
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
 
     await g.setDown(false);
-    await pollUntil(async () => (await readyz(p)).status === 200, { timeoutMs: 20_000 });
+    await pollUntil(async () => (await readyz(p)).status === 200, { timeoutMs: UNTIL_NEXT_TRY_MS });
     expect(await fetchesCounted(p, 'network_error')).toBeGreaterThanOrEqual(1);
     expect((await fetch(`${p.proxyUrl}/api/v1/tickets`)).status).toBe(200);
-  });
+  }, 60_000);
 });
 
 describe('pass-through credentials with ISSUER_URL', () => {

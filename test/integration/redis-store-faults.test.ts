@@ -10,9 +10,9 @@ import { parseCaFile } from '../../src/net/tls-material.js';
 import type { CredentialStore, StoredToken } from '../../src/store/token-store.js';
 import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
 import { FakeLog } from '../helpers/fakes.js';
-import { pollUntil } from '../helpers/index.js';
+import { closedPort, pollUntil } from '../helpers/index.js';
 import { openStore, type RedisTarget } from '../helpers/redis-harness.js';
-import { blackHole, closedPort, startRedis, startRedisCluster, type RedisServer } from '../helpers/redis-server.js';
+import { blackHole, startRedis, startRedisCluster, type RedisServer } from '../helpers/redis-server.js';
 import { lacks, skipNote } from '../helpers/tools.js';
 
 const USER = { name: 'ticket-proxy', password: 'store-password-5c1', prefix: 'tap-test:' };

@@ -9,9 +9,9 @@ import { writeFileSync } from 'node:fs';
 import type { Redis } from 'iovalkey';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { failures, freshPrefix, startFleet, storeEnv, STORE_USER, traffic, writeFile } from '../helpers/fleet.js';
-import { pollUntil, runCli } from '../helpers/index.js';
+import { closedPort, pollUntil, runCli } from '../helpers/index.js';
 import { adminClient, dumpStore, type RedisTarget } from '../helpers/redis-harness.js';
-import { blackHole, closedPort, startRedis, type RedisServer } from '../helpers/redis-server.js';
+import { blackHole, startRedis, type RedisServer } from '../helpers/redis-server.js';
 import { test as it } from '../helpers/stack.js';
 import { lacks, skipNote } from '../helpers/tools.js';
 

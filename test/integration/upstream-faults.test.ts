@@ -7,8 +7,8 @@
 import { request as httpRequest } from 'node:http';
 import { describe, expect } from 'vitest';
 import { createDpopVerifier } from '../../src/mock/dpop-verifier.js';
-import { pollUntil } from '../helpers/index.js';
-import { closedPort, startRawGateway, type RawGateway, type RawGatewayOptions } from '../helpers/raw-gateway.js';
+import { closedPort, pollUntil } from '../helpers/index.js';
+import { startRawGateway, type RawGateway, type RawGatewayOptions } from '../helpers/raw-gateway.js';
 import { it, type StartMock, type StartStack, type Stack } from '../helpers/stack.js';
 
 const SECRET = 'faults-secret-5d1e';
