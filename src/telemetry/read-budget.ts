@@ -13,11 +13,22 @@ import type { ReadBudget } from '../proxy/memory.js';
 /** The bytes read between two collections: a scavenge costs about half a millisecond. */
 export const READ_BUDGET_BYTES = 8 * 1024 * 1024;
 
+/**
+ * Reads smaller than this are not counted. A small answer or upload comes with the JavaScript
+ * garbage every request makes (its headers, its handler), which starts young-generation
+ * collections on its own, and its read buffer dies with them; it is a stream of large reads, with
+ * little garbage of V8's own beside them, that piles up buffers until the 64 MB mark. Counted
+ * alone, ordinary traffic never spends the budget, and a proxy started without `--expose-gc`
+ * never keeps the V8 context its collections would need (v8-collector.ts).
+ */
+export const SMALLEST_COUNTED_READ = 16 * 1024;
+
 /** A budget of `bytes`; `collect` runs a young-generation collection (v8-collector.ts). */
-export function createReadBudget(collect: () => void, bytes = READ_BUDGET_BYTES): ReadBudget {
+export function createReadBudget(collect: () => void, bytes = READ_BUDGET_BYTES, smallest = SMALLEST_COUNTED_READ): ReadBudget {
   let left = bytes;
   return {
     spend(read) {
+      if (read < smallest) return;
       left -= read;
       if (left > 0) return;
       left = bytes;

@@ -23,25 +23,24 @@ export interface Collector {
   full(): void;
 }
 
-/** The process's `gc()`, once found: V8's collector is one for the whole process. */
-let found: Gc | undefined;
+/** `gc()` from a V8 context kept for it, once young collections are asked for without `--expose-gc`. */
+let kept: Gc | undefined;
 
 /**
  * V8's `gc()`: the one `--expose-gc` gives (the image, the chart and `npm start` pass the flag),
- * else one taken, the first time a collection is asked for, from a V8 context made for it and
- * kept for the life of the process: the flag is set for that context alone and cleared again, so
- * no other context gets `gc`. A context made for each collection would cost a millisecond and a
- * megabyte every time the read budget is spent; one kept costs the proxy's code a few per cent
- * of CPU (bench/BASELINE.md, "Where the memory goes under large bodies").
+ * else one taken from a V8 context made for it, the flag set for that context alone and cleared
+ * again, so no other context gets `gc`. While a second context lives, the proxy's own code costs a
+ * few per cent more CPU (bench/BASELINE.md, "CPU per request and the second context"), so:
+ * - a full collection (after a burst, when shedding starts: rare) takes a context made for it and
+ *   dropped after it, unless one is kept already;
+ * - young collections (every 8 MiB of bodies read: often) keep theirs for the life of the process,
+ *   since one made each time would cost a millisecond and a megabyte. A proxy whose bodies are
+ *   small never spends the read budget (read-budget.ts), and so never keeps a context.
  */
 export function v8Collector(): Collector {
-  const call = (options: GcOptions): void => {
-    found ??= exposedGc() ?? gcFromNewContext();
-    found(options);
-  };
   return {
-    young: () => call({ type: 'minor', execution: 'sync' }),
-    full: () => call({ type: 'major', execution: 'sync', flavor: 'last-resort' }),
+    young: () => (exposedGc() ?? (kept ??= gcFromNewContext()))({ type: 'minor', execution: 'sync' }),
+    full: () => (exposedGc() ?? kept ?? gcFromNewContext())({ type: 'major', execution: 'sync', flavor: 'last-resort' }),
   };
 }
 
