@@ -4,7 +4,8 @@ import { CredentialsRequiredError, MethodNotAllowedError, OverloadedError, Proxy
 import { parseBasicCredentials } from '../token/basic-credentials.js';
 import type { Credential } from '../token/client-auth/index.js';
 import { answerProblem } from './answer-problem.js';
-import { type Authorizer, Exchange, type ExchangeOptions, shareOptions } from './exchange.js';
+import { Exchange } from './exchange.js';
+import { type Authorizer, type ExchangeOptions, shareOptions } from './exchange-options.js';
 import { readRequestHeaders, type RequestHeaders } from './headers.js';
 import type { LoadShedding } from './memory.js';
 import { checkTarget } from './path-guard.js';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.js';
-import type { Authorizer } from '../../src/proxy/exchange.js';
+import type { Authorizer } from '../../src/proxy/exchange-options.js';
 import { createForwarder, createSourceSelector } from '../../src/proxy/forward.js';
 import { type LoadShedding, NEVER_SHED, NO_BUDGET, type ReadBudget } from '../../src/proxy/memory.js';
 import { Recorder, type ProxyObserver } from '../../src/proxy/observer.js';
