@@ -38,6 +38,14 @@ const MB = 1024 * 1024;
 export function createMemoryBound(options: MemoryBoundOptions): MemoryBound {
   const { clock, log } = options;
   const collector = v8Collector();
+  if (!collector.exposed) {
+    log.info(
+      {},
+      "started without --expose-gc: once bodies of 16 KiB or more pass, the read budget takes V8's gc() from a second V8 context, " +
+        'which costs up to half again the CPU of each 64 KB upload; start with NODE_OPTIONS=--expose-gc as the image, the chart ' +
+        'and npm start do (docs/performance.md, "Memory under large bodies")',
+    );
+  }
   const guard = startGuard(options, collector.full);
   return {
     budget: createReadBudget(collector.young),

@@ -14,6 +14,8 @@ interface GcOptions {
 type Gc = (options: GcOptions) => void;
 
 export interface Collector {
+  /** Whether `--expose-gc` gave the process its `gc()`: without it, a second V8 context is made for one. */
+  readonly exposed: boolean;
   /**
    * A young-generation collection (a scavenge, under a millisecond): frees the Buffers that died
    * young, among them every socket read already written on.
@@ -29,8 +31,9 @@ let kept: Gc | undefined;
 /**
  * V8's `gc()`: the one `--expose-gc` gives (the image, the chart and `npm start` pass the flag),
  * else one taken from a V8 context made for it, the flag set for that context alone and cleared
- * again, so no other context gets `gc`. While a second context lives, the proxy's own code costs a
- * few per cent more CPU (bench/BASELINE.md, "CPU per request and the second context"), so:
+ * again, so no other context gets `gc`. While a second context lives, the proxy's own code costs
+ * more CPU: a few per cent for small requests, half again for 64 KB uploads (bench/BASELINE.md,
+ * "CPU per request and the second context", "Plain node and the second context"), so:
  * - a full collection (after a burst, when shedding starts: rare) takes a context made for it and
  *   dropped after it, unless one is kept already;
  * - young collections (every 8 MiB of bodies read: often) keep theirs for the life of the process,
@@ -39,6 +42,7 @@ let kept: Gc | undefined;
  */
 export function v8Collector(): Collector {
   return {
+    exposed: exposedGc() !== undefined,
     young: () => (exposedGc() ?? (kept ??= gcFromNewContext()))({ type: 'minor', execution: 'sync' }),
     full: () => (exposedGc() ?? kept ?? gcFromNewContext())({ type: 'major', execution: 'sync', flavor: 'last-resort' }),
   };
