@@ -37,8 +37,9 @@ let kept: Gc | undefined;
  * - a full collection (after a burst, when shedding starts: rare) takes a context made for it and
  *   dropped after it, unless one is kept already;
  * - young collections (every 8 MiB of bodies read: often) keep theirs for the life of the process,
- *   since one made each time would cost a millisecond and a megabyte. A proxy whose bodies are
- *   small never spends the read budget (read-budget.ts), and so never keeps a context.
+ *   since one made each time costs half a millisecond and is no cheaper to run beside (the
+ *   dropped ones live until a full collection). A proxy whose bodies are small never spends the
+ *   read budget (read-budget.ts), and so never keeps a context.
  */
 export function v8Collector(): Collector {
   return {
