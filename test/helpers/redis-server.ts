@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll } from 'vitest';
-import { freePort, pollUntil } from './index.js';
+import { closedPort, pollUntil } from './index.js';
 
 const run = promisify(execFile);
 
@@ -152,7 +152,9 @@ async function spawnRedis(
 /** Starts one redis-server on a loopback port. */
 export async function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'tap-redis-'));
-  const port = options.extra?.includes('cluster-enabled yes') ? await freeClusterPort() : await freePort();
+  // A standalone server may be killed and restarted on its port: below the ephemeral range, no
+  // other socket (nor a reconnecting client's connection to itself) takes the port meanwhile.
+  const port = options.extra?.includes('cluster-enabled yes') ? await freeClusterPort() : await closedPort();
   const tlsArgs = options.tls
     ? [
         '--tls',
