@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { listenProblems } from './app/port-probe.js';
+import { listenProblems } from './app/listeners/port-probe.js';
 import { createLogger } from './core/log.js';
 import { createMockTicketService, DEMO_CLIENT } from './mock/ticket-service.js';
 

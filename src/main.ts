@@ -2,9 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { startApp } from './app/app.js';
-import { check } from './app/check.js';
-import { helpText, parseArgs } from './app/cli.js';
-import { readConfig, settingWarnings } from './app/read-config.js';
+import { check } from './app/cli/check.js';
+import { helpText, parseArgs } from './app/cli/cli.js';
+import { readConfig, settingWarnings } from './app/cli/read-config.js';
 import { SETTINGS_CHECKS } from './app/settings-checks.js';
 import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';

@@ -16,13 +16,13 @@ import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
 import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/client-auth/index.js';
 import type { TokenEndpoint } from '../token/discovery/index.js';
-import { listen } from './listen.js';
+import { listen } from './listeners/listen.js';
 import { createMemoryBound } from './memory.js';
 import { Readiness } from './readiness.js';
 import { shutdown, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
 import { openTokenStore } from './token-store.js';
-import { listenOnSocket, type SocketFile } from './unix-socket.js';
+import { listenOnSocket, type SocketFile } from './listeners/unix-socket.js';
 
 export interface AppDeps {
   config: Config;

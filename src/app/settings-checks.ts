@@ -3,7 +3,7 @@ import { checkStoreSettings } from '../store/index.js';
 import { checkIssuerSettings } from '../token/discovery/index.js';
 import { checkDpopSettings } from '../token/dpop/index.js';
 import { checkTokenSettings } from '../token/settings.js';
-import { checkListenerSettings } from './listener-settings.js';
+import { checkListenerSettings } from './listeners/listener-settings.js';
 
 /**
  * Each feature's check of its own settings, under the name its result is handed on by: the

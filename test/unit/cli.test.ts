@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SETTINGS } from '../../src/config/config.js';
-import { helpText, parseArgs } from '../../src/app/cli.js';
+import { helpText, parseArgs } from '../../src/app/cli/cli.js';
 
 describe('parseArgs', () => {
   it.each([

@@ -1,6 +1,6 @@
 import { createServer, connect, Server, type ListenOptions } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { listen } from '../../src/app/listen.js';
+import { listen } from '../../src/app/listeners/listen.js';
 import { FakeLog } from '../helpers/fakes.js';
 import { ipv6Note, lacksIpv6 } from '../helpers/ipv6.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SOCKET_PATH_MAX_BYTES } from '../../src/app/unix-socket.js';
+import { SOCKET_PATH_MAX_BYTES } from '../../src/app/listeners/unix-socket.js';
 import { ConfigError } from '../../src/core/errors.js';
 import { filesOf, loadSettings } from '../helpers/load-settings.js';
 

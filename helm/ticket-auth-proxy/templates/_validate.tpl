@@ -305,8 +305,8 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- else if ne $hasCert $hasKey -}}
 {{- $problems = append $problems (ternary "TLS_CLIENT_CERT_FILE is set without TLS_CLIENT_KEY_FILE: set both (certificate chain and key) or neither" "TLS_CLIENT_KEY_FILE is set without TLS_CLIENT_CERT_FILE: set both (certificate chain and key) or neither" $hasCert) -}}
 {{- end -}}
-{{- /* The proxy listener (checkListenerSettings in src/app/listener-settings.ts): a Unix socket or a
-       TCP address; a path a socket address holds (socketPathProblem in src/app/unix-socket.ts, on
+{{- /* The proxy listener (checkListenerSettings in src/app/listeners/listener-settings.ts): a Unix socket or a
+       TCP address; a path a socket address holds (socketPathProblem in src/app/listeners/unix-socket.ts, on
        Linux), with the private directory the socket is made in first; a mode someone may connect by. */ -}}
 {{- if hasKey $set "LISTEN_SOCKET" -}}
 {{- range list "LISTEN_HOST" "LISTEN_PORT" -}}

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { loadConfig, type Loaded, type SettingsCheck } from '../config/load.js';
-import { nearMissVariables, nearMissWarning, type NearMiss } from '../config/near-miss.js';
-import { ConfigError } from '../core/errors.js';
-import { unreadableFileProblem } from '../core/unreadable.js';
+import { loadConfig, type Loaded, type SettingsCheck } from '../../config/load.js';
+import { nearMissVariables, nearMissWarning, type NearMiss } from '../../config/near-miss.js';
+import { ConfigError } from '../../core/errors.js';
+import { unreadableFileProblem } from '../../core/unreadable.js';
 
 /**
  * Reads the configuration: the YAML file named by `--config` or `CONFIG_FILE`, the environment,

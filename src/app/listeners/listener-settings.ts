@@ -1,4 +1,4 @@
-import type { SettingsCheckContext } from '../config/load.js';
+import type { SettingsCheckContext } from '../../config/load.js';
 import { socketPathProblem } from './unix-socket.js';
 
 /**

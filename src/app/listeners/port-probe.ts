@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:net';
-import type { Log } from '../core/log.js';
+import type { Log } from '../../core/log.js';
 import { listen, type ListenTarget } from './listen.js';
 
 /**

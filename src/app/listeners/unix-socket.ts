@@ -2,8 +2,8 @@ import type { Stats } from 'node:fs';
 import { chmod, link, lstat, mkdtemp, rm, unlink } from 'node:fs/promises';
 import { connect, type Server } from 'node:net';
 import { dirname, join } from 'node:path';
-import { ConfigError } from '../core/errors.js';
-import type { Log } from '../core/log.js';
+import { ConfigError } from '../../core/errors.js';
+import type { Log } from '../../core/log.js';
 
 /**
  * The longest path a Unix-domain socket can be bound to: `sun_path` holds 108 bytes on Linux (104

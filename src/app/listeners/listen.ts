@@ -1,5 +1,5 @@
 import type { AddressInfo, Server } from 'node:net';
-import type { Log } from '../core/log.js';
+import type { Log } from '../../core/log.js';
 
 /** Where a listener opens, and how a message names it and its settings. */
 export interface ListenTarget {

@@ -1,17 +1,17 @@
-import { systemClock } from '../core/clock.js';
-import type { Config } from '../config/config.js';
-import { createLogger, type Log } from '../core/log.js';
-import { dispatchersFromSettings } from '../net/dispatchers.js';
-import type { TlsFiles } from '../net/tls-files.js';
-import type { StoreSettings } from '../store/index.js';
-import { configuredCredential, type Credential, type TokenStartup } from '../token/client-auth/index.js';
-import { describeFetchFailure } from '../token/diagnose.js';
-import { tokenEndpointFromConfig, unlistedSettings, type TokenEndpoint } from '../token/discovery/index.js';
-import { tokenFetcherFromConfig, type FetchToken } from '../token/fetch-token.js';
-import type { DpopClient, DpopStartup } from '../token/dpop/index.js';
-import { checkTokenStore } from './check-store.js';
-import { listenCode, listenProblemMeaning, listenProblems } from './port-probe.js';
-import { dpopClient } from './token-sources.js';
+import { systemClock } from '../../core/clock.js';
+import type { Config } from '../../config/config.js';
+import { createLogger, type Log } from '../../core/log.js';
+import { dispatchersFromSettings } from '../../net/dispatchers.js';
+import type { TlsFiles } from '../../net/tls-files.js';
+import type { StoreSettings } from '../../store/index.js';
+import { configuredCredential, type Credential, type TokenStartup } from '../../token/client-auth/index.js';
+import { describeFetchFailure } from '../../token/diagnose.js';
+import { tokenEndpointFromConfig, unlistedSettings, type TokenEndpoint } from '../../token/discovery/index.js';
+import { tokenFetcherFromConfig, type FetchToken } from '../../token/fetch-token.js';
+import type { DpopClient, DpopStartup } from '../../token/dpop/index.js';
+import { checkTokenStore } from '../check-store.js';
+import { listenCode, listenProblemMeaning, listenProblems } from '../listeners/port-probe.js';
+import { dpopClient } from '../token-sources.js';
 
 /**
  * The `check` command: what the credential is (never the secret, key or assertion), then one

@@ -1,4 +1,4 @@
-import { SETTINGS } from '../config/config.js';
+import { SETTINGS } from '../../config/config.js';
 
 export interface CliArgs {
   command: 'run' | 'check' | 'help' | 'version';
