@@ -1,12 +1,15 @@
 /**
- * What an exchange (exchange.ts) is given: the token source it authorises with, and the options
- * every exchange shares, read once by the forwarder (forward.ts).
+ * What an exchange (exchange.ts) is given: the settings every exchange shares, read once by the
+ * forwarder (forward.ts); its one caller's request; and the token source it authorises with.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Log } from '../core/log.js';
 import type { Authorization } from '../token/authorization.js';
 import type { ReadBudget } from './memory.js';
 import type { Recorder } from './observer.js';
+import { RequestHeaders } from './request-headers.js';
+import { SeenHeaderNames } from './response-headers.js';
 
 /** A token source as forwarding uses it (token/token-source.ts is one): the proxy owns this interface. */
 export interface Authorizer {
@@ -38,10 +41,31 @@ export interface ExchangeOptions {
   listenOrigin: string | undefined;
 }
 
-/** The options, and the path prefix of `BASE_URL` without its trailing slash: read once. */
-export type Shared = Readonly<ExchangeOptions & { basePath: string }>;
+/**
+ * The options as every exchange reads them: with the path prefix of `BASE_URL` (without its
+ * trailing slash) and the gateway's header names as last seen (response-headers.ts), both made once.
+ */
+export type ExchangeSettings = Readonly<ExchangeOptions & { basePath: string; seenNames: SeenHeaderNames }>;
 
-/** Reads the options once, for every exchange to share. */
-export function shareOptions(options: ExchangeOptions): Shared {
-  return { ...options, basePath: new URL(options.baseUrl).pathname.replace(/\/$/, '') };
+/** Reads the options once, for every exchange of one forwarder. */
+export function exchangeSettings(options: ExchangeOptions): ExchangeSettings {
+  return { ...options, basePath: new URL(options.baseUrl).pathname.replace(/\/$/, ''), seenNames: new SeenHeaderNames() };
+}
+
+/**
+ * One caller's request as the forwarder and its exchange know it: Node's request and response,
+ * when it began, whether it asked for `100 Continue`, and what its headers said, read once
+ * (request-headers.ts). One object a request: the header facts and the request share it.
+ */
+export class CallerRequest extends RequestHeaders {
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    /** `performance.now()` when the request reached the forwarder. */
+    readonly started: number,
+    /** Arrived through the listener's `checkContinue` event: `100 Continue` is the proxy's to send. */
+    readonly expectContinue: boolean,
+  ) {
+    super(req.rawHeaders);
+  }
 }

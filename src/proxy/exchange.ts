@@ -3,11 +3,24 @@ import type { Dispatcher } from 'undici';
 import { BadRequestError } from '../core/errors.js';
 import type { Authorization } from '../token/authorization.js';
 import { answerProblem, upstreamError } from './answer-problem.js';
-import { callerResponseHeaders, flatHeaders, setAuthorization } from './headers.js';
-import type { ParsedHeaders, RawHeaders, RequestHeaders } from './headers.js';
-import type { Authorizer, Shared } from './exchange-options.js';
+import { reserveAuthorization, setAuthorization } from './authorization-header.js';
+import type { Authorizer, CallerRequest, ExchangeSettings } from './exchange-options.js';
 import { meterUpload } from './memory.js';
 import * as resend from './resend.js';
+import { callerResponseHeaders, flatHeaders, type ParsedHeaders, type RawHeaders } from './response-headers.js';
+
+/**
+ * Where an exchange stands, in the order an attempt meets them; a replay goes back to
+ * `waiting-token` or `sending`, a retry to `sending`, and every path ends in `done`:
+ * - `waiting-token`: no attempt in flight; a token is being fetched (first send, or a replay's);
+ * - `sending`: handed to the pool, not yet to a connection: the gateway cannot have it;
+ * - `awaiting-head`: on a connection, no byte of its answer yet: the gateway may have it;
+ * - `interim-answer`: a 1xx head arrived, the final one has not;
+ * - `dropping-401`: a 401 the request is replayed after: its body is read and dropped;
+ * - `streaming-answer`: the head went to the caller; the body streams;
+ * - `done`: ended, one way or another: nothing more is written or recorded.
+ */
+export type Phase = 'waiting-token' | 'sending' | 'awaiting-head' | 'interim-answer' | 'dropping-401' | 'streaming-answer' | 'done';
 
 const kExchange = Symbol('exchange');
 /** A caller's response, pointing back at its exchange: the listeners below are built once. */
@@ -38,21 +51,18 @@ function onCallerDrain(this: Tagged): void {
  */
 export class Exchange implements Dispatcher.DispatchHandler {
   controller: Dispatcher.DispatchController | undefined;
+  private phase: Phase = 'waiting-token';
   /** How the request was last authorised (its token, and the proof maker of a DPoP-bound one). */
   private auth: Authorization | undefined;
   /** Whether the header list carries a `DPoP` proof from an earlier send. */
   private hasProof = false;
-  /** True once the request has ended, one way or another: nothing more is written or recorded. */
-  private finished = false;
+  /** The status of the answer that went to the caller; 0 before one did. */
   private status = 0;
   /** Answer body bytes still to come by the gateway's `Content-Length`; NaN when it sent none. */
   private remaining = Number.NaN;
+  /** The `drain` listener is on the caller's response (it is added once). */
   private waitingForDrain = false;
-  /** The current attempt was handed to a connection: the gateway may have it. */
-  private sent = false;
-  /** Bytes of the current attempt's answer arrived. */
-  private answering = false;
-  /** The replay whose 401 is being read and dropped, or NO_REPLAY. */
+  /** In `dropping-401`: the replay to make once the 401 has ended. */
   private replay: resend.Replay = resend.NO_REPLAY;
   /** The replays made so far. */
   private replays: resend.Replay = resend.NO_REPLAY;
@@ -60,18 +70,13 @@ export class Exchange implements Dispatcher.DispatchHandler {
   private retried = false;
 
   constructor(
-    private readonly ctx: Shared,
-    private readonly req: IncomingMessage,
-    private readonly res: Tagged,
-    private readonly headers: RequestHeaders,
+    private readonly settings: ExchangeSettings,
+    private readonly request: CallerRequest,
     private readonly source: Authorizer,
-    private readonly started: number,
-    private readonly expectContinue: boolean,
   ) {
-    // The proxy's Authorization goes last; send() sets its value.
-    headers.forward.push('authorization', '');
-    res[kExchange] = this;
-    res.on('close', onCallerClose);
+    reserveAuthorization(request.forward);
+    (request.res as Tagged)[kExchange] = this;
+    request.res.on('close', onCallerClose);
   }
 
   /** Sends the request at once when a token is held, else once one is fetched. */
@@ -84,53 +89,56 @@ export class Exchange implements Dispatcher.DispatchHandler {
   /** Sends the request, streaming the caller's body, authorised with `auth`. */
   private dispatch(auth: Authorization): void {
     if (!this.canSend()) return;
+    const { req, res } = this.request;
     // `100 Continue` is sent once the request is known to be forwarded.
-    if (this.expectContinue) this.res.writeContinue();
-    if (!this.headers.hasBody) return this.send(auth, null);
+    if (this.request.expectContinue) res.writeContinue();
+    if (!this.request.hasBody) return this.send(auth, null);
     // A request body that stays silent is cut after UPSTREAM_IDLE_TIMEOUT_MS: the caller's socket
     // timeout, which Node refreshes on every read and write (no timer of ours per chunk).
-    if (!this.req.complete) this.res.setTimeout(this.ctx.upstreamIdleTimeoutMs, onCallerIdle);
-    resend.copyBody(this.req, this.headers.contentLength, this.ctx.replayBodyLimitBytes);
-    meterUpload(this.req, this.ctx.budget);
-    this.send(auth, this.req);
+    if (!req.complete) res.setTimeout(this.settings.upstreamIdleTimeoutMs, onCallerIdle);
+    resend.copyBody(req, this.request.contentLength, this.settings.replayBodyLimitBytes);
+    meterUpload(req, this.settings.budget);
+    this.send(auth, req);
   }
 
   /** No token could be had, or the request could not be sent: answered with `err`. */
   private fail(err: unknown): void {
-    if (this.finished) return;
-    this.finished = true;
-    if (this.res.destroyed) return this.recordAbort();
-    answerProblem(this.ctx.recorder, this.req, this.res, err, this.started, this.headers.hasBody);
+    if (this.phase === 'done') return;
+    this.phase = 'done';
+    const { req, res, started, hasBody } = this.request;
+    if (res.destroyed) return this.recordAbort();
+    answerProblem(this.settings.recorder, req, res, err, started, hasBody);
   }
 
   callerClosed(): void {
-    if (this.res.writableFinished) return;
+    if (this.request.res.writableFinished) return;
     this.controller?.abort(new Error('caller closed the connection'));
-    if (!this.finished) {
-      this.finished = true;
+    if (this.phase !== 'done') {
+      this.phase = 'done';
       this.recordAbort();
     }
   }
 
   /** The caller's connection went silent: ends the exchange if its request body is still unread. */
   callerIdle(): void {
-    if (this.req.complete || this.finished) {
+    const { req, res, started } = this.request;
+    if (req.complete || this.phase === 'done') {
       // The body is all here; the wait that followed is the gateway's (UPSTREAM_TIMEOUT_MS).
-      this.res.setTimeout(0);
+      res.setTimeout(0);
       return;
     }
-    this.finished = true;
-    this.ctx.recorder.stalled(this.req, 'request', this.ctx.upstreamIdleTimeoutMs);
+    this.phase = 'done';
+    this.settings.recorder.stalled(req, 'request', this.settings.upstreamIdleTimeoutMs);
     this.controller?.abort(new Error('the request body went silent'));
-    this.res.destroy();
+    res.destroy();
     // 408 (as nginx logs a request body that timed out), unless an answer had begun.
-    this.ctx.recorder.answered(this.req, this.status === 0 ? 408 : this.status, this.started);
+    this.settings.recorder.answered(req, this.status === 0 ? 408 : this.status, started);
   }
 
   /** False when the request has ended or its caller has gone (then recorded as such). */
   private canSend(): boolean {
-    if (this.finished) return false;
-    if (this.res.destroyed) {
+    if (this.phase === 'done') return false;
+    if (this.request.res.destroyed) {
       this.callerClosed();
       return false;
     }
@@ -139,25 +147,26 @@ export class Exchange implements Dispatcher.DispatchHandler {
 
   /** One attempt: on the pool, or on a new connection after a retry. */
   private send(auth: Authorization, body: IncomingMessage | Buffer | null): void {
+    const { req, forward: headers } = this.request;
+    const settings = this.settings;
     this.auth = auth;
-    const headers = this.headers.forward;
-    this.hasProof = setAuthorization(headers, auth, this.req.method!, this.req.url!, this.hasProof);
-    this.sent = false;
+    this.hasProof = setAuthorization(headers, auth, req.method!, req.url!, this.hasProof);
+    this.phase = 'sending';
     try {
-      (this.retried ? this.ctx.freshPool : this.ctx.pool).dispatch(
+      (this.retried ? settings.freshPool : settings.pool).dispatch(
         {
-          path: this.ctx.basePath + this.req.url!,
-          method: this.req.method! as Dispatcher.HttpMethod,
+          path: settings.basePath + req.url!,
+          method: req.method! as Dispatcher.HttpMethod,
           headers,
           body,
-          headersTimeout: this.ctx.upstreamTimeoutMs,
+          headersTimeout: settings.upstreamTimeoutMs,
           // The longest gap between two chunks of the answer body (undici's default is 300 s).
-          bodyTimeout: this.ctx.upstreamIdleTimeoutMs,
+          bodyTimeout: settings.upstreamIdleTimeoutMs,
           // undici closes the connection after every HEAD (against servers that send a body with a
-          // HEAD answer), which costs a new connection, over TLS a full handshake, per HEAD.
-          // Its parser still refuses stray bytes on an idle connection ("bad response") and closes
-          // it, and the gateway answers HEAD as HTTP says, so HEAD is pooled like the rest.
-          reset: this.req.method === 'HEAD' ? false : undefined,
+          // HEAD answer): a new connection, over TLS a handshake, per HEAD. Its parser still refuses
+          // stray bytes on an idle connection ("bad response") and closes it, and the gateway
+          // answers HEAD as HTTP says, so HEAD is pooled like the rest.
+          reset: req.method === 'HEAD' ? false : undefined,
         },
         this,
       );
@@ -171,66 +180,74 @@ export class Exchange implements Dispatcher.DispatchHandler {
   /** Sends the request again, with the whole body from its copy. */
   private sendAgain(auth: Authorization): void {
     this.controller = undefined;
-    if (this.canSend()) this.send(auth, resend.copiedBody(this.req, this.headers.hasBody));
+    if (this.canSend()) this.send(auth, resend.copiedBody(this.request.req, this.request.hasBody));
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    this.sent = true;
-    this.answering = false;
-    if (this.finished) controller.abort(new Error('caller closed the connection'));
+    if (this.phase === 'done') controller.abort(new Error('caller closed the connection'));
+    else this.phase = 'awaiting-head';
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: ParsedHeaders): void {
-    this.answering = true;
     // A DPoP-bound token's answers carry the gateway's nonces (Bearer: one property read).
     const nonceAsked = this.auth!.answered?.(statusCode, parsed) === true;
-    if (this.finished) return;
+    if (this.phase === 'done') return;
+    const { req, res, hasBody } = this.request;
     if (statusCode === 401 || nonceAsked) {
       // The replay policy: a replayed 401 is read and dropped, and the request sent again at its end.
-      const atHand = resend.bodyAtHand(this.req, this.headers.hasBody);
-      this.replay = resend.replayAfter(nonceAsked, this.replays, atHand, this.auth!, this.source, this.ctx.recorder);
-      if (this.replay !== resend.NO_REPLAY) return;
+      const atHand = resend.bodyAtHand(req, hasBody);
+      this.replay = resend.replayAfter(nonceAsked, this.replays, atHand, this.auth!, this.source, this.settings.recorder);
+      if (this.replay !== resend.NO_REPLAY) {
+        this.phase = 'dropping-401';
+        return;
+      }
     }
-    if (statusCode < 200) return;
+    if (statusCode < 200) {
+      this.phase = 'interim-answer';
+      return;
+    }
+    this.phase = 'streaming-answer';
     // The answer goes to the caller: the body will not be sent again, and its copy goes at once.
-    if (this.headers.hasBody) resend.dropCopy(this.req);
+    if (hasBody) resend.dropCopy(req);
     this.status = statusCode;
     const length = parsed['content-length'];
-    this.remaining = typeof length === 'string' && this.req.method !== 'HEAD' ? Number(length) : Number.NaN;
+    this.remaining = typeof length === 'string' && req.method !== 'HEAD' ? Number(length) : Number.NaN;
     // A Unix socket has no origin (listenOrigin undefined): a rewritten Location is then an absolute path.
-    const origin = parsed.location === undefined ? undefined : this.ctx.listenOrigin;
-    const host = this.headers.host;
+    const origin = parsed.location === undefined ? undefined : this.settings.listenOrigin;
+    const host = this.request.host;
     const callerOrigin = origin === undefined ? '' : host !== undefined ? `http://${host}` : origin;
     // undici keeps the parser's raw list on the controller: names as the gateway wrote them.
     const raw = (controller as Dispatcher.DispatchController & { rawHeaders?: RawHeaders }).rawHeaders ?? flatHeaders(parsed);
-    this.res.writeHead(statusCode, callerResponseHeaders(raw, this.ctx.baseUrl, callerOrigin, parsed));
+    res.writeHead(statusCode, callerResponseHeaders(raw, this.settings.baseUrl, callerOrigin, parsed, this.settings.seenNames));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.ctx.budget.spend(chunk.length);
-    if (this.finished || this.replay !== resend.NO_REPLAY) return;
+    this.settings.budget.spend(chunk.length);
+    if (this.phase !== 'streaming-answer') return;
+    const res = this.request.res;
     this.remaining -= chunk.length;
     // The last bytes of a sized answer (all of it, for most): ended with them, in one write with
     // the head when it has not gone yet, rather than a write and an end.
     if (this.remaining === 0) {
-      this.res.end(chunk);
+      res.end(chunk);
       return;
     }
-    if (this.res.write(chunk)) return;
+    if (res.write(chunk)) return;
     controller.pause();
     if (!this.waitingForDrain) {
       this.waitingForDrain = true;
-      this.res.on('drain', onCallerDrain);
+      res.on('drain', onCallerDrain);
     }
   }
 
   onResponseEnd(): void {
-    if (this.finished) return;
-    if (this.replay !== resend.NO_REPLAY) return this.replayNow();
-    this.finished = true;
-    if (!this.res.writableEnded) this.res.end();
-    this.ctx.recorder.answered(this.req, this.status, this.started);
+    if (this.phase === 'done') return;
+    if (this.phase === 'dropping-401') return this.replayNow();
+    this.phase = 'done';
+    const { req, res, started } = this.request;
+    if (!res.writableEnded) res.end();
+    this.settings.recorder.answered(req, this.status, started);
   }
 
   /** The dropped 401 has ended: the request goes again, authorised as the replay policy says. */
@@ -239,40 +256,44 @@ export class Exchange implements Dispatcher.DispatchHandler {
     const auth = resend.replayAuthorization(this.replay, this.auth!, this.source.authorization());
     this.replays |= this.replay;
     this.replay = resend.NO_REPLAY;
-    if (auth !== undefined) this.sendAgain(auth);
-    else this.source.authorize().then(this.sendAgain.bind(this), this.fail.bind(this));
+    if (auth !== undefined) return this.sendAgain(auth);
+    this.phase = 'waiting-token';
+    this.source.authorize().then(this.sendAgain.bind(this), this.fail.bind(this));
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    if (this.finished) return;
+    const phase = this.phase;
+    if (phase === 'done') return;
+    const { req, res, started, hasBody } = this.request;
+    const { recorder, log } = this.settings;
     // The retry policy, once, for an attempt whose connection broke after it was sent, before any answer.
-    const atHand = !this.retried && this.sent && !this.answering && resend.bodyAtHand(this.req, this.headers.hasBody);
-    if (atHand && resend.mayRetry(err, this.req.method!, this.headers.forward)) {
+    const atHand = !this.retried && phase === 'awaiting-head' && resend.bodyAtHand(req, hasBody);
+    if (atHand && resend.mayRetry(err, req.method!, this.request.forward)) {
       this.retried = true;
       const reason = (err as { code?: string }).code;
-      this.ctx.log.info({ reason }, 'the connection to the gateway broke before an answer; sending the request again on a new connection');
+      log.info({ reason }, 'the connection to the gateway broke before an answer; sending the request again on a new connection');
       this.sendAgain(this.source.authorization() ?? this.auth!);
       return;
     }
-    this.finished = true;
-    if (this.res.destroyed) return this.recordAbort();
+    this.phase = 'done';
+    if (res.destroyed) return this.recordAbort();
     const stalled = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
-    if (stalled) this.ctx.recorder.stalled(this.req, 'response', this.ctx.upstreamIdleTimeoutMs);
-    if (this.res.headersSent) {
+    if (stalled) recorder.stalled(req, 'response', this.settings.upstreamIdleTimeoutMs);
+    if (res.headersSent) {
       // Never a truncated body that looks complete.
       const reason = (err as { code?: string }).code ?? err.message;
-      if (!stalled) this.ctx.log.warn({ status: this.status, reason }, 'gateway response failed midway; closing the caller connection');
-      this.res.destroy();
-      this.ctx.recorder.answered(this.req, this.status, this.started);
+      if (!stalled) log.warn({ status: this.status, reason }, 'gateway response failed midway; closing the caller connection');
+      res.destroy();
+      recorder.answered(req, this.status, started);
       return;
     }
-    const problem = upstreamError(err, this.ctx, this.sent);
-    this.ctx.log.warn({ code: problem.code, reason: problem.message }, 'forwarding failed');
-    answerProblem(this.ctx.recorder, this.req, this.res, problem, this.started, this.headers.hasBody);
+    const problem = upstreamError(err, this.settings, phase !== 'sending');
+    log.warn({ code: problem.code, reason: problem.message }, 'forwarding failed');
+    answerProblem(recorder, req, res, problem, started, hasBody);
   }
 
   private recordAbort(): void {
     // 499 (as nginx logs it): the caller closed the connection before the answer was complete.
-    this.ctx.recorder.answered(this.req, 499, this.started);
+    this.settings.recorder.answered(this.request.req, 499, this.request.started);
   }
 }

@@ -5,8 +5,7 @@ import { parseBasicCredentials } from '../token/basic-credentials.js';
 import type { Credential } from '../token/client-auth/index.js';
 import { answerProblem } from './answer-problem.js';
 import { Exchange } from './exchange.js';
-import { type Authorizer, type ExchangeOptions, shareOptions } from './exchange-options.js';
-import { readRequestHeaders, type RequestHeaders } from './headers.js';
+import { type Authorizer, CallerRequest, type ExchangeOptions, exchangeSettings } from './exchange-options.js';
 import type { LoadShedding } from './memory.js';
 import { checkTarget } from './path-guard.js';
 
@@ -33,49 +32,48 @@ const OVERLOADED = new OverloadedError('the proxy is near its memory limit and t
  * gateway 401 or a pooled connection that broke under it, its answer streamed back.
  */
 export function createForwarder(options: ForwarderOptions): Forward {
-  const shared = shareOptions(options);
+  const settings = exchangeSettings(options);
   const { selectSource, recorder, load } = options;
   return function forward(req, res, expectContinue = false) {
-    const started = performance.now();
-    const headers = readRequestHeaders(req.rawHeaders);
+    const request = new CallerRequest(req, res, performance.now(), expectContinue);
     if (load.shedding) {
       // An upload is not read: answerProblem closes its connection after the answer.
       recorder.shed();
-      return answerProblem(recorder, req, res, OVERLOADED, started, headers.hasBody);
+      return answerProblem(recorder, req, res, OVERLOADED, request.started, request.hasBody);
     }
-    const source = refuse(req, headers, res) ?? selectSource(req);
-    if (source instanceof ProxyError) answerProblem(recorder, req, res, source, started, headers.hasBody);
-    else new Exchange(shared, req, res, headers, source, started, expectContinue).start();
+    const source = refuse(request) ?? selectSource(req);
+    if (source instanceof ProxyError) answerProblem(recorder, req, res, source, request.started, request.hasBody);
+    else new Exchange(settings, request, source).start();
   };
 }
 
 /** One named check a request must pass before it is forwarded: the error to answer, or undefined. */
-type Refusal = (req: IncomingMessage, headers: RequestHeaders, res: ServerResponse) => ProxyError | undefined;
+type Refusal = (request: CallerRequest) => ProxyError | undefined;
 
 /**
  * `TRACE` would echo the request, the proxy's `Authorization` included, back to the caller.
  * (`CONNECT` never reaches the forwarder: Node hands it to the listener's `connect` event, which
  * refuses it in server.ts.)
  */
-const refuseTrace: Refusal = (req) => (req.method === 'TRACE' ? new MethodNotAllowedError('TRACE is not forwarded') : undefined);
+const refuseTrace: Refusal = ({ req }) => (req.method === 'TRACE' ? new MethodNotAllowedError('TRACE is not forwarded') : undefined);
 
 /** Protocol upgrades (WebSocket and the like) are not forwarded; the connection closes after the answer. */
-const refuseUpgrade: Refusal = (_req, headers, res) => {
-  if (headers.upgrade === undefined) return undefined;
-  res.shouldKeepAlive = false;
-  return new UpgradeNotSupportedError(`protocol upgrades (${headers.upgrade}) are not forwarded`);
+const refuseUpgrade: Refusal = (request) => {
+  if (request.upgrade === undefined) return undefined;
+  request.res.shouldKeepAlive = false;
+  return new UpgradeNotSupportedError(`protocol upgrades (${request.upgrade}) are not forwarded`);
 };
 
 /** Only origin-form targets under `/api/v1/`, none a server could read as another path (path-guard.ts). */
-const guardTarget: Refusal = (req) => checkTarget(req.url!);
+const guardTarget: Refusal = ({ req }) => checkTarget(req.url!);
 
 /** The refusals, in the order they are tried. */
 const REFUSALS: readonly Refusal[] = [refuseTrace, refuseUpgrade, guardTarget];
 
 /** The first refusal that applies to a request, or undefined. */
-function refuse(req: IncomingMessage, headers: RequestHeaders, res: ServerResponse): ProxyError | undefined {
+function refuse(request: CallerRequest): ProxyError | undefined {
   for (let i = 0; i < REFUSALS.length; i++) {
-    const refusal = REFUSALS[i]!(req, headers, res);
+    const refusal = REFUSALS[i]!(request);
     if (refusal !== undefined) return refusal;
   }
   return undefined;

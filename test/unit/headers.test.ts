@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { createLogger } from '../../src/core/log.js';
-import { callerResponseHeaders, flatHeaders, readRequestHeaders, rewriteLocation, setAuthorization } from '../../src/proxy/headers.js';
+import { setAuthorization } from '../../src/proxy/authorization-header.js';
+import { readRequestHeaders } from '../../src/proxy/request-headers.js';
+import { callerResponseHeaders, flatHeaders, rewriteLocation, SeenHeaderNames } from '../../src/proxy/response-headers.js';
 import { authorizationFor } from '../../src/token/authorization.js';
 import { createDpopClient, generateDpopKey } from '../../src/token/dpop/index.js';
 
@@ -211,6 +213,26 @@ describe('callerResponseHeaders', () => {
     expect(callerResponseHeaders(raw('x-abc', '2', 'Etag', 'b'), BASE, CALLER)).toEqual(['x-abc', '2', 'Etag', 'b']);
     expect(callerResponseHeaders(raw('X-Abd', '3', 'Connection', 'X-Abd', 'Date', 'd'), BASE, CALLER)).toEqual(['Date', 'd']);
     expect(callerResponseHeaders(raw('X-Abc', '4', 'ETag', 'c'), BASE, CALLER)).toEqual(['X-Abc', '4', 'ETag', 'c']);
+  });
+
+  it('keeps each answer its own letter case through the names an earlier answer left at the same places', () => {
+    const seen = new SeenHeaderNames();
+    const answer = (...pairs: string[]): string[] => callerResponseHeaders(raw(...pairs), BASE, CALLER, undefined, seen);
+    expect(answer('X-Abc', '1', 'ETag', 'a')).toEqual(['X-Abc', '1', 'ETag', 'a']);
+    expect(seen.names).toEqual(['X-Abc', 'ETag']);
+    expect(answer('X-Abc', '2', 'ETag', 'b')).toEqual(['X-Abc', '2', 'ETag', 'b']);
+    expect(answer('x-abc', '3', 'Etag', 'c')).toEqual(['x-abc', '3', 'Etag', 'c']);
+    expect(answer('X-Abd', '4', 'Connection', 'X-Abd', 'Date', 'd')).toEqual(['Date', 'd']);
+    expect(seen.lower).toEqual(['x-abd', 'connection', 'date']);
+    expect(answer('X-Abc', '5', 'ETag', 'e', 'Date', 'f')).toEqual(['X-Abc', '5', 'ETag', 'e', 'Date', 'f']);
+  });
+
+  it('remembers the names of at most 64 places, however many headers an answer has', () => {
+    const seen = new SeenHeaderNames();
+    const many = Array.from({ length: 100 }, (_v, i) => [`X-H${i}`, `${i}`]).flat();
+    expect(callerResponseHeaders(raw(...many), BASE, CALLER, undefined, seen)).toEqual(many);
+    expect(seen.names).toHaveLength(64);
+    expect(callerResponseHeaders(raw(...many), BASE, CALLER, undefined, seen)).toEqual(many);
   });
 
   it('rewrites a Location into the gateway to the origin the caller used', () => {
