@@ -102,9 +102,9 @@ describe('the workflows', () => {
     expect(parsed.permissions).toEqual({});
     for (const [name, job] of Object.entries(parsed.jobs)) {
       const text = JSON.stringify(job.steps ?? []);
-      const signs = /cosign (sign|attest)|attest-build-provenance/.test(text);
+      const signs = /cosign (sign|attest)|actions\/attest/.test(text);
       const pushes = /"push":true|helm push/.test(text);
-      const attests = /attest-build-provenance/.test(text);
+      const attests = /actions\/attest/.test(text);
       const granted = job.permissions ?? {};
       expect(granted['id-token'] === 'write', `${file} ${name}: id-token: write where it signs, nowhere else`).toBe(signs);
       expect(granted.packages === 'write', `${file} ${name}: packages: write where it pushes, nowhere else`).toBe(pushes);
