@@ -65,6 +65,7 @@ async function main(): Promise<void> {
     clock: systemClock,
     random: Math.random,
     registry: new Registry(),
+    version: VERSION,
   });
   app.catch((err: unknown) => {
     log.error({ reason: (err as Error).message }, 'start failed');

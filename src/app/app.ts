@@ -11,6 +11,7 @@ import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
 import { createForwarder, createSourceSelector } from '../proxy/forward.js';
 import { Recorder } from '../proxy/observer.js';
 import { createProxyServer } from '../proxy/server.js';
+import { registerBuildInfo } from '../telemetry/build-info.js';
 import { createMetrics } from '../telemetry/metrics.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
 import type { DpopStartup } from '../token/dpop/index.js';
@@ -38,6 +39,8 @@ export interface AppDeps {
   clock: Clock;
   random: () => number;
   registry: Registry;
+  /** The proxy's version (package.json), exported as `ticket_auth_proxy_build_info`. */
+  version: string;
 }
 
 export interface App {
@@ -52,6 +55,7 @@ export interface App {
 export async function startApp(deps: AppDeps): Promise<App> {
   const { config, log, clock, registry } = deps;
   const metrics = createMetrics(registry, { tokenStore: deps.store !== undefined });
+  registerBuildInfo(registry, deps.version);
   const stops = new StopList();
   const dispatchers = dispatchersFromSettings(config, deps.tls.material);
   stops.add(() => dispatchers.destroy());

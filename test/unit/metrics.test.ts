@@ -1,5 +1,6 @@
 import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { registerBuildInfo } from '../../src/telemetry/build-info.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
 import { codeSpans, readDoc, rowsOf, section } from '../helpers/docs.js';
 import { pollUntil } from '../helpers/index.js';
@@ -55,6 +56,7 @@ describe('createMetrics', () => {
   it('registers the metrics docs/operations.md names, under their exact names and types (with a token store)', async () => {
     const registry = new Registry();
     createMetrics(registry, { tokenStore: true });
+    registerBuildInfo(registry, '1.2.3');
     const { types } = await scrape(registry);
     const ours = Object.fromEntries([...types].filter(([name]) => name.startsWith('ticket_auth_proxy_')));
     expect(ours).toEqual(Object.fromEntries([...DOCUMENTED].map(([name, { type }]) => [name, type])));
@@ -71,6 +73,7 @@ describe('createMetrics', () => {
   it('carries exactly the labels docs/operations.md names', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry, { tokenStore: true });
+    registerBuildInfo(registry, '1.2.3');
     // One of each event, so that every labelled series exists.
     metrics.configuredToken.onFetch!('success', 0.1);
     metrics.requestEnded('GET', 200, 0.01);
