@@ -1,5 +1,7 @@
+import { connect, createServer } from 'node:net';
 import { systemClock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
+import { ConfigError } from '../core/errors.js';
 import { createLogger, type Log } from '../core/log.js';
 import { dispatchersFromSettings } from '../net/dispatchers.js';
 import type { TlsFiles } from '../net/tls-files.js';
@@ -12,6 +14,7 @@ import type { DpopClient, DpopStartup } from '../token/dpop/index.js';
 import { checkTokenStore } from './check-store.js';
 import { listenCode, listenProblemMeaning, listenProblems } from './port-probe.js';
 import { dpopClient } from './token-sources.js';
+import { listenOnSocket } from './unix-socket.js';
 
 /**
  * The `check` command: what the credential is (never the secret, key or assertion), then one
@@ -20,15 +23,23 @@ import { dpopClient } from './token-sources.js';
  * the token endpoint its metadata names, and a warning for the method or proof algorithm the
  * metadata does not list. Then whether the two listeners could be opened now: a warning only, since
  * a running proxy holds its own ports. With a shared token store, whether it can be used and what
- * it holds for the credential (`check-store.ts`). Resolves with the exit status: 0 when a token was
- * obtained, 1 when the metadata or the fetch failed (with `DPOP=required`, a Bearer answer too) or
- * a configured store cannot be used, 2 when no credential is configured.
+ * it holds for the credential (`check-store.ts`). Before all that, what the start refuses once the
+ * settings are read: the place of `LISTEN_SOCKET` ({@link socketRefusal}). Resolves with the exit
+ * status: 0 when a token was obtained, 1 when the metadata or the fetch failed (with
+ * `DPOP=required`, a Bearer answer too) or a configured store cannot be used, 2 for a configuration
+ * the start refuses or when no credential is configured.
  */
 export async function check(
   config: Config,
   startup: { tls: TlsFiles; token: TokenStartup; dpop?: DpopStartup; store?: StoreSettings | undefined },
 ): Promise<number> {
   const log = createLogger('silent');
+  const socket = await socketRefusal(config, log);
+  if (socket.refused !== undefined) {
+    // As the start says it (main.ts): the same error, the same words, the same status.
+    process.stderr.write(`ticket-auth-proxy: ${socket.refused}\n`);
+    return 2;
+  }
   const auth = configuredCredential(config, { clock: systemClock, log, startup: startup.token });
   const credential = auth.credential;
   if (credential === undefined) {
@@ -48,6 +59,7 @@ export async function check(
   const listeners = listenerReport(config, log);
   const fetched = await fetchOnce(config, endpoint, fetchToken, credential, dpop);
   (await listeners)();
+  if (socket.inUse !== undefined) process.stderr.write(`ticket-auth-proxy: warning: ${socket.inUse}\n`);
   await dispatchers.close();
   const storeUsable =
     startup.store === undefined ||
@@ -114,7 +126,7 @@ function scopeLine(granted: string, asked: string | undefined): string {
  * for each that cannot (in the words of the proxy's refusal at start).
  */
 async function listenerReport(config: Config, log: Log): Promise<() => void> {
-  // A socket file is left alone: trying it would replace one a stopped proxy left behind.
+  // A socket was tried before the fetch (socketRefusal).
   const proxy = { what: 'the proxy listener (LISTEN_HOST, LISTEN_PORT)', host: config.listenHost, port: config.listenPort };
   const admin = { what: 'the admin listener (ADMIN_HOST, ADMIN_PORT)', host: config.adminHost, port: config.adminPort };
   const listeners = config.listenSocket === undefined ? [proxy, admin] : [admin];
@@ -131,4 +143,42 @@ async function listenerReport(config: Config, log: Log): Promise<() => void> {
     return [`ticket-auth-proxy: warning: ${problem.message} now${meaning === undefined ? '' : `: ${meaning}${running}`}\n`];
   });
   return () => process.stderr.write(warnings.join(''));
+}
+
+/**
+ * What the start would refuse at `LISTEN_SOCKET`'s path (a directory that does not exist or cannot
+ * be written, a link, a file, a directory), found the way the start finds it: the socket is made
+ * there as the proxy makes it (unix-socket.ts; a socket no process answers on is replaced, as at
+ * start), then closed and removed. A socket a process answers on is a warning only, as a port in
+ * use is: a running proxy holds its own socket.
+ */
+async function socketRefusal(config: Config, log: Log): Promise<{ refused?: string; inUse?: string }> {
+  const path = config.listenSocket;
+  if (path === undefined) return {};
+  const server = createServer();
+  try {
+    const made = await listenOnSocket(server, { path, mode: config.listenSocketMode }, log);
+    await new Promise((resolve) => server.close(resolve));
+    await made.remove();
+    return {};
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (await answers(path)) return { inUse: `${err.problems.join('; ')}; a proxy running with these settings holds it, as it should` };
+    return { refused: err.message };
+  }
+}
+
+/** Whether a process answers on the socket at `path` (a full queue counts: it is in use). */
+function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ path });
+    const done = (answered: boolean): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answered);
+    };
+    const timer = setTimeout(() => done(true), 1000);
+    socket.once('connect', () => done(true));
+    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'EAGAIN'));
+  });
 }

@@ -1,8 +1,9 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
+import { SETTINGS_CHECKS } from '../../src/app/settings-checks.js';
 import { SETTINGS } from '../../src/config/config.js';
 import { runCli } from '../helpers/index.js';
 import { sharedStack } from '../helpers/stack.js';
@@ -138,6 +139,65 @@ describe('the command line', () => {
     expect(res.stderr).toContain(
       `TOKEN_URL must be an absolute http(s) URL (got "/oauth2/token"): ${forms}; unset, it is {BASE_URL}/api/v1/oauth2/token\n`,
     );
+  });
+
+  it('check refuses every configuration the start refuses, with the same message and status', async ({ shared }) => {
+    const env = { BASE_URL: shared.gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ADMIN_PORT: '0' };
+    const dir = mkdtempSync(join(tmpdir(), 'tap-refusals-'));
+    mkdirSync(join(dir, 'a-directory'));
+    writeFileSync(join(dir, 'a-file'), 'x');
+    symlinkSync(join(dir, 'elsewhere.sock'), join(dir, 'a-link'));
+    /** One bad configuration for each feature's settings check, the loader, the file, and each refusal at the socket's path. */
+    const cases: { what: string; env?: Record<string, string>; args?: string[] }[] = [
+      { what: 'loader', env: { LOG_LEVEL: 'chatty' } },
+      { what: 'tls', env: { CA_FILE: join(dir, 'no-such-ca.pem') } },
+      { what: 'token', env: { CLIENT_SECRET_FILE: join(dir, 'a-file') } },
+      { what: 'dpop', env: { DPOP_ALG: 'ES256' } },
+      { what: 'issuer', env: { ISSUER_URL: 'https://idp.example.com', TOKEN_URL: 'https://idp.example.com/token' } },
+      { what: 'store', env: { TOKEN_STORE_PREFIX: 'tap' } },
+      { what: 'listener', env: { LISTEN_SOCKET: join(dir, 'p.sock'), LISTEN_PORT: '0' } },
+      { what: 'file', args: ['--config', join(dir, 'no-such.yaml')] },
+      { what: 'socket directory missing', env: { LISTEN_SOCKET: join(dir, 'no-such-dir', 'p.sock') } },
+      { what: 'socket path a directory', env: { LISTEN_SOCKET: join(dir, 'a-directory') } },
+      { what: 'socket path a file', env: { LISTEN_SOCKET: join(dir, 'a-file') } },
+      { what: 'socket path a link', env: { LISTEN_SOCKET: join(dir, 'a-link') } },
+    ];
+    // Every feature's check is walked: a new one needs its case here.
+    for (const name of Object.keys(SETTINGS_CHECKS)) expect(cases.map((c) => c.what)).toContain(name);
+    for (const c of cases) {
+      const caseEnv = { ...env, ...c.env };
+      const [start, check] = await Promise.all([runCli(c.args ?? [], caseEnv), runCli(['check', ...(c.args ?? [])], caseEnv)]);
+      expect(start.code, c.what).toBe(2);
+      expect(start.stderr, c.what).toMatch(/^ticket-auth-proxy: invalid configuration \(\d problems?\):\n {2}- /);
+      expect(check.code, c.what).toBe(2);
+      expect(check.stderr, c.what).toBe(start.stderr);
+      expect(check.stdout, c.what).not.toContain('ok: token obtained');
+    }
+    // Nothing was left at the refused paths, and a socket no process answers on passes check.
+    expect(existsSync(join(dir, 'elsewhere.sock'))).toBe(false);
+    const stale = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'p.sock') });
+    expect(stale.code).toBe(0);
+  });
+
+  it('check only warns when a process answers on LISTEN_SOCKET, which the start refuses', async ({ shared }) => {
+    const env = { BASE_URL: shared.gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ADMIN_PORT: '0' };
+    const path = join(mkdtempSync(join(tmpdir(), 'tap-in-use-')), 'p.sock');
+    const holder = createServer().listen(path);
+    await new Promise((resolve) => holder.once('listening', resolve));
+    try {
+      const [start, check] = await Promise.all([
+        runCli([], { ...env, LISTEN_SOCKET: path }),
+        runCli(['check'], { ...env, LISTEN_SOCKET: path }),
+      ]);
+      const refusal = `LISTEN_SOCKET ${path} is in use: another process answers on it; stop that process or choose another path`;
+      expect(start.code).toBe(2);
+      expect(start.stderr).toContain(`  - ${refusal}\n`);
+      expect(check.code).toBe(0);
+      expect(check.stdout).toContain('ok: token obtained');
+      expect(check.stderr).toBe(`ticket-auth-proxy: warning: ${refusal}; a proxy running with these settings holds it, as it should\n`);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   });
 
   it('reads settings from a YAML file given with --config, the environment overriding it', async ({ shared: { gateway } }) => {
