@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { loadConfig, type Loaded, type SettingsCheck } from '../config/load.js';
 import { nearMissVariables, nearMissWarning, type NearMiss } from '../config/near-miss.js';
 import { ConfigError } from '../core/errors.js';
+import { redactUserinfo } from '../core/redact.js';
 import { unreadableFileProblem } from '../core/unreadable.js';
 
 /**
@@ -28,7 +29,7 @@ export async function readConfig<C extends Record<string, SettingsCheck>>(
     try {
       file = { path, values: parseYaml(text) };
     } catch (err) {
-      throw new ConfigError([`${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`]);
+      throw new ConfigError([redactUserinfo(`${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`)]);
     }
   }
   return loadConfig({ env, file, readFile: (p) => readFileSync(p, 'utf8'), readBytes: (p) => readFileSync(p) }, checks);

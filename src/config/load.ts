@@ -1,4 +1,5 @@
 import { ConfigError } from '../core/errors.js';
+import { redactUserinfo } from '../core/redact.js';
 import { unreadableFileProblem } from '../core/unreadable.js';
 import { SETTINGS, type Config, type Setting } from './config.js';
 import { nearestSetting } from './near-miss.js';
@@ -205,6 +206,7 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
   const checked: Record<string, unknown> = {};
   for (const [what, check] of Object.entries(checks)) checked[what] = check(context);
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  // Whatever a check quoted, a URL's user information is not shown (a password written in it).
+  if (problems.length > 0) throw new ConfigError(problems.map(redactUserinfo));
   return { config, checked: checked as Loaded<C>['checked'] };
 }

@@ -406,6 +406,18 @@ describe('loadConfig URL rules', () => {
     expect(configError({ ...MINIMAL, BASE_URL: 'https://user:pw-9x7@gw.example.com' }).message).not.toContain('pw-9x7');
   });
 
+  it.each([
+    ['TOKEN_STORE_URL', 'redis:/u:S3cretPW@host', 'TOKEN_STORE_URL must name a host (got "redis:/***@host")'],
+    ['TOKEN_STORE_URL', 'redis:///u:S3cretPW@host', 'TOKEN_STORE_URL must name a host (got "redis:///***@host")'],
+    ['BASE_URL', 'ftp:/u:S3cretPW@gw', 'BASE_URL must be an absolute http(s) URL (got "ftp:/***@gw")'],
+    ['HTTPS_PROXY', 'socks:/u:S3cretPW@px', 'HTTPS_PROXY must be a proxy URL such as http://proxy.example.com:3128 (got "socks:/***@px")'],
+  ])('keeps the password of a malformed %s %s out of the message', (env, value, start) => {
+    const problems = configError({ ...MINIMAL, [env]: value }).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]!.startsWith(start)).toBe(true);
+    expect(problems[0]).not.toContain('S3cretPW');
+  });
+
   it('applies the same rules to TOKEN_URL', () => {
     expect(configError({ ...MINIMAL, TOKEN_URL: 'http://idp.example.com/token' }).problems[0]).toMatch(/^TOKEN_URL uses http:/);
     expect(configError({ ...MINIMAL, TOKEN_URL: 'https://idp.example.com/token?x=1' }).problems[0]).toMatch(
