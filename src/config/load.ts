@@ -95,11 +95,13 @@ function displayName(s: Setting, given: Given | undefined): string {
 /**
  * `BASE_URL` set to the gateway's API root (`.../api/v1`) or its token endpoint is the easy
  * mistake of a first set-up: the proxy adds `/api/v1` itself. A gateway whose API really sits at
- * `.../api/v1/api/v1` says so by naming its `TOKEN_URL` explicitly.
+ * `.../api/v1/api/v1` says so by naming its own token endpoint under that path as `TOKEN_URL`;
+ * any other `TOKEN_URL` (an identity provider's) or `ISSUER_URL` leaves the mistake as it is.
  */
-function apiRootProblem(baseUrl: string, tokenUrlGiven: boolean, name: string): string | undefined {
+function apiRootProblem(baseUrl: string, tokenUrl: unknown, name: string): string | undefined {
   const tail = /\/api\/v1(\/oauth2\/token)?$/i.exec(baseUrl);
-  if (tail === null || (tail[1] === undefined && tokenUrlGiven)) return undefined;
+  if (tail === null) return undefined;
+  if (tail[1] === undefined && typeof tokenUrl === 'string' && tokenUrl.startsWith(`${baseUrl}/api/v1/`)) return undefined;
   const base = baseUrl.slice(0, tail.index);
   return (
     `${name} ends in ${tail[0]} (got "${baseUrl}"): the proxy adds /api/v1 itself, so set it to the gateway's base URL, ${base}` +
@@ -117,23 +119,24 @@ function endpoints(
   problems: string[],
 ): void {
   const insecure = out.allowInsecureHttp as boolean;
-  if (out.baseUrl === undefined) {
-    if (!given('baseUrl')) problems.push('BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com');
-  } else {
-    out.baseUrl = checkUrl(out.baseUrl as string, name('baseUrl'), insecure, problems);
-    const apiRoot = typeof out.baseUrl === 'string' ? apiRootProblem(out.baseUrl, out.tokenUrl !== undefined, name('baseUrl')) : undefined;
-    if (apiRoot !== undefined) {
-      problems.push(apiRoot);
-      out.baseUrl = undefined;
-    }
-  }
   if (out.tokenUrl !== undefined) {
     // Used as given: unlike BASE_URL, a token endpoint's trailing slash can matter to its server.
     out.tokenUrl = checkUrl(out.tokenUrl as string, name('tokenUrl'), insecure, problems, {
       trimSlash: false,
       whenUnset: '{BASE_URL}/api/v1/oauth2/token',
     });
-  } else if (typeof out.baseUrl === 'string' && !given('issuerUrl')) {
+  }
+  if (out.baseUrl === undefined) {
+    if (!given('baseUrl')) problems.push('BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com');
+  } else {
+    out.baseUrl = checkUrl(out.baseUrl as string, name('baseUrl'), insecure, problems);
+    const apiRoot = typeof out.baseUrl === 'string' ? apiRootProblem(out.baseUrl, out.tokenUrl, name('baseUrl')) : undefined;
+    if (apiRoot !== undefined) {
+      problems.push(apiRoot);
+      out.baseUrl = undefined;
+    }
+  }
+  if (out.tokenUrl === undefined && !given('tokenUrl') && typeof out.baseUrl === 'string' && !given('issuerUrl')) {
     out.tokenUrl = `${out.baseUrl}/api/v1/oauth2/token`;
   }
   // Kept exactly as given: the metadata's issuer must be the same string (RFC 8414 §3.3).

@@ -510,6 +510,21 @@ describe('loadConfig errors', () => {
     expect(config.baseUrl).toBe('https://gw.example.com/api/v1');
   });
 
+  it('refuses a BASE_URL ending in /api/v1 beside an identity provider, as without it: only a TOKEN_URL under {BASE_URL}/api/v1/ vouches for it', () => {
+    const plain = configError({ ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1' }).problems;
+    expect(plain).toHaveLength(1);
+    for (const other of [
+      { TOKEN_URL: 'https://idp.example.com/oauth2/token' },
+      { TOKEN_URL: 'https://gw.example.com/api/v1/oauth2/token' },
+      { TOKEN_URL: 'https://gw.example.com/api/v1/api/v1x/token' },
+      { ISSUER_URL: 'https://idp.example.com/realms/tickets' },
+    ]) {
+      expect(configError({ ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1', ...other }).problems, JSON.stringify(other)).toEqual(
+        plain,
+      );
+    }
+  });
+
   it('says which user the proxy runs as when a file it names is not readable to it', () => {
     const denied = Object.assign(new Error('permission denied'), { code: 'EACCES' });
     const env = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET_FILE: '/run/secret' };
