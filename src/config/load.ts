@@ -35,6 +35,8 @@ export interface SettingsCheckContext {
   bothSet(a: keyof Config, b: keyof Config): string;
   /** Records a problem; it names its setting and never shows a secret or a file's content. */
   problem(message: string): void;
+  /** Records a warning about `key`'s value: taken, but likely not what was meant (said at start and by `check`). */
+  warn(key: keyof Config, message: string): void;
   /** Reads the file the setting names (once, however often asked); when it cannot be read, records the problem and returns undefined. */
   readFile(key: keyof Config): string | undefined;
   /** The same, as bytes: for key material, which need not be text. */
@@ -48,6 +50,14 @@ export type SettingsCheck<T = unknown> = (context: SettingsCheckContext) => T;
 export interface Loaded<C extends Record<string, SettingsCheck>> {
   readonly config: Config;
   readonly checked: { readonly [K in keyof C]: ReturnType<C[K]> };
+  /** What the checks warned of, each naming its setting. */
+  readonly warnings: readonly ConfigWarning[];
+}
+
+/** A value taken that is likely a mistake: the setting's env name and what to say. */
+export interface ConfigWarning {
+  readonly setting: string;
+  readonly message: string;
 }
 
 const BY_KEY = new Map(SETTINGS.map((s) => [s.key as string, s]));
@@ -188,6 +198,7 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
     }
   };
   const bytes = new Map<keyof Config, Uint8Array | undefined>();
+  const warnings: ConfigWarning[] = [];
   const context: SettingsCheckContext = {
     config,
     given: (key) => raw.has(key),
@@ -197,6 +208,7 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
         ? `${BY_KEY.get(a)!.env} and ${BY_KEY.get(b)!.env} are both set (${origin(a)}, ${origin(b)})`
         : `${BY_KEY.get(a)!.env} is set (${origin(a)})`,
     problem: (message) => problems.push(message),
+    warn: (key, message) => warnings.push({ setting: BY_KEY.get(key)!.env, message: redactUserinfo(message) }),
     readFile: (key) => {
       if (!read.has(key)) read.set(key, attempt(key, sources.readFile));
       return read.get(key);
@@ -211,5 +223,5 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
 
   // Whatever a check quoted, a URL's user information is not shown (a password written in it).
   if (problems.length > 0) throw new ConfigError(problems.map(redactUserinfo));
-  return { config, checked: checked as Loaded<C>['checked'] };
+  return { config, checked: checked as Loaded<C>['checked'], warnings };
 }

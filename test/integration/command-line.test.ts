@@ -52,22 +52,40 @@ describe('the command line', () => {
   });
 
   it('check prints the scope granted, and what of TOKEN_SCOPE was left out', async ({ shared: { gateway } }) => {
-    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, TOKEN_SCOPE: 'tickets:read tickets:write' };
+    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, TOKEN_SCOPE: 'tickets.read tickets.write' };
     const asked = await runCli(['check'], env);
     expect(asked.code).toBe(0);
-    expect(asked.stdout).toContain('scope granted: tickets:read tickets:write\n');
+    expect(asked.stdout).toContain('scope granted: tickets.read tickets.write\n');
     // An identity provider may grant less than asked (RFC 6749 §3.3), and then must say which.
     gateway.setTokenFault({
       status: 200,
-      body: { access_token: 'narrow-token-9q', token_type: 'Bearer', expires_in: 60, scope: 'tickets:read' },
+      body: { access_token: 'narrow-token-9q', token_type: 'Bearer', expires_in: 60, scope: 'tickets.read' },
     });
     const narrowed = await runCli(['check'], env);
     expect(narrowed.code).toBe(0);
-    expect(narrowed.stdout).toContain('scope granted: tickets:read; TOKEN_SCOPE also asked for tickets:write, not granted\n');
+    expect(narrowed.stdout).toContain('scope granted: tickets.read; TOKEN_SCOPE also asked for tickets.write, not granted\n');
     expect(narrowed.stdout).not.toContain('narrow-token-9q');
     // No scope in the answer, none printed.
     const none = await runCli(['check'], { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET });
     expect(none.stdout).not.toContain('scope');
+  });
+
+  it('warns of a comma in TOKEN_SCOPE at start and in check, naming the space-separated form; the mock refuses it invalid_scope', async ({
+    shared: { gateway },
+    stack,
+  }) => {
+    const scope = 'tickets.read,tickets.write';
+    const warning =
+      'TOKEN_SCOPE holds a comma (got "tickets.read,tickets.write"): scopes are separated by spaces (RFC 6749 §3.3), so the identity ' +
+      'provider reads "tickets.read,tickets.write" as one scope; for several, write TOKEN_SCOPE="tickets.read tickets.write"';
+    const check = await runCli(['check'], { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, TOKEN_SCOPE: scope });
+    expect(check.code).toBe(1);
+    expect(check.stderr).toContain(`ticket-auth-proxy: warning: ${warning}\n`);
+    expect(check.stderr).toContain('token endpoint answered 400 invalid_scope');
+    expect(check.stderr).toContain('check TOKEN_SCOPE');
+    const { proxy } = await stack({ gateway, secret: SECRET, env: { TOKEN_SCOPE: scope }, ready: false });
+    const line = await proxy.waitForLog((l) => l.level === 40 && l.msg === warning, 5000);
+    expect(line).toMatchObject({ setting: 'TOKEN_SCOPE' });
   });
 
   it('check says whether the listeners can be opened, and only warns when a running proxy holds them', async ({ shared }) => {
