@@ -11,6 +11,8 @@ import { describeFetchFailure } from '../token/diagnose.js';
 import { tokenEndpointFromConfig, unlistedSettings, type TokenEndpoint } from '../token/discovery/index.js';
 import { tokenFetcherFromConfig, type FetchToken } from '../token/fetch-token.js';
 import type { DpopClient, DpopStartup } from '../token/dpop/index.js';
+import { readContainerMemory } from '../telemetry/memory-limit.js';
+import { SHED_ABOVE } from '../telemetry/overload-guard.js';
 import { checkTokenStore } from './check-store.js';
 import { listenCode, listenProblemMeaning, listenProblems } from './port-probe.js';
 import { dpopClient } from './token-sources.js';
@@ -26,7 +28,8 @@ import { listenOnSocket } from './unix-socket.js';
  * it holds for the credential (`check-store.ts`). Before all that, what the start refuses once the
  * settings are read: the place of `LISTEN_SOCKET` ({@link socketRefusal}). Resolves with the exit
  * status: 0 when a token was obtained, 1 when the metadata or the fetch failed (with
- * `DPOP=required`, a Bearer answer too) or a configured store cannot be used, 2 for a configuration
+ * `DPOP=required`, a Bearer answer too), a configured store cannot be used, or the memory limit
+ * is one the idle proxy is already over the shedding line of ({@link memoryLimitProblem}), 2 for a configuration
  * the start refuses or when no credential is configured.
  */
 export async function check(
@@ -61,6 +64,8 @@ export async function check(
   (await listeners)();
   if (socket.inUse !== undefined) process.stderr.write(`ticket-auth-proxy: warning: ${socket.inUse}\n`);
   await dispatchers.close();
+  const shedsAll = memoryLimitProblem(config.memoryLimitMb);
+  if (shedsAll !== undefined) process.stderr.write(`ticket-auth-proxy: ${shedsAll}\n`);
   const storeUsable =
     startup.store === undefined ||
     (await checkTokenStore(config, startup.store, {
@@ -70,7 +75,30 @@ export async function check(
       dpop,
       log,
     }));
-  return fetched && storeUsable ? 0 : 1;
+  return fetched && storeUsable && shedsAll === undefined ? 0 : 1;
+}
+
+const MB = 1024 * 1024;
+
+/**
+ * Whether the memory limit (`MEMORY_LIMIT_MB`, else the container's) is one the idle proxy is
+ * already over 90 % of: the start takes it (a cgroup may be set that way) and then sheds every
+ * new request with `503 overloaded` while `/readyz` stays 200. The idle figure is this process's
+ * resident memory once its token fetch is done: the same code loaded, as the started proxy holds it.
+ */
+function memoryLimitProblem(memoryLimitMb: number | undefined): string | undefined {
+  if (memoryLimitMb === 0) return undefined;
+  const limitBytes = memoryLimitMb === undefined ? readContainerMemory().limitBytes : memoryLimitMb * MB;
+  if (limitBytes === undefined) return undefined;
+  const idleBytes = process.memoryUsage.rss();
+  if (idleBytes <= SHED_ABOVE * limitBytes) return undefined;
+  const limit =
+    memoryLimitMb === undefined ? `the container's memory limit (${Math.round(limitBytes / MB)} MB)` : `MEMORY_LIMIT_MB=${memoryLimitMb}`;
+  return (
+    `${limit} is below what the idle proxy holds, about ${Math.ceil(idleBytes / MB)} MB (this check, which loads the same code, holds that ` +
+    `now): above ${SHED_ABOVE * 100} % of the limit every new request is answered 503 overloaded while /readyz stays 200; ` +
+    `raise it (the chart gives 192 MB; docs/performance.md), or set MEMORY_LIMIT_MB=0 to turn shedding off`
+  );
 }
 
 /** The issuer's token endpoint when there is one, then one token fetch, its lifetime and type printed; true when a token was obtained. */
