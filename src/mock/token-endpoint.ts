@@ -116,7 +116,7 @@ function unknownScope(scope: string | null): string | undefined {
   if (unknown.length === 0) return undefined;
   return (
     `unknown scope ${unknown.map((s) => JSON.stringify(s)).join(', ')}: this server grants ${KNOWN_SCOPES.join(' and ')}, ` +
-    'separated by spaces (RFC 6749 §3.3)'
+    'separated by spaces (RFC 6749 section 3.3)'
   );
 }
 
