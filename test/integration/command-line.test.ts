@@ -208,6 +208,16 @@ describe('the command line', () => {
       expect(check.stderr, c.what).toBe(start.stderr);
       expect(check.stdout, c.what).not.toContain('ok: token obtained');
     }
+    // docs/unix-socket.md quotes the refusal of a missing directory as the proxy gives it.
+    const row = readFileSync(new URL('../../docs/unix-socket.md', import.meta.url), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('| a directory that does not exist'))!;
+    const quoted = /`(LISTEN_SOCKET … cannot be made: its directory … does not exist)`/.exec(row)?.[1];
+    expect(quoted, row).toBeDefined();
+    const missingDir = join(dir, 'no-such-dir');
+    expect((await runCli([], { ...env, LISTEN_SOCKET: join(missingDir, 'p.sock') })).stderr).toContain(
+      quoted!.replace('LISTEN_SOCKET …', `LISTEN_SOCKET ${join(missingDir, 'p.sock')}`).replace('directory …', `directory ${missingDir}`),
+    );
     // Nothing was left at the refused paths, and a socket no process answers on passes check.
     expect(existsSync(join(dir, 'elsewhere.sock'))).toBe(false);
     const stale = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'p.sock') });
@@ -233,6 +243,33 @@ describe('the command line', () => {
     } finally {
       await new Promise((resolve) => holder.close(resolve));
     }
+  });
+
+  it('runs client_assertion_file beside a token store without TOKEN_STORE_KEY_FILE, saying once its tokens are not shared, as docs/token-store.md says', async ({
+    shared: { gateway },
+    stack,
+  }) => {
+    const row = readFileSync(new URL('../../docs/token-store.md', import.meta.url), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('| `TOKEN_STORE_KEY_FILE` |'))!;
+    expect(row).not.toMatch(/required/);
+    expect(row).toContain('without it they run, each proxy fetching its own, and say so once at start');
+    const dir = mkdtempSync(join(tmpdir(), 'tap-assertion-'));
+    const jwt = `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from('{"iss":"k8s"}').toString('base64url')}.c2ln`;
+    writeFileSync(join(dir, 'token'), jwt);
+    const { proxy } = await stack({
+      gateway,
+      credentials: false,
+      ready: false,
+      env: {
+        CLIENT_ID: 'app',
+        TOKEN_AUTH_METHOD: 'client_assertion_file',
+        CLIENT_ASSERTION_FILE: join(dir, 'token'),
+        TOKEN_STORE_URL: 'redis://127.0.0.1:1',
+      },
+    });
+    const line = await proxy.waitForLog((l) => l.msg === 'the token store is not used for this credential', 5000);
+    expect(String(line.reason)).toContain('set TOKEN_STORE_KEY_FILE to share its tokens');
   });
 
   it('reads settings from a YAML file given with --config, the environment overriding it', async ({ shared: { gateway } }) => {
