@@ -23,14 +23,15 @@ import { listenOnSocket } from './unix-socket.js';
  * token fetch, its lifetime and granted scope printed (never the token). With DPoP, the key's RFC
  * 7638 thumbprint and whether the token came back DPoP- or Bearer-typed. With `ISSUER_URL`, first
  * the token endpoint its metadata names, and a warning for the method or proof algorithm the
- * metadata does not list. Then whether the two listeners could be opened now: a warning only, since
- * a running proxy holds its own ports. With a shared token store, whether it can be used and what
- * it holds for the credential (`check-store.ts`). Before all that, what the start refuses once the
- * settings are read: the place of `LISTEN_SOCKET` ({@link socketRefusal}). Resolves with the exit
- * status: 0 when a token was obtained, 1 when the metadata or the fetch failed (with
- * `DPOP=required`, a Bearer answer too), a configured store cannot be used, or the memory limit
- * is one the idle proxy is already over the shedding line of ({@link memoryLimitProblem}), 2 for a configuration
- * the start refuses or when no credential is configured.
+ * metadata does not list. Then whether the two listeners could be opened now: a port in use is a
+ * warning only, since a running proxy holds its own ports; any other failure is the start's. With
+ * a shared token store, whether it can be used and what it holds for the credential
+ * (`check-store.ts`). Before all that, what the start refuses once the settings are read: the
+ * place of `LISTEN_SOCKET` ({@link socketRefusal}). Resolves with the exit status: 0 when a token
+ * was obtained; 1 when the metadata or the fetch failed (with `DPOP=required`, a Bearer answer
+ * too), a listener cannot be opened, a configured store cannot be used, or the memory limit is one
+ * the idle proxy is already over the shedding line of ({@link memoryLimitProblem}); 2 for a
+ * configuration the start refuses, or when no credential is configured.
  */
 export async function check(
   config: Config,
@@ -61,7 +62,7 @@ export async function check(
   const fetchToken = tokenFetcherFromConfig(config, endpoint, dispatchers.token, Date.now, auth.clientAuth, dpop);
   const listeners = listenerReport(config, log);
   const fetched = await fetchOnce(config, endpoint, fetchToken, credential, dpop);
-  (await listeners)();
+  const listenersOpen = (await listeners)();
   if (socket.inUse !== undefined) process.stderr.write(`ticket-auth-proxy: warning: ${socket.inUse}\n`);
   await dispatchers.close();
   const shedsAll = memoryLimitProblem(config.memoryLimitMb);
@@ -75,7 +76,7 @@ export async function check(
       dpop,
       log,
     }));
-  return fetched && storeUsable && shedsAll === undefined ? 0 : 1;
+  return fetched && storeUsable && listenersOpen && shedsAll === undefined ? 0 : 1;
 }
 
 const MB = 1024 * 1024;
@@ -150,10 +151,12 @@ function scopeLine(granted: string, asked: string | undefined): string {
 
 /**
  * Whether the proxy and admin listeners could be opened now (the admin listener alone beside
- * LISTEN_SOCKET), said once the fetch's lines are out: one line when all can, a warning on stderr
- * for each that cannot (in the words of the proxy's refusal at start).
+ * LISTEN_SOCKET), said once the fetch's lines are out: one line when all can; for each that cannot,
+ * the start's refusal (the same words), a warning only when the port is in use (a running proxy
+ * holds its own), else a failure, since the start would fail on it too. Resolves with how to say
+ * so, which returns false when the start would fail.
  */
-async function listenerReport(config: Config, log: Log): Promise<() => void> {
+async function listenerReport(config: Config, log: Log): Promise<() => boolean> {
   // A socket was tried before the fetch (socketRefusal).
   const proxy = { what: 'the proxy listener (LISTEN_HOST, LISTEN_PORT)', host: config.listenHost, port: config.listenPort };
   const admin = { what: 'the admin listener (ADMIN_HOST, ADMIN_PORT)', host: config.adminHost, port: config.adminPort };
@@ -161,16 +164,28 @@ async function listenerReport(config: Config, log: Log): Promise<() => void> {
   const problems = await listenProblems(listeners, log);
   const at = (l: { host: string; port: number }): string => (l.host.includes(':') ? `[${l.host}]:${l.port}` : `${l.host}:${l.port}`);
   if (problems.every((p) => p === undefined)) {
-    return () => process.stdout.write(`listeners: ${listeners.map(at).join(' and ')} can be opened\n`);
+    return () => {
+      process.stdout.write(`listeners: ${listeners.map(at).join(' and ')} can be opened\n`);
+      return true;
+    };
   }
-  const warnings = problems.flatMap((problem) => {
+  let opens = true;
+  const lines = problems.flatMap((problem) => {
     if (problem === undefined) return [];
     const code = listenCode(problem);
     const meaning = listenProblemMeaning(code);
-    const running = code === 'EADDRINUSE' ? '; a proxy running with these settings holds it, as it should' : '';
-    return [`ticket-auth-proxy: warning: ${problem.message} now${meaning === undefined ? '' : `: ${meaning}${running}`}\n`];
+    if (code === 'EADDRINUSE') {
+      return [
+        `ticket-auth-proxy: warning: ${problem.message} now: ${meaning!}; a proxy running with these settings holds it, as it should\n`,
+      ];
+    }
+    opens = false;
+    return [`ticket-auth-proxy: ${problem.message}${meaning === undefined ? '' : `: ${meaning}`}\n`];
   });
-  return () => process.stderr.write(warnings.join(''));
+  return () => {
+    process.stderr.write(lines.join(''));
+    return opens;
+  };
 }
 
 /**

@@ -138,6 +138,27 @@ describe('the command line', () => {
     );
   });
 
+  it('check fails as the start does, in its words, on a listener that cannot be opened for another reason than being in use', async ({
+    shared: { gateway },
+  }) => {
+    // 192.0.2.1 (RFC 5737, TEST-NET-1) is no address of this host.
+    const env = {
+      BASE_URL: gateway.url,
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: SECRET,
+      LISTEN_HOST: '192.0.2.1',
+      LISTEN_PORT: '8180',
+      ADMIN_PORT: '0',
+    };
+    const [start, check] = await Promise.all([runCli([], env), runCli(['check'], env)]);
+    expect(start.code).toBe(1);
+    const refusal = 'the proxy listener (LISTEN_HOST, LISTEN_PORT) cannot listen on 192.0.2.1:8180 (EADDRNOTAVAIL)';
+    expect(start.stderr).toBe(`ticket-auth-proxy: ${refusal}\n`);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain('ok: token obtained');
+    expect(check.stderr).toBe(`ticket-auth-proxy: ${refusal}: this host has no such address\n`);
+  });
+
   it('check exits non-zero with the reason when the client is rejected or the endpoint unreachable', async ({ shared: { gateway } }) => {
     const rejected = await runCli(['check'], { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: 'wrong-secret-x1' });
     expect(rejected.code).toBe(1);
