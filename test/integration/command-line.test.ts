@@ -8,6 +8,9 @@ import { SETTINGS } from '../../src/config/config.js';
 import { runCli } from '../helpers/index.js';
 import { sharedStack } from '../helpers/stack.js';
 
+/** docs/configuration.md, where the messages of check and of the start are quoted. */
+const CONFIGURATION_DOC = () => readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8').replace(/\n/g, ' ');
+
 const SECRET = 'proc-secret-77aa';
 
 /** Ports free at this moment, from the system (listen on port 0, then close). */
@@ -84,6 +87,7 @@ describe('the command line', () => {
     expect(check.stderr).toContain('token endpoint answered 400 invalid_scope');
     expect(check.stderr).toContain('check TOKEN_SCOPE');
     const { proxy } = await stack({ gateway, secret: SECRET, env: { TOKEN_SCOPE: scope }, ready: false });
+    expect(CONFIGURATION_DOC()).toContain(warning);
     const line = await proxy.waitForLog((l) => l.level === 40 && l.msg === warning, 5000);
     expect(line).toMatchObject({ setting: 'TOKEN_SCOPE' });
   });
@@ -98,6 +102,7 @@ describe('the command line', () => {
     expect(small.stderr).toMatch(
       /^ticket-auth-proxy: MEMORY_LIMIT_MB=10 is below what the idle proxy holds, about \d+ MB \(this check, which loads the same code, holds that now\): above 90 % of the limit every new request is answered 503 overloaded while \/readyz stays 200; raise it \(the chart gives 192 MB; docs\/performance.md\), or set MEMORY_LIMIT_MB=0 to turn shedding off\n$/m,
     );
+    expect(CONFIGURATION_DOC()).toContain('`MEMORY_LIMIT_MB=10 is below what the idle proxy holds, about 72 MB ...`');
     for (const fine of ['4096', '0']) {
       const res = await runCli(['check'], { ...env, MEMORY_LIMIT_MB: fine });
       expect(res.code, fine).toBe(0);
@@ -261,6 +266,9 @@ describe('the command line', () => {
       expect(check.code).toBe(0);
       expect(check.stdout).toContain('ok: token obtained');
       expect(check.stderr).toBe(`ticket-auth-proxy: warning: ${refusal}; a proxy running with these settings holds it, as it should\n`);
+      expect(CONFIGURATION_DOC()).toContain(
+        `warning: ${refusal.replace(path, '/run/tap/proxy.sock')}; a proxy running with these settings holds it, as it should`,
+      );
     } finally {
       await new Promise((resolve) => holder.close(resolve));
     }
