@@ -96,8 +96,9 @@ function memoryLimitProblem(memoryLimitMb: number | undefined): string | undefin
   const limit =
     memoryLimitMb === undefined ? `the container's memory limit (${Math.round(limitBytes / MB)} MB)` : `MEMORY_LIMIT_MB=${memoryLimitMb}`;
   return (
-    `${limit} is below what the idle proxy holds, about ${Math.ceil(idleBytes / MB)} MB (this check, which loads the same code, holds that ` +
-    `now): above ${SHED_ABOVE * 100} % of the limit every new request is answered 503 overloaded while /readyz stays 200; ` +
+    `${limit} is below what the idle proxy holds, about ${Math.ceil(idleBytes / MB)} MB ` +
+    `(this check, which loads the same code, holds that now): above ${SHED_ABOVE * 100} % of the limit every new request is ` +
+    'answered 503 overloaded while /readyz stays 200; ' +
     `raise it (the chart gives 192 MB; docs/performance.md), or set MEMORY_LIMIT_MB=0 to turn shedding off`
   );
 }

@@ -60,7 +60,8 @@ describe('npm run mock', () => {
       const ok = await runCli(['check'], env);
       expect(ok.code, ok.stderr).toBe(0);
       const missing = join(mkdtempSync(join(tmpdir(), 'tap-readme-')), 'no-such-dir', 'proxy.sock');
-      for (const wrong of [{ LISTEN_PORT: '99999' }, { TOKEN_REFRESH_RATIO: '2' }, { LISTEN_SOCKET: missing }]) {
+      const wrongs: Record<string, string>[] = [{ LISTEN_PORT: '99999' }, { TOKEN_REFRESH_RATIO: '2' }, { LISTEN_SOCKET: missing }];
+      for (const wrong of wrongs) {
         const res = await runCli(['check'], { ...env, ...wrong });
         expect(res.code, JSON.stringify(wrong)).toBe(bad);
         expect(res.stderr).toContain(Object.keys(wrong)[0]);
