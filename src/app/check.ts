@@ -170,11 +170,17 @@ async function listenerReport(config: Config, log: Log): Promise<() => boolean> 
       return true;
     };
   }
+  // Both on one port: the admin listener finds it held by the proxy listener, as at start.
+  const ownClash = listeners.length === 2 && problems[0] === undefined && proxy.port !== 0 && proxy.port === admin.port;
   let opens = true;
   const lines = problems.flatMap((problem) => {
     if (problem === undefined) return [];
     const code = listenCode(problem);
     const meaning = listenProblemMeaning(code);
+    if (code === 'EADDRINUSE' && ownClash) {
+      opens = false;
+      return [`ticket-auth-proxy: ${problem.message}: the proxy listener takes this port itself; give ADMIN_PORT another\n`];
+    }
     if (code === 'EADDRINUSE') {
       return [
         `ticket-auth-proxy: warning: ${problem.message} now: ${meaning!}; a proxy running with these settings holds it, as it should\n`,
