@@ -62,6 +62,8 @@ const proxy = spawn(process.execPath, [fileURLToPath(new URL('./main.js', import
     ADMIN_HOST: '127.0.0.1',
     ACCESS_LOG: 'true',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    // To try a scope: the mock grants tickets.read and tickets.write, and refuses any other.
+    ...(process.env.TOKEN_SCOPE === undefined ? {} : { TOKEN_SCOPE: process.env.TOKEN_SCOPE }),
   },
 });
 
