@@ -1,6 +1,7 @@
 /**
  * `npm run demo`: the embedded mock of the Ticket Service on loopback and the proxy in front of it,
- * started as a user starts it (`node dist/main.js`), with the curl line to try. Ctrl-C stops both.
+ * started as the image starts it (`node dist/main.js` with the image's `NODE_OPTIONS`), with the
+ * curl line to try. Ctrl-C stops both.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,8 @@ import { createMockTicketService, DEMO_CLIENT } from './mock/ticket-service.js';
 
 const CLIENT_ID = DEMO_CLIENT.id;
 const CLIENT_SECRET = DEMO_CLIENT.secret;
+/** The image's V8 flags (the Dockerfile's `NODE_OPTIONS`; docs/performance.md, "Memory settings"). */
+const IMAGE_NODE_OPTIONS = '--max-semi-space-size=16 --expose-gc';
 const LISTEN_PORT = process.env.LISTEN_PORT ?? '8180';
 const ADMIN_PORT = process.env.ADMIN_PORT ?? '8181';
 
@@ -50,6 +53,7 @@ const proxy = spawn(process.execPath, [fileURLToPath(new URL('./main.js', import
   detached: true,
   env: {
     PATH: process.env.PATH,
+    NODE_OPTIONS: IMAGE_NODE_OPTIONS,
     BASE_URL: mock.url,
     CLIENT_ID,
     CLIENT_SECRET,
@@ -58,6 +62,8 @@ const proxy = spawn(process.execPath, [fileURLToPath(new URL('./main.js', import
     ADMIN_HOST: '127.0.0.1',
     ACCESS_LOG: 'true',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    // To try a scope: the mock grants tickets.read and tickets.write, and refuses any other.
+    ...(process.env.TOKEN_SCOPE === undefined ? {} : { TOKEN_SCOPE: process.env.TOKEN_SCOPE }),
   },
 });
 

@@ -46,6 +46,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const { config, checked } = loaded;
+  warnings.push(...loaded.warnings);
   if (args.command === 'check') {
     writeWarnings();
     process.exit(await check(config, checked));

@@ -8,7 +8,9 @@ import { checkListenerSettings } from './listeners/listener-settings.js';
 /**
  * Each feature's check of its own settings, under the name its result is handed on by: the
  * loader runs them all and reports every problem together. The one list, for the proxy, `check`
- * and the tests that load a configuration as the proxy does.
+ * and the tests that load a configuration as the proxy does. With what is at `LISTEN_SOCKET`'s
+ * path (`listenOnSocket` in unix-socket.ts, which the start and `check` both call), it is all the
+ * start refuses as configuration, and `check` refuses it in the same words.
  */
 export const SETTINGS_CHECKS = {
   tls: checkNetSettings,

@@ -1,4 +1,5 @@
 import { ConfigError } from '../core/errors.js';
+import { redactUserinfo } from '../core/redact.js';
 import { unreadableFileProblem } from '../core/unreadable.js';
 import { SETTINGS, type Config, type Setting } from './config.js';
 import { nearestSetting } from './near-miss.js';
@@ -34,6 +35,8 @@ export interface SettingsCheckContext {
   bothSet(a: keyof Config, b: keyof Config): string;
   /** Records a problem; it names its setting and never shows a secret or a file's content. */
   problem(message: string): void;
+  /** Records a warning about `key`'s value: taken, but likely not what was meant (said at start and by `check`). */
+  warn(key: keyof Config, message: string): void;
   /** Reads the file the setting names (once, however often asked); when it cannot be read, records the problem and returns undefined. */
   readFile(key: keyof Config): string | undefined;
   /** The same, as bytes: for key material, which need not be text. */
@@ -47,6 +50,14 @@ export type SettingsCheck<T = unknown> = (context: SettingsCheckContext) => T;
 export interface Loaded<C extends Record<string, SettingsCheck>> {
   readonly config: Config;
   readonly checked: { readonly [K in keyof C]: ReturnType<C[K]> };
+  /** What the checks warned of, each naming its setting. */
+  readonly warnings: readonly ConfigWarning[];
+}
+
+/** A value taken that is likely a mistake: the setting's env name and what to say. */
+export interface ConfigWarning {
+  readonly setting: string;
+  readonly message: string;
 }
 
 const BY_KEY = new Map(SETTINGS.map((s) => [s.key as string, s]));
@@ -94,11 +105,13 @@ function displayName(s: Setting, given: Given | undefined): string {
 /**
  * `BASE_URL` set to the gateway's API root (`.../api/v1`) or its token endpoint is the easy
  * mistake of a first set-up: the proxy adds `/api/v1` itself. A gateway whose API really sits at
- * `.../api/v1/api/v1` says so by naming its `TOKEN_URL` explicitly.
+ * `.../api/v1/api/v1` says so by naming its own token endpoint under that path as `TOKEN_URL`;
+ * any other `TOKEN_URL` (an identity provider's) or `ISSUER_URL` leaves the mistake as it is.
  */
-function apiRootProblem(baseUrl: string, tokenUrlGiven: boolean, name: string): string | undefined {
+function apiRootProblem(baseUrl: string, tokenUrl: unknown, name: string): string | undefined {
   const tail = /\/api\/v1(\/oauth2\/token)?$/i.exec(baseUrl);
-  if (tail === null || (tail[1] === undefined && tokenUrlGiven)) return undefined;
+  if (tail === null) return undefined;
+  if (tail[1] === undefined && typeof tokenUrl === 'string' && tokenUrl.startsWith(`${baseUrl}/api/v1/`)) return undefined;
   const base = baseUrl.slice(0, tail.index);
   return (
     `${name} ends in ${tail[0]} (got "${baseUrl}"): the proxy adds /api/v1 itself, so set it to the gateway's base URL, ${base}` +
@@ -116,23 +129,24 @@ function endpoints(
   problems: string[],
 ): void {
   const insecure = out.allowInsecureHttp as boolean;
-  if (out.baseUrl === undefined) {
-    if (!given('baseUrl')) problems.push('BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com');
-  } else {
-    out.baseUrl = checkUrl(out.baseUrl as string, name('baseUrl'), insecure, problems);
-    const apiRoot = typeof out.baseUrl === 'string' ? apiRootProblem(out.baseUrl, out.tokenUrl !== undefined, name('baseUrl')) : undefined;
-    if (apiRoot !== undefined) {
-      problems.push(apiRoot);
-      out.baseUrl = undefined;
-    }
-  }
   if (out.tokenUrl !== undefined) {
     // Used as given: unlike BASE_URL, a token endpoint's trailing slash can matter to its server.
     out.tokenUrl = checkUrl(out.tokenUrl as string, name('tokenUrl'), insecure, problems, {
       trimSlash: false,
       whenUnset: '{BASE_URL}/api/v1/oauth2/token',
     });
-  } else if (typeof out.baseUrl === 'string' && !given('issuerUrl')) {
+  }
+  if (out.baseUrl === undefined) {
+    if (!given('baseUrl')) problems.push('BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com');
+  } else {
+    out.baseUrl = checkUrl(out.baseUrl as string, name('baseUrl'), insecure, problems);
+    const apiRoot = typeof out.baseUrl === 'string' ? apiRootProblem(out.baseUrl, out.tokenUrl, name('baseUrl')) : undefined;
+    if (apiRoot !== undefined) {
+      problems.push(apiRoot);
+      out.baseUrl = undefined;
+    }
+  }
+  if (out.tokenUrl === undefined && !given('tokenUrl') && typeof out.baseUrl === 'string' && !given('issuerUrl')) {
     out.tokenUrl = `${out.baseUrl}/api/v1/oauth2/token`;
   }
   // Kept exactly as given: the metadata's issuer must be the same string (RFC 8414 §3.3).
@@ -184,6 +198,7 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
     }
   };
   const bytes = new Map<keyof Config, Uint8Array | undefined>();
+  const warnings: ConfigWarning[] = [];
   const context: SettingsCheckContext = {
     config,
     given: (key) => raw.has(key),
@@ -193,6 +208,7 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
         ? `${BY_KEY.get(a)!.env} and ${BY_KEY.get(b)!.env} are both set (${origin(a)}, ${origin(b)})`
         : `${BY_KEY.get(a)!.env} is set (${origin(a)})`,
     problem: (message) => problems.push(message),
+    warn: (key, message) => warnings.push({ setting: BY_KEY.get(key)!.env, message: redactUserinfo(message) }),
     readFile: (key) => {
       if (!read.has(key)) read.set(key, attempt(key, sources.readFile));
       return read.get(key);
@@ -205,6 +221,7 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
   const checked: Record<string, unknown> = {};
   for (const [what, check] of Object.entries(checks)) checked[what] = check(context);
 
-  if (problems.length > 0) throw new ConfigError(problems);
-  return { config, checked: checked as Loaded<C>['checked'] };
+  // Whatever a check quoted, a URL's user information is not shown (a password written in it).
+  if (problems.length > 0) throw new ConfigError(problems.map(redactUserinfo));
+  return { config, checked: checked as Loaded<C>['checked'], warnings };
 }

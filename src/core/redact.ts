@@ -1,15 +1,29 @@
 /**
- * Replaces the user information of every URL in `text` (`http://user:pass@proxy:3128`) by `***`,
- * so a message or a log line that quotes a proxy URL with credentials shows none of them.
+ * A scheme and the slashes after it, however many: `redis://`, but also the malformed
+ * `redis:/` and `redis:///`, behind which a hand-written URL's user information still stands.
+ */
+const SCHEME = '[a-z][a-z0-9+.-]*:\\/*';
+
+/** Up to the last `@` before the host: a password may hold an `@` its writer did not encode. */
+const IN_TEXT = new RegExp(`(\\b${SCHEME})[^/?#\\s]*@`, 'gi');
+
+/**
+ * Replaces the user information of every URL in `text` (`http://user:pass@proxy:3128`, and
+ * `redis:/user:pass@host` with too few slashes or `redis:///user:pass@host` with too many) by
+ * `***`, so a message or a log line that quotes a URL with credentials shows none of them.
  */
 export function redactUserinfo(text: string): string {
-  return text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, '$1***@');
+  return text.replace(IN_TEXT, '$1***@');
 }
+
+/** Without a slash, `user:pass@proxy` has no scheme: `user` is the user. */
+const AT_START = /^([a-z][a-z0-9+.-]*:\/+)?[^/?#]*@/i;
 
 /**
  * One value meant as a URL, as it may be shown: its user information replaced by `***`, with a
- * scheme or without one (`user:pass@proxy:3128`), up to the last `@` before the path.
+ * scheme and any number of slashes after it, or without a scheme (`user:pass@proxy:3128`), up to
+ * the last `@` before the path.
  */
 export function withoutUserinfo(value: string): string {
-  return value.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)?[^/?#]*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
+  return value.replace(AT_START, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
 }

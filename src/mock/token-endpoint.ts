@@ -3,8 +3,8 @@
  * body or Basic) or by an assertion signed with their secret (`client_secret_jwt`), assertion
  * clients through `client-assertions.ts`, opaque tokens of a fixed lifetime, queued faults, the
  * refusals of identity providers that answer otherwise than RFC 6749 §5.2 asks (a bare 403, a
- * scope required, Basic credentials compared without decoding), and a record of every request
- * (never a secret or an assertion).
+ * scope required, Basic credentials compared without decoding), the scopes it knows (any other
+ * is refused `invalid_scope`), and a record of every request (never a secret or an assertion).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
@@ -103,6 +103,23 @@ interface TokenRequest {
 
 const NO_STORE = { 'cache-control': 'no-store' };
 
+/** The scopes the mock grants; a request for any other is refused (RFC 6749 §5.2 `invalid_scope`). */
+export const KNOWN_SCOPES: readonly string[] = ['tickets.read', 'tickets.write'];
+
+/**
+ * Why `scope` cannot be granted, or undefined: scopes are separated by spaces (RFC 6749 §3.3), so
+ * `tickets.read,tickets.write` is one scope the mock does not know.
+ */
+function unknownScope(scope: string | null): string | undefined {
+  if (scope === null) return undefined;
+  const unknown = scope.split(' ').filter((s) => s !== '' && !KNOWN_SCOPES.includes(s));
+  if (unknown.length === 0) return undefined;
+  return (
+    `unknown scope ${unknown.map((s) => JSON.stringify(s)).join(', ')}: this server grants ${KNOWN_SCOPES.join(' and ')}, ` +
+    'separated by spaces (RFC 6749 section 3.3)'
+  );
+}
+
 /** Reads who the client says it is: id and secret from the body or from Basic, or an assertion. */
 function readTokenRequest(req: IncomingMessage, body: Buffer, basicAsSent: boolean): TokenRequest {
   const form = new URLSearchParams(body.toString('utf8'));
@@ -175,7 +192,12 @@ export function createTokenEndpoint(options: TokenEndpointOptions): TokenEndpoin
   };
 
   const answer = (res: ServerResponse, { form, clientId, secret, authMethod, jkt }: TokenRequest): void => {
-    const grant = (r: ServerResponse, id: string): void => issue(r, id, jkt, form.get('scope'));
+    // The client is authenticated first, as an identity provider does; then what it asks for.
+    const grant = (r: ServerResponse, id: string): void => {
+      const refused = unknownScope(form.get('scope'));
+      if (refused === undefined) issue(r, id, jkt, form.get('scope'));
+      else json(r, 400, { error: 'invalid_scope', error_description: refused }, NO_STORE);
+    };
     if (form.get('grant_type') !== 'client_credentials') {
       json(res, 400, { error: form.has('grant_type') ? 'unsupported_grant_type' : 'invalid_request' }, NO_STORE);
     } else if (style.scopeRequired && !form.has('scope')) {

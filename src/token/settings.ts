@@ -74,5 +74,25 @@ export function checkTokenSettings(ctx: SettingsCheckContext): TokenStartup {
   othersSettings(ctx);
   const reserved = new Set(config.tokenParams.map(([k]) => k).filter((k) => RESERVED_TOKEN_PARAMS.includes(k)));
   for (const k of reserved) ctx.problem(`${ctx.name('tokenParams')} may not set ${k}: the proxy sets it (use TOKEN_SCOPE for scope)`);
+  scopeRules(ctx);
   return { ...read, clientSecret };
+}
+
+/**
+ * Scopes are separated by spaces (RFC 6749 §3.3): `a,b` is one scope, which an identity provider
+ * refuses or, worse, drops. A comma is legal inside a scope token, so this is a warning, naming
+ * the space-separated form.
+ */
+function scopeRules(ctx: SettingsCheckContext): void {
+  const scope = ctx.config.tokenScope;
+  if (scope === undefined || !scope.includes(',')) return;
+  const spaced = scope
+    .split(/[\s,]+/)
+    .filter((s) => s !== '')
+    .join(' ');
+  ctx.warn(
+    'tokenScope',
+    `${ctx.name('tokenScope')} holds a comma (got ${JSON.stringify(scope)}): scopes are separated by spaces (RFC 6749 §3.3), so ` +
+      `the identity provider reads ${JSON.stringify(scope.trim())} as one scope; for several, write TOKEN_SCOPE=${JSON.stringify(spaced)}`,
+  );
 }

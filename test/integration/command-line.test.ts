@@ -1,11 +1,15 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
+import { SETTINGS_CHECKS } from '../../src/app/settings-checks.js';
 import { SETTINGS } from '../../src/config/config.js';
 import { runCli } from '../helpers/index.js';
 import { sharedStack } from '../helpers/stack.js';
+
+/** docs/configuration.md, where the messages of check and of the start are quoted. */
+const CONFIGURATION_DOC = () => readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8').replace(/\n/g, ' ');
 
 const SECRET = 'proc-secret-77aa';
 
@@ -51,22 +55,59 @@ describe('the command line', () => {
   });
 
   it('check prints the scope granted, and what of TOKEN_SCOPE was left out', async ({ shared: { gateway } }) => {
-    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, TOKEN_SCOPE: 'tickets:read tickets:write' };
+    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, TOKEN_SCOPE: 'tickets.read tickets.write' };
     const asked = await runCli(['check'], env);
     expect(asked.code).toBe(0);
-    expect(asked.stdout).toContain('scope granted: tickets:read tickets:write\n');
+    expect(asked.stdout).toContain('scope granted: tickets.read tickets.write\n');
     // An identity provider may grant less than asked (RFC 6749 §3.3), and then must say which.
     gateway.setTokenFault({
       status: 200,
-      body: { access_token: 'narrow-token-9q', token_type: 'Bearer', expires_in: 60, scope: 'tickets:read' },
+      body: { access_token: 'narrow-token-9q', token_type: 'Bearer', expires_in: 60, scope: 'tickets.read' },
     });
     const narrowed = await runCli(['check'], env);
     expect(narrowed.code).toBe(0);
-    expect(narrowed.stdout).toContain('scope granted: tickets:read; TOKEN_SCOPE also asked for tickets:write, not granted\n');
+    expect(narrowed.stdout).toContain('scope granted: tickets.read; TOKEN_SCOPE also asked for tickets.write, not granted\n');
     expect(narrowed.stdout).not.toContain('narrow-token-9q');
     // No scope in the answer, none printed.
     const none = await runCli(['check'], { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET });
     expect(none.stdout).not.toContain('scope');
+  });
+
+  it('warns of a comma in TOKEN_SCOPE at start and in check, naming the space-separated form; the mock refuses it invalid_scope', async ({
+    shared: { gateway },
+    stack,
+  }) => {
+    const scope = 'tickets.read,tickets.write';
+    const warning =
+      'TOKEN_SCOPE holds a comma (got "tickets.read,tickets.write"): scopes are separated by spaces (RFC 6749 §3.3), so the identity ' +
+      'provider reads "tickets.read,tickets.write" as one scope; for several, write TOKEN_SCOPE="tickets.read tickets.write"';
+    const check = await runCli(['check'], { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, TOKEN_SCOPE: scope });
+    expect(check.code).toBe(1);
+    expect(check.stderr).toContain(`ticket-auth-proxy: warning: ${warning}\n`);
+    expect(check.stderr).toContain('token endpoint answered 400 invalid_scope');
+    expect(check.stderr).toContain('check TOKEN_SCOPE');
+    const { proxy } = await stack({ gateway, secret: SECRET, env: { TOKEN_SCOPE: scope }, ready: false });
+    expect(CONFIGURATION_DOC()).toContain(warning);
+    const line = await proxy.waitForLog((l) => l.level === 40 && l.msg === warning, 5000);
+    expect(line).toMatchObject({ setting: 'TOKEN_SCOPE' });
+  });
+
+  it('check exits 1 for a MEMORY_LIMIT_MB the idle proxy is already over the shedding line of, naming it and the idle figure', async ({
+    shared: { gateway },
+  }) => {
+    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET };
+    const small = await runCli(['check'], { ...env, MEMORY_LIMIT_MB: '10' });
+    expect(small.code).toBe(1);
+    expect(small.stdout).toContain('ok: token obtained');
+    expect(small.stderr).toMatch(
+      /^ticket-auth-proxy: MEMORY_LIMIT_MB=10 is below what the idle proxy holds, about \d+ MB \(this check, which loads the same code, holds that now\): above 90 % of the limit every new request is answered 503 overloaded while \/readyz stays 200; raise it \(the chart gives 192 MB; docs\/performance.md\), or set MEMORY_LIMIT_MB=0 to turn shedding off\n$/m,
+    );
+    expect(CONFIGURATION_DOC()).toContain('`MEMORY_LIMIT_MB=10 is below what the idle proxy holds, about 72 MB ...`');
+    for (const fine of ['4096', '0']) {
+      const res = await runCli(['check'], { ...env, MEMORY_LIMIT_MB: fine });
+      expect(res.code, fine).toBe(0);
+      expect(res.stderr, fine).not.toContain('MEMORY_LIMIT_MB');
+    }
   });
 
   it('check says whether the listeners can be opened, and only warns when a running proxy holds them', async ({ shared }) => {
@@ -100,6 +141,38 @@ describe('the command line', () => {
     expect(held.stderr).toContain(
       `ticket-auth-proxy: warning: the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 127.0.0.1:${adminPort} (EADDRINUSE) now: ${running}\n`,
     );
+  });
+
+  it('check fails as the start does, in its words, on a listener that cannot be opened for another reason than being in use', async ({
+    shared: { gateway },
+  }) => {
+    // 192.0.2.1 (RFC 5737, TEST-NET-1) is no address of this host.
+    const env = {
+      BASE_URL: gateway.url,
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: SECRET,
+      LISTEN_HOST: '192.0.2.1',
+      LISTEN_PORT: '8180',
+      ADMIN_PORT: '0',
+    };
+    const [start, check] = await Promise.all([runCli([], env), runCli(['check'], env)]);
+    expect(start.code).toBe(1);
+    const refusal = 'the proxy listener (LISTEN_HOST, LISTEN_PORT) cannot listen on 192.0.2.1:8180 (EADDRNOTAVAIL)';
+    expect(start.stderr).toBe(`ticket-auth-proxy: ${refusal}\n`);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain('ok: token obtained');
+    expect(check.stderr).toBe(`ticket-auth-proxy: ${refusal}: this host has no such address\n`);
+    // One port for both listeners: the start fails on the second, and so does check.
+    const [port] = await freePorts(1);
+    const same = { ...env, LISTEN_HOST: '127.0.0.1', LISTEN_PORT: String(port), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(port) };
+    // One after the other: each holds the port for a moment.
+    const sameStart = await runCli([], same);
+    const sameCheck = await runCli(['check'], same);
+    const clash = `the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 127.0.0.1:${port} (EADDRINUSE)`;
+    expect(sameStart.code).toBe(1);
+    expect(sameStart.stderr).toBe(`ticket-auth-proxy: ${clash}\n`);
+    expect(sameCheck.code).toBe(1);
+    expect(sameCheck.stderr).toBe(`ticket-auth-proxy: ${clash}: the proxy listener takes this port itself; give ADMIN_PORT another\n`);
   });
 
   it('check exits non-zero with the reason when the client is rejected or the endpoint unreachable', async ({ shared: { gateway } }) => {
@@ -138,6 +211,111 @@ describe('the command line', () => {
     expect(res.stderr).toContain(
       `TOKEN_URL must be an absolute http(s) URL (got "/oauth2/token"): ${forms}; unset, it is {BASE_URL}/api/v1/oauth2/token\n`,
     );
+  });
+
+  it('check refuses every configuration the start refuses, with the same message and status', async ({ shared }) => {
+    const env = { BASE_URL: shared.gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ADMIN_PORT: '0' };
+    const dir = mkdtempSync(join(tmpdir(), 'tap-refusals-'));
+    mkdirSync(join(dir, 'a-directory'));
+    writeFileSync(join(dir, 'a-file'), 'x');
+    symlinkSync(join(dir, 'elsewhere.sock'), join(dir, 'a-link'));
+    /** One bad configuration for each feature's settings check, the loader, the file, and each refusal at the socket's path. */
+    const cases: { what: string; env?: Record<string, string>; args?: string[] }[] = [
+      { what: 'loader', env: { LOG_LEVEL: 'chatty' } },
+      { what: 'tls', env: { CA_FILE: join(dir, 'no-such-ca.pem') } },
+      { what: 'token', env: { CLIENT_SECRET_FILE: join(dir, 'a-file') } },
+      { what: 'dpop', env: { DPOP_ALG: 'ES256' } },
+      { what: 'issuer', env: { ISSUER_URL: 'https://idp.example.com', TOKEN_URL: 'https://idp.example.com/token' } },
+      { what: 'store', env: { TOKEN_STORE_PREFIX: 'tap' } },
+      { what: 'listener', env: { LISTEN_SOCKET: join(dir, 'p.sock'), LISTEN_PORT: '0' } },
+      { what: 'file', args: ['--config', join(dir, 'no-such.yaml')] },
+      { what: 'socket directory missing', env: { LISTEN_SOCKET: join(dir, 'no-such-dir', 'p.sock') } },
+      { what: 'socket path a directory', env: { LISTEN_SOCKET: join(dir, 'a-directory') } },
+      { what: 'socket path a file', env: { LISTEN_SOCKET: join(dir, 'a-file') } },
+      { what: 'socket path a link', env: { LISTEN_SOCKET: join(dir, 'a-link') } },
+    ];
+    // Every feature's check is walked: a new one needs its case here.
+    for (const name of Object.keys(SETTINGS_CHECKS)) expect(cases.map((c) => c.what)).toContain(name);
+    for (const c of cases) {
+      const caseEnv = { ...env, ...c.env };
+      const [start, check] = await Promise.all([runCli(c.args ?? [], caseEnv), runCli(['check', ...(c.args ?? [])], caseEnv)]);
+      expect(start.code, c.what).toBe(2);
+      expect(start.stderr, c.what).toMatch(/^ticket-auth-proxy: invalid configuration \(\d problems?\):\n {2}- /);
+      expect(check.code, c.what).toBe(2);
+      expect(check.stderr, c.what).toBe(start.stderr);
+      expect(check.stdout, c.what).not.toContain('ok: token obtained');
+    }
+    // docs/unix-socket.md quotes the refusal of a missing directory as the proxy gives it.
+    const row = readFileSync(new URL('../../docs/unix-socket.md', import.meta.url), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('| a directory that does not exist'))!;
+    const quoted = /`(LISTEN_SOCKET … cannot be made: its directory … does not exist)`/.exec(row)?.[1];
+    expect(quoted, row).toBeDefined();
+    const missingDir = join(dir, 'no-such-dir');
+    expect((await runCli([], { ...env, LISTEN_SOCKET: join(missingDir, 'p.sock') })).stderr).toContain(
+      quoted!.replace('LISTEN_SOCKET …', `LISTEN_SOCKET ${join(missingDir, 'p.sock')}`).replace('directory …', `directory ${missingDir}`),
+    );
+    // Nothing was left at the refused paths, and a socket no process answers on (a killed proxy's leftover) passes check.
+    expect(existsSync(join(dir, 'elsewhere.sock'))).toBe(false);
+    const leftover = createServer().listen(join(dir, 'live.sock'));
+    await new Promise((resolve) => leftover.once('listening', resolve));
+    linkSync(join(dir, 'live.sock'), join(dir, 'stale.sock'));
+    await new Promise((resolve) => leftover.close(resolve));
+    expect(existsSync(join(dir, 'stale.sock'))).toBe(true);
+    const stale = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'stale.sock') });
+    expect(stale.code, stale.stderr).toBe(0);
+    expect(stale.stderr).toBe('');
+  });
+
+  it('check only warns when a process answers on LISTEN_SOCKET, which the start refuses', async ({ shared }) => {
+    const env = { BASE_URL: shared.gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ADMIN_PORT: '0' };
+    const path = join(mkdtempSync(join(tmpdir(), 'tap-in-use-')), 'p.sock');
+    const holder = createServer().listen(path);
+    await new Promise((resolve) => holder.once('listening', resolve));
+    try {
+      const [start, check] = await Promise.all([
+        runCli([], { ...env, LISTEN_SOCKET: path }),
+        runCli(['check'], { ...env, LISTEN_SOCKET: path }),
+      ]);
+      const refusal = `LISTEN_SOCKET ${path} is in use: another process answers on it; stop that process or choose another path`;
+      expect(start.code).toBe(2);
+      expect(start.stderr).toContain(`  - ${refusal}\n`);
+      expect(check.code).toBe(0);
+      expect(check.stdout).toContain('ok: token obtained');
+      expect(check.stderr).toBe(`ticket-auth-proxy: warning: ${refusal}; a proxy running with these settings holds it, as it should\n`);
+      expect(CONFIGURATION_DOC()).toContain(
+        `warning: ${refusal.replace(path, '/run/tap/proxy.sock')}; a proxy running with these settings holds it, as it should`,
+      );
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  });
+
+  it('runs client_assertion_file beside a token store without TOKEN_STORE_KEY_FILE, saying once its tokens are not shared, as docs/token-store.md says', async ({
+    shared: { gateway },
+    stack,
+  }) => {
+    const row = readFileSync(new URL('../../docs/token-store.md', import.meta.url), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('| `TOKEN_STORE_KEY_FILE` |'))!;
+    expect(row).not.toMatch(/required/);
+    expect(row).toContain('without it they run, each proxy fetching its own, and say so once at start');
+    const dir = mkdtempSync(join(tmpdir(), 'tap-assertion-'));
+    const jwt = `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from('{"iss":"k8s"}').toString('base64url')}.c2ln`;
+    writeFileSync(join(dir, 'token'), jwt);
+    const { proxy } = await stack({
+      gateway,
+      credentials: false,
+      ready: false,
+      env: {
+        CLIENT_ID: 'app',
+        TOKEN_AUTH_METHOD: 'client_assertion_file',
+        CLIENT_ASSERTION_FILE: join(dir, 'token'),
+        TOKEN_STORE_URL: 'redis://127.0.0.1:1',
+      },
+    });
+    const line = await proxy.waitForLog((l) => l.msg === 'the token store is not used for this credential', 5000);
+    expect(String(line.reason)).toContain('set TOKEN_STORE_KEY_FILE to share its tokens');
   });
 
   it('reads settings from a YAML file given with --config, the environment overriding it', async ({ shared: { gateway } }) => {

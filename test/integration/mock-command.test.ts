@@ -1,5 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect } from 'vitest';
+import { codeSpans, readDoc, rowsOf, section } from '../helpers/docs.js';
 import { pollUntil, runCli } from '../helpers/index.js';
 import { test as it } from '../helpers/stack.js';
 
@@ -24,6 +28,49 @@ describe('npm run mock', () => {
       expect(result.stderr).toBe('');
       expect(result.stdout).toContain(`ok: token obtained from ${env.BASE_URL}/api/v1/oauth2/token`);
       expect(result.code).toBe(0);
+    } finally {
+      mock.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+  });
+
+  it("agrees with the README: the variables it exports are the first deployment's, its check example exits as the README promises", async () => {
+    const mock = spawn(process.execPath, [MOCK_MAIN], {
+      env: { PATH: process.env.PATH, MOCK_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    mock.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    const exited = new Promise<number | null>((resolve) => mock.on('exit', (code) => resolve(code)));
+    try {
+      await pollUntil(() => out.includes('Ctrl-C'), { timeoutMs: 15_000 });
+      const url = /Mock Ticket Service at (\S+)/.exec(out)![1]!;
+      const readme = readDoc('README.md');
+      // The README's example, pointed at this mock's port.
+      const example = /`export (BASE_URL=\S+ CLIENT_ID=\S+ CLIENT_SECRET=\S+)`, then\s+`node dist\/main\.js check`/.exec(readme);
+      expect(example, 'the README shows the check example').not.toBeNull();
+      const env = Object.fromEntries(example![1]!.split(' ').map((pair) => pair.split('=') as [string, string]));
+      env.BASE_URL = url;
+      const named = rowsOf(section(readme, 'A first deployment'), 'env').flatMap((row) => [...codeSpans(row[0]!), ...codeSpans(row[1]!)]);
+      for (const variable of Object.keys(env)) expect(named, `${variable} in the first-deployment table`).toContain(variable);
+      // "exits 0; or exits 1 with the reason ..., 2 for bad configuration"
+      const row = readme.split('\n').find((l) => l.startsWith('| `ticket-auth-proxy check'))!;
+      const bad = Number(/, (\d) for bad configuration/.exec(row)?.[1]);
+      expect(bad).toBe(2);
+      const ok = await runCli(['check'], env);
+      expect(ok.code, ok.stderr).toBe(0);
+      const missing = join(mkdtempSync(join(tmpdir(), 'tap-readme-')), 'no-such-dir', 'proxy.sock');
+      const wrongs: Record<string, string>[] = [{ LISTEN_PORT: '99999' }, { TOKEN_REFRESH_RATIO: '2' }, { LISTEN_SOCKET: missing }];
+      for (const wrong of wrongs) {
+        const res = await runCli(['check'], { ...env, ...wrong });
+        expect(res.code, JSON.stringify(wrong)).toBe(bad);
+        expect(res.stderr).toContain(Object.keys(wrong)[0]);
+      }
+      // The issuer the README says the mock is.
+      for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) expect(readme).toContain(path);
+      const issuer = await runCli(['check'], { ...env, ISSUER_URL: url });
+      expect(issuer.code, issuer.stderr).toBe(0);
+      expect(issuer.stdout).toContain(`token endpoint: ${url}/api/v1/oauth2/token (from ${url}/.well-known/oauth-authorization-server)`);
     } finally {
       mock.kill('SIGINT');
     }

@@ -175,11 +175,11 @@ describe('refusals as identity providers answer them: a bare 400, 401 or 403', (
     expect(seen.check).toContain(NO_SCOPE);
     expect(String(seen.line.hint)).toContain(NO_SCOPE);
     expect(seen.readyz).toContain(NO_SCOPE);
-    const ok = await runCli(['check'], { BASE_URL: g.url, CLIENT_ID: 'app', CLIENT_SECRET: 's3cret', TOKEN_SCOPE: 'tickets' });
+    const ok = await runCli(['check'], { BASE_URL: g.url, CLIENT_ID: 'app', CLIENT_SECRET: 's3cret', TOKEN_SCOPE: 'tickets.read' });
     expect(ok.stderr).toBe('');
     expect(ok.code).toBe(0);
     g.setClientSecret('app', 'another');
-    const scoped = await observe({ BASE_URL: g.url, TOKEN_SCOPE: 'tickets' });
+    const scoped = await observe({ BASE_URL: g.url, TOKEN_SCOPE: 'tickets.read' });
     expect(scoped.check).toContain(CREDENTIALS_FIRST);
     expect(scoped.check).not.toContain('TOKEN_SCOPE');
   });

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SETTINGS } from '../../src/config/config.js';
 import { ConfigError } from '../../src/core/errors.js';
+import { redactUserinfo, withoutUserinfo } from '../../src/core/redact.js';
 import { TokenFetchError } from '../../src/token/errors.js';
 import { parseTokenResponse } from '../../src/token/parse-response.js';
 import { FC } from './budget.js';
@@ -91,6 +92,7 @@ const GOOD: Record<string, string[]> = {
   LISTEN_PORT: ['0', '8180'],
   TOKEN_REFRESH_RATIO: ['0.8'],
 };
+const GOOD_ENV = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET: 'b' };
 /** Places the secret may hide in: a URL's user information, the secret itself. */
 const SECRET_URLS = [
   `https://u:${SECRET}@gw.example.com`,
@@ -161,5 +163,42 @@ describe('configuration, any input', () => {
         expect((err as ConfigError).message).not.toContain(SECRET);
       }
     }
+  });
+});
+
+/** A password no message may show: letters, digits and what a hand-written password holds, `@` included. */
+const password = fc.stringMatching(/^[A-Za-z0-9!$&'()*+,;=._~@%-]{1,24}$/).map((p) => `Pw${p}`);
+/** URLs as a hand may write them: any scheme, none to four slashes after it, user information with the password. */
+const writtenUrl = fc
+  .record({
+    scheme: fc.oneof(
+      fc.constantFrom('http', 'https', 'redis', 'rediss', 'ftp', 'socks', 'socks5', 'gw'),
+      fc.stringMatching(/^[a-z][a-z0-9+.-]{0,8}$/),
+    ),
+    slashes: fc.integer({ min: 0, max: 4 }),
+    user: fc.stringMatching(/^[A-Za-z0-9._-]{0,8}$/),
+    password,
+    host: fc.constantFrom('host', 'gw.example.com', '127.0.0.1', '[::1]', ''),
+    rest: fc.constantFrom('', ':6379', '/0', ':3128/x', '?q=1', '#f', '/path?x'),
+  })
+  .map((u) => ({ ...u, url: `${u.scheme}:${'/'.repeat(u.slashes)}${u.user}:${u.password}@${u.host}${u.rest}` }));
+/** The settings that take a URL, and the proxy variables. */
+const URL_SETTINGS = ['BASE_URL', 'TOKEN_URL', 'ISSUER_URL', 'HTTPS_PROXY', 'HTTP_PROXY', 'TOKEN_STORE_URL'];
+
+describe('a URL with user information, however malformed', () => {
+  it('is never shown with its password, by either redaction or in any configuration error', () => {
+    fc.assert(
+      fc.property(writtenUrl, fc.constantFrom(...URL_SETTINGS), ({ url, password: pw }, env) => {
+        expect(withoutUserinfo(url)).not.toContain(pw);
+        expect(redactUserinfo(`got "${url}" and ${url}`)).not.toContain(pw);
+        try {
+          loadSettings({ env: { ...GOOD_ENV, [env]: url }, readFile: () => '' });
+        } catch (err) {
+          expect(err).toBeInstanceOf(ConfigError);
+          expect((err as ConfigError).message).not.toContain(pw);
+        }
+      }),
+      FC,
+    );
   });
 });

@@ -406,6 +406,18 @@ describe('loadConfig URL rules', () => {
     expect(configError({ ...MINIMAL, BASE_URL: 'https://user:pw-9x7@gw.example.com' }).message).not.toContain('pw-9x7');
   });
 
+  it.each([
+    ['TOKEN_STORE_URL', 'redis:/u:S3cretPW@host', 'TOKEN_STORE_URL must name a host (got "redis:/***@host")'],
+    ['TOKEN_STORE_URL', 'redis:///u:S3cretPW@host', 'TOKEN_STORE_URL must name a host (got "redis:///***@host")'],
+    ['BASE_URL', 'ftp:/u:S3cretPW@gw', 'BASE_URL must be an absolute http(s) URL (got "ftp:/***@gw")'],
+    ['HTTPS_PROXY', 'socks:/u:S3cretPW@px', 'HTTPS_PROXY must be a proxy URL such as http://proxy.example.com:3128 (got "socks:/***@px")'],
+  ])('keeps the password of a malformed %s %s out of the message', (env, value, start) => {
+    const problems = configError({ ...MINIMAL, [env]: value }).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]!.startsWith(start)).toBe(true);
+    expect(problems[0]).not.toContain('S3cretPW');
+  });
+
   it('applies the same rules to TOKEN_URL', () => {
     expect(configError({ ...MINIMAL, TOKEN_URL: 'http://idp.example.com/token' }).problems[0]).toMatch(/^TOKEN_URL uses http:/);
     expect(configError({ ...MINIMAL, TOKEN_URL: 'https://idp.example.com/token?x=1' }).problems[0]).toMatch(
@@ -496,6 +508,21 @@ describe('loadConfig errors', () => {
       {},
     );
     expect(config.baseUrl).toBe('https://gw.example.com/api/v1');
+  });
+
+  it('refuses a BASE_URL ending in /api/v1 beside an identity provider, as without it: only a TOKEN_URL under {BASE_URL}/api/v1/ vouches for it', () => {
+    const plain = configError({ ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1' }).problems;
+    expect(plain).toHaveLength(1);
+    for (const other of [
+      { TOKEN_URL: 'https://idp.example.com/oauth2/token' },
+      { TOKEN_URL: 'https://gw.example.com/api/v1/oauth2/token' },
+      { TOKEN_URL: 'https://gw.example.com/api/v1/api/v1x/token' },
+      { ISSUER_URL: 'https://idp.example.com/realms/tickets' },
+    ]) {
+      expect(configError({ ...MINIMAL, BASE_URL: 'https://gw.example.com/api/v1', ...other }).problems, JSON.stringify(other)).toEqual(
+        plain,
+      );
+    }
   });
 
   it('says which user the proxy runs as when a file it names is not readable to it', () => {

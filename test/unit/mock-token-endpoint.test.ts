@@ -84,7 +84,7 @@ describe('the mock token endpoint refusing as identity providers differ', () => 
       body: '',
     });
     expect(
-      (await post(mock, { grant_type: 'client_credentials', client_id: 'app', client_secret: 's3cret', scope: 'tickets' })).status,
+      (await post(mock, { grant_type: 'client_credentials', client_id: 'app', client_secret: 's3cret', scope: 'tickets.read' })).status,
     ).toBe(200);
   });
 

@@ -281,3 +281,31 @@ describe('the settings table and the token layer agree', () => {
     expect(SETTINGS.find((s) => s.env === 'CLIENT_ASSERTION_TYPE')!.default).toBe(JWT_BEARER);
   });
 });
+
+describe('TOKEN_SCOPE', () => {
+  const warningsOf = (env: Record<string, string>, file?: Record<string, unknown>) =>
+    loadSettings({
+      env: { ...BASE, CLIENT_SECRET: 's', ...env },
+      file: file === undefined ? undefined : { path: FILE, values: file },
+      readFile: filesOf({}),
+    }).warnings;
+
+  it('warns of a comma, which RFC 6749 §3.3 does not separate scopes with, naming the space-separated form', () => {
+    expect(warningsOf({ TOKEN_SCOPE: 'tickets.read,tickets.write' })).toEqual([
+      {
+        setting: 'TOKEN_SCOPE',
+        message:
+          'TOKEN_SCOPE holds a comma (got "tickets.read,tickets.write"): scopes are separated by spaces (RFC 6749 §3.3), so the ' +
+          'identity provider reads "tickets.read,tickets.write" as one scope; for several, write TOKEN_SCOPE="tickets.read tickets.write"',
+      },
+    ]);
+    expect(warningsOf({}, { tokenScope: 'a, b ,c' })[0]!.message).toMatch(
+      new RegExp(`^tokenScope in ${FILE} \\(TOKEN_SCOPE\\) holds a comma .*write TOKEN_SCOPE="a b c"$`),
+    );
+  });
+
+  it('takes space-separated scopes, and no scope, without a word', () => {
+    expect(warningsOf({ TOKEN_SCOPE: 'tickets.read tickets.write' })).toEqual([]);
+    expect(warningsOf({})).toEqual([]);
+  });
+});

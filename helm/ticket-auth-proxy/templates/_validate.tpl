@@ -232,7 +232,7 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- $problems = append $problems "BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com" -}}
 {{- end -}}
 {{- $tail := regexFind "(?i)/api/v1(/oauth2/token)?$" $baseUrl -}}
-{{- if and $tail (or (contains "/oauth2/token" (lower $tail)) (not (hasKey $out "TOKEN_URL"))) -}}
+{{- if and $tail (or (contains "/oauth2/token" (lower $tail)) (not (hasPrefix (printf "%s/api/v1/" $baseUrl) (toString (index $out "TOKEN_URL" | default ""))))) -}}
 {{- $base := trimSuffix $tail $baseUrl -}}
 {{- $problem := printf "BASE_URL ends in %s (got %q): the proxy adds /api/v1 itself, so set it to the gateway's base URL, %s" $tail $baseUrl $base -}}
 {{- if not (contains "/oauth2/token" (lower $tail)) -}}

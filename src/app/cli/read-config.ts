@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig, type Loaded, type SettingsCheck } from '../../config/load.js';
-import { nearMissVariables, nearMissWarning, type NearMiss } from '../../config/near-miss.js';
+import { nearMissVariables, nearMissWarning } from '../../config/near-miss.js';
 import { ConfigError } from '../../core/errors.js';
+import { redactUserinfo } from '../../core/redact.js';
 import { unreadableFileProblem } from '../../core/unreadable.js';
 
 /**
@@ -28,13 +29,24 @@ export async function readConfig<C extends Record<string, SettingsCheck>>(
     try {
       file = { path, values: parseYaml(text) };
     } catch (err) {
-      throw new ConfigError([`${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`]);
+      throw new ConfigError([redactUserinfo(`${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`)]);
     }
   }
   return loadConfig({ env, file, readFile: (p) => readFileSync(p, 'utf8'), readBytes: (p) => readFileSync(p) }, checks);
 }
 
+/**
+ * A warning to give at start (a log line) and in `check` (a line on stderr): an environment
+ * variable that looks like a misspelt setting, or a setting's value that looks like a mistake.
+ */
+export interface SettingWarning {
+  readonly setting: string;
+  readonly message: string;
+  /** The variable that looks like a misspelt `setting`. */
+  readonly variable?: string;
+}
+
 /** The environment variables that look like a misspelt setting, each with the warning to give. */
-export function settingWarnings(env: NodeJS.ProcessEnv): (NearMiss & { message: string })[] {
+export function settingWarnings(env: NodeJS.ProcessEnv): SettingWarning[] {
   return nearMissVariables(env).map((miss) => ({ ...miss, message: nearMissWarning(miss) }));
 }
