@@ -51,7 +51,11 @@ export interface App {
 /** Builds the parts from the configuration, wires them, and opens both listeners. */
 export async function startApp(deps: AppDeps): Promise<App> {
   const { config, log, clock, registry } = deps;
-  const metrics = createMetrics(registry, { tokenStore: deps.store !== undefined });
+  const metrics = createMetrics(registry, {
+    tokenStore: deps.store !== undefined,
+    dpop: config.dpop !== 'off',
+    runtime: config.metricsRuntime,
+  });
   const stops = new StopList();
   const dispatchers = dispatchersFromSettings(config, deps.tls.material);
   stops.add(() => dispatchers.destroy());

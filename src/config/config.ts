@@ -104,6 +104,8 @@ export interface Config {
   readonly shutdownTimeoutS: number;
   readonly logLevel: LogLevel;
   readonly accessLog: boolean;
+  /** The process series on /metrics: the essentials, or prom-client's full default set. */
+  readonly metricsRuntime: 'essential' | 'full';
   /**
    * The memory the proxy must stay under, in MB: above 90 % of it new requests are shed. Unset:
    * the container's limit (none without one); 0: no shedding.
@@ -215,5 +217,6 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'SHUTDOWN_TIMEOUT_S', key: 'shutdownTimeoutS', kind: { type: 'number', min: 0 }, default: 15 },
   { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: LOG_LEVELS }, default: 'info' },
   { env: 'ACCESS_LOG', key: 'accessLog', kind: { type: 'bool' }, default: false },
+  { env: 'METRICS_RUNTIME', key: 'metricsRuntime', kind: { type: 'enum', values: ['essential', 'full'] }, default: 'essential' },
   { env: 'MEMORY_LIMIT_MB', key: 'memoryLimitMb', kind: { type: 'int', min: 0 } },
 ];

@@ -90,6 +90,7 @@ describe('loadConfig defaults and sources', () => {
       shutdownTimeoutS: 15,
       logLevel: 'info',
       accessLog: false,
+      metricsRuntime: 'essential',
     });
   });
 
@@ -145,6 +146,7 @@ describe('loadConfig defaults and sources', () => {
     SHUTDOWN_TIMEOUT_S: '30',
     LOG_LEVEL: 'debug',
     ACCESS_LOG: 'yes',
+    METRICS_RUNTIME: 'full',
     MEMORY_LIMIT_MB: '192',
   };
   const everyParsed: Config = {
@@ -204,6 +206,7 @@ describe('loadConfig defaults and sources', () => {
     shutdownTimeoutS: 30,
     logLevel: 'debug',
     accessLog: true,
+    metricsRuntime: 'full',
     memoryLimitMb: 192,
   };
 
@@ -256,6 +259,7 @@ describe('loadConfig defaults and sources', () => {
       'shutdownTimeoutS: 30',
       'logLevel: debug',
       'accessLog: true',
+      'metricsRuntime: full',
       'memoryLimitMb: 192',
     ].join('\n');
     const { config, token } = loadBoth({}, yaml, FILES);

@@ -63,6 +63,7 @@ SHUTDOWN_DELAY_S: {type: number, min: 0}
 SHUTDOWN_TIMEOUT_S: {type: number, min: 0}
 LOG_LEVEL: {type: enum, values: [fatal, error, warn, info, debug, trace, silent]}
 ACCESS_LOG: {type: bool}
+METRICS_RUNTIME: {type: enum, values: [essential, full]}
 MEMORY_LIMIT_MB: {type: int, min: 0}
 {{- end -}}
 
