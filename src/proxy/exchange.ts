@@ -70,6 +70,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   ) {
     // The proxy's Authorization goes last; send() sets its value.
     headers.forward.push('authorization', '');
+    ctx.recorder.began(req);
     res[kExchange] = this;
     res.on('close', onCallerClose);
   }
@@ -77,8 +78,9 @@ export class Exchange implements Dispatcher.DispatchHandler {
   /** Sends the request at once when a token is held, else once one is fetched. */
   start(): void {
     const auth = this.source.authorization();
-    if (auth !== undefined) this.dispatch(auth);
-    else this.source.authorize().then(this.dispatch.bind(this), this.fail.bind(this));
+    if (auth !== undefined) return this.dispatch(auth);
+    this.ctx.recorder.awaitingToken(this.req);
+    this.source.authorize().then(this.dispatch.bind(this), this.fail.bind(this));
   }
 
   /** Sends the request, streaming the caller's body, authorised with `auth`. */
@@ -142,6 +144,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.auth = auth;
     const headers = this.headers.forward;
     this.hasProof = setAuthorization(headers, auth, this.req.method!, this.req.url!, this.hasProof);
+    this.ctx.recorder.attempt(this.req, headers, this.retried ? 'retry' : this.replays !== resend.NO_REPLAY ? 'replay' : 'first');
     this.sent = false;
     try {
       (this.retried ? this.ctx.freshPool : this.ctx.pool).dispatch(
@@ -183,6 +186,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: ParsedHeaders): void {
     this.answering = true;
+    if (statusCode >= 200) this.ctx.recorder.attemptEnded(this.req, statusCode);
     // A DPoP-bound token's answers carry the gateway's nonces (Bearer: one property read).
     const nonceAsked = this.auth!.answered?.(statusCode, parsed) === true;
     if (this.finished) return;
@@ -244,6 +248,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.ctx.recorder.attemptEnded(this.req, 0, (err as { code?: string }).code ?? err.name);
     if (this.finished) return;
     // The retry policy, once, for an attempt whose connection broke after it was sent, before any answer.
     const atHand = !this.retried && this.sent && !this.answering && resend.bodyAtHand(this.req, this.headers.hasBody);

@@ -51,7 +51,7 @@ function value(samples: Sample[], name: string, labels: Record<string, string> =
 }
 
 /** Every feature whose metrics are registered only when it is on. */
-const EVERY_FEATURE = { tokenStore: true, dpop: true } as const;
+const EVERY_FEATURE = { tokenStore: true, dpop: true, tracing: true } as const;
 
 /** The process series of the default profile, and their types. */
 const ESSENTIALS: Record<string, string> = {
