@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES } from '../core/node-http.js';
 import { Counter, type Registry } from 'prom-client';
 import type { ProxyObserver } from '../proxy/observer.js';
 import { type DurationSeries, OneLabelHistogram } from './one-label-histogram.js';
