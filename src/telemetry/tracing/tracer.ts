@@ -105,7 +105,9 @@ export async function createTracing(settings: TracingSettings, deps: TracingDeps
 
   const requests: RequestTracer = {
     began(req: Traced) {
-      const parent = propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
+      // Most callers send no traceparent: the propagator is asked only when one came.
+      const parent =
+        req.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
       const method = req.method!;
       const server = tracer.startSpan(
         `${method} ${ROUTE}`,
@@ -131,9 +133,9 @@ export async function createTracing(settings: TracingSettings, deps: TracingDeps
       };
       t.attempts += 1;
       t.client = tracer.startSpan(req.method!, { kind: SpanKind.CLIENT, attributes }, t.context);
-      const carrier: Record<string, string> = {};
-      propagator.inject(trace.setSpan(t.context, t.client), carrier, { set: (c, k, v) => (c[k] = v) });
-      if (carrier.traceparent !== undefined) setHeader(headers, 'traceparent', carrier.traceparent);
+      // The W3C traceparent of the attempt's span (its tracestate is the caller's, passed on as sent).
+      const { traceId, spanId, traceFlags } = t.client.spanContext();
+      setHeader(headers, 'traceparent', `00-${traceId}-${spanId}-${traceFlags & 1 ? '01' : '00'}`);
     },
     attemptEnded(req: Traced, status, error) {
       const client = req[kTrace]?.client;
