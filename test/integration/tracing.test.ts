@@ -6,7 +6,7 @@
  * spans, counted, never a request (docs/operations.md, "Traces").
  */
 import { describe, expect } from 'vitest';
-import { pollUntil } from '../helpers/index.js';
+import { closedPort, pollUntil } from '../helpers/index.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { startRawGateway, type RawGateway } from '../helpers/raw-gateway.js';
 import { test, type Stack, type StartStack } from '../helpers/stack.js';
@@ -145,6 +145,20 @@ describe('traces through the proxy', () => {
     const got = s.gateway.apiRequests.at(-1)!.headers;
     expect(got.traceparent).toBe(`00-${traceId}-${attempt!.spanId}-01`);
     expect(got.tracestate).toBe('vendor=opaque');
+  });
+
+  test('makes a span of each token store operation, with its result', async ({ stack }) => {
+    const r = await receiver();
+    // A store on a closed port: each operation fails at once, and the proxy fetches for itself.
+    await tracedStack(stack, r, { env: { TOKEN_STORE_URL: `redis://127.0.0.1:${await closedPort()}` } });
+    await pollUntil(() => r.spans.some((x) => x.name.startsWith('token store ')), { timeoutMs: 10_000, intervalMs: 100 });
+    const span = r.spans.find((x) => x.name.startsWith('token store '))!;
+    expect(span.kind).toBe(CLIENT);
+    expect(span.name).toBe(`token store ${String(span.attributes['db.operation.name'])}`);
+    expect(span.attributes).toMatchObject({
+      'db.system.name': 'redis',
+      'ticket_auth_proxy.store.result': expect.stringMatching(/^(error|timeout)$/),
+    });
   });
 
   test('puts no token, secret, client id, path or query in any span', async ({ stack }) => {
