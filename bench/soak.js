@@ -68,6 +68,8 @@ proxy = spawn(process.execPath, [join(root, 'dist/main.js')], {
     TOKEN_FETCH_TIMEOUT_MS: '2000',
     TOKEN_WAIT_TIMEOUT_MS: '2000',
     LOG_LEVEL: 'info',
+    // The soak charts the heap total, external memory and handles: prom-client's full set.
+    METRICS_RUNTIME: 'full',
   },
   stdio: ['ignore', 'pipe', 'pipe'],
 });

@@ -46,7 +46,11 @@ async function refuseTakenPorts(): Promise<void> {
 }
 
 await refuseTakenPorts();
-const mock = await createMockTicketService({ clients: { [CLIENT_ID]: CLIENT_SECRET }, tokenTtlS: 60 });
+const mock = await createMockTicketService({
+  clients: { [CLIENT_ID]: CLIENT_SECRET },
+  tokenTtlS: 60,
+  log: (line) => process.stdout.write(line),
+});
 const proxy = spawn(process.execPath, [fileURLToPath(new URL('./main.js', import.meta.url))], {
   stdio: ['ignore', 'pipe', 'inherit'],
   // Its own process group: a terminal's Ctrl-C reaches the demo only, which stops the proxy once.

@@ -62,6 +62,7 @@ async function main(): Promise<void> {
     token: checked.token,
     dpop: checked.dpop,
     store: checked.store,
+    tracing: checked.tracing,
     log,
     clock: systemClock,
     random: Math.random,

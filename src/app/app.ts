@@ -13,6 +13,7 @@ import { Recorder } from '../proxy/observer.js';
 import { createProxyServer } from '../proxy/server.js';
 import { registerBuildInfo } from '../telemetry/build-info.js';
 import { createMetrics } from '../telemetry/metrics.js';
+import { startTracing, withTracing, type TracingSettings } from '../telemetry/tracing/index.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
 import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/client-auth/index.js';
@@ -35,6 +36,8 @@ export interface AppDeps {
   dpop: DpopStartup;
   /** The token store's settings as checked at start; undefined without `TOKEN_STORE_URL`. */
   store?: StoreSettings | undefined;
+  /** Where spans go, as checked at start; undefined with tracing off. */
+  tracing?: TracingSettings | undefined;
   log: Log;
   clock: Clock;
   random: () => number;
@@ -54,11 +57,24 @@ export interface App {
 /** Builds the parts from the configuration, wires them, and opens both listeners. */
 export async function startApp(deps: AppDeps): Promise<App> {
   const { config, log, clock, registry } = deps;
-  const metrics = createMetrics(registry, { tokenStore: deps.store !== undefined });
+  const counted = createMetrics(registry, {
+    tokenStore: deps.store !== undefined,
+    dpop: config.dpop !== 'off',
+    tracing: deps.tracing !== undefined,
+    runtime: config.metricsRuntime,
+  });
   registerBuildInfo(registry, deps.version);
   const stops = new StopList();
   const dispatchers = dispatchersFromSettings(config, deps.tls.material);
   stops.add(() => dispatchers.destroy());
+  const tracing = await startTracing(deps.tracing, {
+    dispatcher: dispatchers.token,
+    gatewayUrl: new URL(config.baseUrl),
+    log,
+    dropped: counted.spansDropped ?? (() => {}),
+  });
+  if (tracing !== undefined) stops.add(() => tracing.shutdown());
+  const metrics = withTracing(counted, tracing);
   let tls = deps.tls.material;
   const store = openTokenStore({ ...deps, settings: deps.store, tls, observer: metrics.tokenStore, stops });
   const { configured, configuredTarget, passthrough, endpoint } = createTokenSources({
@@ -86,7 +102,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     }),
   );
 
-  const recorder = new Recorder(metrics, log, config.accessLog);
+  const recorder = new Recorder(metrics, log, config.accessLog, tracing?.requests);
   const memory = createMemoryBound({ memoryLimitMb: config.memoryLimitMb, clock, log });
   stops.add(memory.stop);
   const forward = createForwarder({

@@ -1,4 +1,5 @@
 import { checkNetSettings } from '../net/settings.js';
+import { checkTracingSettings } from '../telemetry/tracing/index.js';
 import { checkStoreSettings } from '../store/index.js';
 import { checkIssuerSettings } from '../token/discovery/index.js';
 import { checkDpopSettings } from '../token/dpop/index.js';
@@ -19,4 +20,5 @@ export const SETTINGS_CHECKS = {
   issuer: checkIssuerSettings,
   store: checkStoreSettings,
   listener: checkListenerSettings,
+  tracing: checkTracingSettings,
 } as const;

@@ -1,4 +1,5 @@
 import type { LogLevel } from '../core/log.js';
+import { TRACING_SETTINGS, type TracingConfig } from './tracing.js';
 
 /**
  * The names `TOKEN_AUTH_METHOD` accepts: how the client proves who it is at the token endpoint.
@@ -37,7 +38,7 @@ export const READINESS_MODES = ['token', 'started'] as const;
 export type Readiness = (typeof READINESS_MODES)[number];
 
 /** The proxy's settings, parsed once and frozen. See `config/ticket-auth-proxy.example.yaml`. */
-export interface Config {
+export interface Config extends TracingConfig {
   readonly baseUrl: string;
   readonly clientId: string | undefined;
   /** `CLIENT_SECRET` as given (the secret in use may come from the file instead). Never logged. */
@@ -104,6 +105,8 @@ export interface Config {
   readonly shutdownTimeoutS: number;
   readonly logLevel: LogLevel;
   readonly accessLog: boolean;
+  /** The process series on /metrics: the essentials, or prom-client's full default set. */
+  readonly metricsRuntime: 'essential' | 'full';
   /**
    * The memory the proxy must stay under, in MB: above 90 % of it new requests are shed. Unset:
    * the container's limit (none without one); 0: no shedding.
@@ -215,5 +218,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'SHUTDOWN_TIMEOUT_S', key: 'shutdownTimeoutS', kind: { type: 'number', min: 0 }, default: 15 },
   { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: LOG_LEVELS }, default: 'info' },
   { env: 'ACCESS_LOG', key: 'accessLog', kind: { type: 'bool' }, default: false },
+  { env: 'METRICS_RUNTIME', key: 'metricsRuntime', kind: { type: 'enum', values: ['essential', 'full'] }, default: 'essential' },
   { env: 'MEMORY_LIMIT_MB', key: 'memoryLimitMb', kind: { type: 'int', min: 0 } },
+  ...TRACING_SETTINGS,
 ];

@@ -3,6 +3,7 @@ import { redactUserinfo } from '../core/redact.js';
 import { unreadableFileProblem } from '../core/unreadable.js';
 import { SETTINGS, type Config, type Setting } from './config.js';
 import { nearestSetting } from './near-miss.js';
+import { FILE_KEY_GROUPS } from './tracing.js';
 import { checkUrl, parseValue } from './values.js';
 
 export interface ConfigSources {
@@ -75,18 +76,30 @@ function fileValues(file: NonNullable<ConfigSources['file']>, raw: Map<string, G
     problems.push(`${path} must hold a YAML mapping of settings (got ${Array.isArray(values) ? 'a list' : typeof values})`);
     return;
   }
-  for (const [key, value] of Object.entries((values ?? {}) as Record<string, unknown>)) {
+  for (const [key, value, shown] of withGroupsOpened((values ?? {}) as Record<string, unknown>)) {
     const setting = BY_KEY.get(key);
     if (!setting) {
       const near = nearestSetting(key);
       const hint = near === undefined || near.envOnly ? '' : `; did you mean ${near.key}?`;
-      problems.push(`${key} in ${path} is not a setting${hint} (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`);
+      problems.push(`${shown} in ${path} is not a setting${hint} (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`);
     } else if (setting.envOnly) {
-      problems.push(`${key} in ${path}: ${setting.env} is read from the environment only (a configuration file cannot name another)`);
+      problems.push(`${shown} in ${path}: ${setting.env} is read from the environment only (a configuration file cannot name another)`);
     } else if (value !== null && value !== undefined) {
-      raw.set(key, { value, from: `${key} in ${path}`, inFile: true });
+      raw.set(key, { value, from: `${shown} in ${path}`, inFile: true });
     }
   }
+}
+
+/**
+ * The file's keys, a group's mapping opened into its keys (`tracing: { endpoint }` is
+ * `tracingEndpoint`, shown as `tracing.endpoint`): each as [key, value, as the file writes it].
+ */
+function withGroupsOpened(values: Record<string, unknown>): [string, unknown, string][] {
+  return Object.entries(values).flatMap(([key, value]): [string, unknown, string][] =>
+    FILE_KEY_GROUPS.includes(key) && value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.entries(value).map(([leaf, v]) => [`${key}${leaf.charAt(0).toUpperCase()}${leaf.slice(1)}`, v, `${key}.${leaf}`])
+      : [[key, value, key]],
+  );
 }
 
 function envValues(env: ConfigSources['env'], raw: Map<string, Given>): void {

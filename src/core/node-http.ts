@@ -9,4 +9,4 @@ import { createRequire } from 'node:module';
 
 const http = createRequire(import.meta.url)('node:http') as typeof Http;
 
-export const { createServer } = http;
+export const { createServer, STATUS_CODES } = http;

@@ -39,6 +39,8 @@ export interface ApiOptions {
   dpop: DpopVerifier;
   /** The origin the API is reached at: a proof's `htu` must name it. */
   origin(): string;
+  /** Told of each call that carried a `traceparent`: the trace continues here (the demo prints it). */
+  log?: ((line: string) => void) | undefined;
 }
 
 /** One API call that presented a valid token. */
@@ -172,6 +174,10 @@ export function createApi(options: ApiOptions): ApiHandler {
     proven = false,
   ): void => {
     const presented = options.presented(req);
+    const traceparent = req.headers.traceparent;
+    if (options.log !== undefined && typeof traceparent === 'string' && !delayed && !proven) {
+      options.log(`mock: ${req.method} /api/v1${rest} continues trace ${traceparent}\n`);
+    }
     if (!proven && !delayed && (presented?.jkt !== undefined || /^dpop /i.test(req.headers.authorization ?? ''))) {
       void refusedProof(options, req, res, record, presented).then((refused) => {
         if (!refused) serve(req, res, record, rest, query, false, true);

@@ -19,7 +19,7 @@ if (!Number.isInteger(ttlS) || ttlS < 1) {
 
 let mock;
 try {
-  mock = await createMockTicketService({ host, port, tokenTtlS: ttlS });
+  mock = await createMockTicketService({ host, port, tokenTtlS: ttlS, log: (line) => process.stdout.write(line) });
 } catch (err) {
   const code = (err as NodeJS.ErrnoException).code;
   process.stderr.write(`mock: cannot listen on ${host}:${port} (${code ?? (err as Error).message}); choose another port with MOCK_PORT\n`);

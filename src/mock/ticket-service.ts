@@ -31,6 +31,8 @@ export type { TokenFault, TokenRefusalStyle, TokenRequestRecord } from './token-
 export const DEMO_CLIENT = { id: 'demo-client', secret: 'demo-secret' } as const;
 
 export interface MockTicketServiceOptions {
+  /** Told of each API call that carried a W3C `traceparent` (the demo prints it); default silent. */
+  log?: (line: string) => void;
   /** Client id to secret; default {@link DEMO_CLIENT}. */
   clients?: Record<string, string>;
   /** Lifetime of issued tokens; default 60 s. */
@@ -188,6 +190,7 @@ export async function createMockTicketService(options: MockTicketServiceOptions 
     fault: () => apiFault,
     dpop: dpop.gateway,
     origin: () => new URL(url).origin,
+    log: options.log,
   });
   const apiRequests: ApiRequestRecord[] = [];
   const listener = await listen(host, options.port ?? 0, options.tls, router(api, issuer, tokenEndpoint, serveApi, apiRequests, events));

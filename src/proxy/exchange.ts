@@ -75,6 +75,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     private readonly source: Authorizer,
   ) {
     reserveAuthorization(request.forward);
+    settings.recorder.began(request.req);
     (request.res as Tagged)[kExchange] = this;
     request.res.on('close', onCallerClose);
   }
@@ -82,8 +83,9 @@ export class Exchange implements Dispatcher.DispatchHandler {
   /** Sends the request at once when a token is held, else once one is fetched. */
   start(): void {
     const auth = this.source.authorization();
-    if (auth !== undefined) this.dispatch(auth);
-    else this.source.authorize().then(this.dispatch.bind(this), this.fail.bind(this));
+    if (auth !== undefined) return this.dispatch(auth);
+    this.settings.recorder.awaitingToken(this.request.req);
+    this.source.authorize().then(this.dispatch.bind(this), this.fail.bind(this));
   }
 
   /** Sends the request, streaming the caller's body, authorised with `auth`. */
@@ -151,6 +153,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
     const settings = this.settings;
     this.auth = auth;
     this.hasProof = setAuthorization(headers, auth, req.method!, req.url!, this.hasProof);
+    settings.recorder.attempt(req, headers, this.retried ? 'retry' : this.replays !== resend.NO_REPLAY ? 'replay' : 'first');
     this.phase = 'sending';
     try {
       (this.retried ? settings.freshPool : settings.pool).dispatch(
@@ -190,6 +193,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: ParsedHeaders): void {
+    if (statusCode >= 200) this.settings.recorder.attemptEnded(this.request.req, statusCode);
     // A DPoP-bound token's answers carry the gateway's nonces (Bearer: one property read).
     const nonceAsked = this.auth!.answered?.(statusCode, parsed) === true;
     if (this.phase === 'done') return;
@@ -262,6 +266,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.settings.recorder.attemptEnded(this.request.req, 0, (err as { code?: string }).code ?? err.name);
     const phase = this.phase;
     if (phase === 'done') return;
     const { req, res, started, hasBody } = this.request;

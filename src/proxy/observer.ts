@@ -20,6 +20,26 @@ export interface ProxyObserver {
   requestShed(): void;
 }
 
+/** Which send of a request an attempt is: the first, a retry on a new connection, a replay after a 401. */
+export type AttemptKind = 'first' | 'retry' | 'replay';
+
+/**
+ * The traces of the request path (docs/operations.md, "Traces"): the proxy owns this interface,
+ * the wiring hands it an implementation when tracing is on. Every call names the caller's request.
+ */
+export interface RequestTracer {
+  /** A request is forwarded: its server span starts, continuing the caller's `traceparent`. */
+  began(req: IncomingMessage): void;
+  /** The request waits for a token: its span is linked to the fetch that ends the wait. */
+  awaitingToken(req: IncomingMessage): void;
+  /** An attempt is sent with `headers` (a flat list): its span starts and its `traceparent` is set in them. */
+  attempt(req: IncomingMessage, headers: string[], kind: AttemptKind): void;
+  /** The attempt's answer began with `status`, or it failed (`status` 0, `error` its code). */
+  attemptEnded(req: IncomingMessage, status: number, error?: string): void;
+  /** The request ended with `status`: its server span ends. */
+  ended(req: IncomingMessage, status: number): void;
+}
+
 /**
  * The one place the request path reports from: every ended request goes through here to the
  * observer and, when `ACCESS_LOG` is on, to the access log.
@@ -29,12 +49,34 @@ export class Recorder {
     private readonly observer: ProxyObserver,
     private readonly log: Log,
     private readonly accessLog: boolean,
+    private readonly tracer?: RequestTracer,
   ) {}
+
+  /** A request became an exchange (traced when tracing is on). */
+  began(req: IncomingMessage): void {
+    if (this.tracer !== undefined) this.tracer.began(req);
+  }
+
+  /** The exchange waits for a token. */
+  awaitingToken(req: IncomingMessage): void {
+    if (this.tracer !== undefined) this.tracer.awaitingToken(req);
+  }
+
+  /** An attempt is sent to the gateway with `headers`. */
+  attempt(req: IncomingMessage, headers: string[], kind: AttemptKind): void {
+    if (this.tracer !== undefined) this.tracer.attempt(req, headers, kind);
+  }
+
+  /** An attempt's answer began (`status`) or it failed (`status` 0). */
+  attemptEnded(req: IncomingMessage, status: number, error?: string): void {
+    if (this.tracer !== undefined) this.tracer.attemptEnded(req, status, error);
+  }
 
   /** A request the forwarder ended (answered, refused, or abandoned), `started` from `performance.now()`. */
   answered(req: IncomingMessage, status: number, started: number): void {
     const seconds = (performance.now() - started) / 1000;
     this.observer.requestEnded(req.method!, status, seconds);
+    if (this.tracer !== undefined) this.tracer.ended(req, status);
     if (this.accessLog) {
       const url = req.url!;
       const q = url.indexOf('?');

@@ -27,17 +27,25 @@ const NAMES = {
 export const EVENT_LOOP_METRIC_NAMES: readonly string[] = Object.values(NAMES);
 
 /**
- * Registers the gauges; each scrape reads the samples taken since the last one. The monitor's
- * timer runs until the process ends (it does not keep it alive).
+ * Registers the gauges, every one (`all`) or the 99th percentile alone (`p99`, the one the
+ * dashboard shows); each scrape reads the samples taken since the last one. The monitor's timer
+ * runs until the process ends (it does not keep it alive).
  */
-export function registerEventLoopDelay(registry: Registry): void {
+export function registerEventLoopDelay(registry: Registry, which: 'all' | 'p99'): void {
   const histogram = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
   histogram.enable();
   const resolutionNs = EVENT_LOOP_RESOLUTION_MS * 1e6;
   const late = (ns: number): number => Math.max(0, ns - resolutionNs) / 1e9;
-  const gauge = (name: string, help: string, collect?: () => void): Gauge =>
+  const gauge = (name: string, help: string, collect?: (this: Gauge) => void): Gauge =>
     new Gauge({ name, help, registers: [registry], ...(collect ? { collect } : {}) });
 
+  if (which === 'p99') {
+    gauge(NAMES.p99, 'The 99th percentile of the recorded event loop delays.', function (this: Gauge) {
+      if (histogram.count > 0) this.set(late(histogram.percentile(99)));
+      histogram.reset();
+    });
+    return;
+  }
   // Registered first: a scrape starts reading every metric in the registry's order in one
   // synchronous pass, so this collect sets the others before any of them is read.
   const lag: Gauge = gauge(NAMES.lag, 'Lag of event loop in seconds.', () => {

@@ -1,11 +1,12 @@
-import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { FetchOutcome } from '../token/errors.js';
 import type { ProxyObserver } from '../proxy/observer.js';
 import type { DpopObserver } from '../token/dpop/index.js';
 import type { TokenStoreObserver } from '../store/index.js';
 import type { TokenSourceObserver, TokenState } from '../token/token-source.js';
-import { EVENT_LOOP_METRIC_NAMES, registerEventLoopDelay } from './event-loop-delay.js';
-import { type DurationSeries, OneLabelHistogram } from './one-label-histogram.js';
+import { dpopMetrics } from './dpop-metrics.js';
+import { type MetricsRuntime, registerProcessMetrics } from './process-metrics.js';
+import { requestMetrics } from './request-metrics.js';
 import { createStoreMetrics } from './store-metrics.js';
 
 const OUTCOMES: readonly FetchOutcome[] = [
@@ -18,41 +19,48 @@ const OUTCOMES: readonly FetchOutcome[] = [
   'invalid_response',
 ];
 
-/** Methods get their own label value; any other method is counted as `other`, so labels stay bounded. */
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE'] as const;
+/**
+ * Token fetch durations' bucket bounds, in seconds: a token endpoint answers in tens of
+ * milliseconds when well and takes seconds when not; the last bound is the fetch timeout's default.
+ */
+const FETCH_DURATION_BOUNDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 
-/** Per-method series: plain numbers on the hot path, handed to prom-client when scraped. */
-interface MethodChildren {
-  duration: DurationSeries;
-  codes: Map<number, RequestCount>;
-  label: string;
-}
-
-interface RequestCount {
-  child: Counter.Internal;
-  pending: number;
+/** What a proxy's configuration turns on, and so which metrics it registers. */
+export interface MetricsOptions {
+  /** A shared token store is configured: its health and operations. */
+  tokenStore?: boolean;
+  /** `DPOP` is `on` or `required`: proofs and nonce requests. */
+  dpop?: boolean;
+  /** Traces are exported: the spans dropped. */
+  tracing?: boolean;
+  /** The process series: the essentials (the default) or prom-client's full set. */
+  runtime?: MetricsRuntime;
 }
 
 /**
  * The proxy's metrics (docs/operations.md, "Metrics"), registered on an injected registry,
- * label children bound once. They observe the request path (`ProxyObserver`) and the token
- * sources (`TokenSourceObserver`), which own those interfaces.
+ * label children bound once; a feature that is off registers none. They observe the request path
+ * (`ProxyObserver`) and the token sources (`TokenSourceObserver`), which own those interfaces.
  */
 export interface Metrics extends ProxyObserver {
   /** Observer for the configured credential: counts fetches and publishes its token gauges. */
   readonly configuredToken: TokenSourceObserver;
   /** Observer for pass-through credentials: counts fetches only. */
   readonly passthroughToken: TokenSourceObserver;
-  /** Counts DPoP proofs and nonce requests, by server (never a key, a proof or a token). */
+  /** Counts DPoP proofs and nonce requests, by server (never a key, a proof or a token); nothing with DPoP off. */
   readonly dpop: DpopObserver;
   /** With a shared token store: its health and operations. */
   readonly tokenStore: TokenStoreObserver | undefined;
+  /** With tracing on: counts the spans the export queue dropped. */
+  readonly spansDropped: ((count: number) => void) | undefined;
   setTokenCacheEntries(n: number): void;
 }
 
-/** Creates the proxy's metrics, with Node's process metrics, on `registry`; the token store's only when one is configured. */
-export function createMetrics(registry: Registry, options: { tokenStore?: boolean } = {}): Metrics {
-  registerProcessMetrics(registry);
+const NO_DPOP: DpopObserver = { proofMade: () => {}, nonceRequested: () => {} };
+
+/** Creates the proxy's metrics, with the process series, on `registry`; a feature's only when it is on. */
+export function createMetrics(registry: Registry, options: MetricsOptions = {}): Metrics {
+  registerProcessMetrics(registry, options.runtime ?? 'essential');
   const store = options.tokenStore === true ? createStoreMetrics(registry) : undefined;
   const tokens = tokenMetrics(registry, store?.adopted);
   const requests = requestMetrics(registry);
@@ -60,8 +68,9 @@ export function createMetrics(registry: Registry, options: { tokenStore?: boolea
   return {
     ...tokens,
     ...requests,
-    dpop: dpopMetrics(registry),
+    dpop: options.dpop === true ? dpopMetrics(registry) : NO_DPOP,
     tokenStore: store?.observer,
+    spansDropped: options.tracing === true ? spansDroppedCounter(registry) : undefined,
     setTokenCacheEntries(n) {
       cacheEntries.set(n);
     },
@@ -74,13 +83,14 @@ function zeroGauge(registry: Registry, name: string, help: string): Gauge {
   return gauge;
 }
 
-function registerProcessMetrics(registry: Registry): void {
-  // prom-client's event-loop gauges are replaced by ours (event-loop-delay.ts: sampled every
-  // 100 ms, the sampling interval taken off); its own monitor gets the longest interval Node
-  // allows, so that its timer, which cannot be turned off, never fires in practice.
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 2 ** 31 - 1 });
-  for (const name of EVENT_LOOP_METRIC_NAMES) registry.removeSingleMetric(name);
-  registerEventLoopDelay(registry);
+function spansDroppedCounter(registry: Registry): (count: number) => void {
+  const dropped = new Counter({
+    name: 'ticket_auth_proxy_trace_spans_dropped_total',
+    help: 'Spans dropped instead of exported: the export queue was full, or the collector failed or was too slow.',
+    registers: [registry],
+  });
+  dropped.inc(0);
+  return (count) => dropped.inc(count);
 }
 
 function tokenMetrics(registry: Registry, onAdopt: (() => void) | undefined): Pick<Metrics, 'configuredToken' | 'passthroughToken'> {
@@ -94,7 +104,7 @@ function tokenMetrics(registry: Registry, onAdopt: (() => void) | undefined): Pi
     name: 'ticket_auth_proxy_token_fetch_duration_seconds',
     help: 'Duration of token requests, by outcome.',
     labelNames: ['outcome'] as const,
-    buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    buckets: FETCH_DURATION_BOUNDS,
     registers: [registry],
   });
   const gauge = (name: string, help: string): Gauge => zeroGauge(registry, name, help);
@@ -131,129 +141,5 @@ function tokenMetrics(registry: Registry, onAdopt: (() => void) | undefined): Pi
       },
     },
     passthroughToken: { onFetch: countFetch, onAdopt },
-  };
-}
-
-function requestMetrics(registry: Registry): ProxyObserver {
-  const requestCounts: RequestCount[] = [];
-  const requests = new Counter({
-    name: 'ticket_auth_proxy_requests_total',
-    help: "Answers on the proxy listener, by method and status code (the proxy's own errors included).",
-    labelNames: ['method', 'code'] as const,
-    registers: [registry],
-    // Requests are counted in plain numbers and added here, when scraped.
-    collect() {
-      for (const c of requestCounts) {
-        if (c.pending === 0) continue;
-        c.child.inc(c.pending);
-        c.pending = 0;
-      }
-    },
-  });
-  const requestDuration = new OneLabelHistogram(
-    'ticket_auth_proxy_request_duration_seconds',
-    "Time from a request's arrival to the end of its answer, by method.",
-    'method',
-    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registry,
-  );
-  const unauthorized = new Counter({
-    name: 'ticket_auth_proxy_upstream_unauthorized_total',
-    help: 'Gateway 401 answers, by whether the request was replayed with a new token.',
-    labelNames: ['replayed'] as const,
-    registers: [registry],
-  });
-
-  const stalls = new Counter({
-    name: 'ticket_auth_proxy_upstream_stalls_total',
-    help:
-      'Exchanges ended because a body stayed silent longer than UPSTREAM_IDLE_TIMEOUT_MS, by direction: ' +
-      "the caller's request body or the gateway's answer.",
-    labelNames: ['direction'] as const,
-    registers: [registry],
-  });
-  const stallChildren = { request: stalls.labels('request'), response: stalls.labels('response') };
-  stallChildren.request.inc(0);
-  stallChildren.response.inc(0);
-  const shed = new Counter({
-    name: 'ticket_auth_proxy_overload_shed_total',
-    help: 'New requests answered 503 overloaded because memory was above 90 % of its limit.',
-    registers: [registry],
-  });
-
-  const methodChildren = new Map<string, MethodChildren>();
-  const childrenFor = (method: string): MethodChildren => {
-    let c = methodChildren.get(method);
-    if (c === undefined) {
-      const label = (METHODS as readonly string[]).includes(method) ? method : 'other';
-      c = label === method ? { duration: requestDuration.child(label), codes: new Map(), label } : childrenFor('other');
-      methodChildren.set(method, c);
-    }
-    return c;
-  };
-  for (const m of METHODS) childrenFor(m);
-  const replayedTrue = unauthorized.labels('true');
-  const replayedFalse = unauthorized.labels('false');
-  // Exported at 0 from the start, as the fetch counts are: the first gateway 401 is an increase.
-  replayedTrue.inc(0);
-  replayedFalse.inc(0);
-
-  return {
-    requestEnded(method, status, seconds) {
-      const c = methodChildren.get(method) ?? (methodChildren.size < 64 ? childrenFor(method) : childrenFor('other'));
-      let count = c.codes.get(status);
-      if (count === undefined) {
-        count = { child: requests.labels(c.label, String(status)), pending: 0 };
-        c.codes.set(status, count);
-        requestCounts.push(count);
-      }
-      count.pending += 1;
-      requestDuration.observe(c.duration, seconds);
-    },
-    upstreamUnauthorized(replayed) {
-      (replayed ? replayedTrue : replayedFalse).inc();
-    },
-    upstreamStalled(direction) {
-      stallChildren[direction].inc();
-    },
-    requestShed() {
-      shed.inc();
-    },
-  };
-}
-
-/**
- * DPoP counters by `target` (`token`, `gateway`). A proof is made per forwarded request: counted
- * in plain numbers and added when scraped, as the request counts are.
- */
-function dpopMetrics(registry: Registry): DpopObserver {
-  const TARGETS = ['token', 'gateway'] as const;
-  const proofs = { token: 0, gateway: 0 };
-  const proofCounter: Counter<'target'> = new Counter({
-    name: 'ticket_auth_proxy_dpop_proofs_total',
-    help: 'DPoP proofs signed, by the server they were sent to (token endpoint or gateway).',
-    labelNames: ['target'] as const,
-    registers: [registry],
-    collect() {
-      for (const t of TARGETS) {
-        proofCounter.labels(t).inc(proofs[t]);
-        proofs[t] = 0;
-      }
-    },
-  });
-  const nonces = new Counter({
-    name: 'ticket_auth_proxy_dpop_nonce_requests_total',
-    help: 'Answers asking for a DPoP nonce (use_dpop_nonce), by server (token endpoint or gateway).',
-    labelNames: ['target'] as const,
-    registers: [registry],
-  });
-  for (const t of TARGETS) nonces.labels(t).inc(0);
-  return {
-    proofMade(target) {
-      proofs[target] += 1;
-    },
-    nonceRequested(target) {
-      nonces.labels(target).inc();
-    },
   };
 }

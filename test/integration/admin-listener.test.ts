@@ -24,7 +24,7 @@ describe('the admin listener', () => {
       'ticket_auth_proxy_token_cache_entries',
       'ticket_auth_proxy_upstream_stalls_total',
       'process_cpu_seconds_total',
-      'nodejs_eventloop_lag_seconds',
+      'nodejs_eventloop_lag_p99_seconds',
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }

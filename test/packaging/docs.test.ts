@@ -15,8 +15,9 @@ import * as tokenErrors from '../../src/token/errors.js';
 import { codeSpans, docPages, headings, links, prose, readDoc, ROOT, rowsOf, section } from '../helpers/docs.js';
 import { metricsText, sharedStack } from '../helpers/stack.js';
 
-// A token store on a closed port: the proxy exports the store's metrics too (it serves as without it).
-const it = sharedStack({ env: { TOKEN_STORE_URL: 'redis://127.0.0.1:1' } });
+// Every feature with metrics of its own on: a token store and a trace collector on closed ports (the
+// proxy serves as without them), and DPoP.
+const it = sharedStack({ env: { TOKEN_STORE_URL: 'redis://127.0.0.1:1', DPOP: 'on', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' } });
 
 const RULES_FILE = 'ops/prometheus/ticket-auth-proxy-rules.yaml';
 const RUNBOOK_BASE = 'https://github.com/ticket-auth-proxy/ticket-auth-proxy/blob/main/docs/operations.md';

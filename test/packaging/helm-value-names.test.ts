@@ -38,6 +38,7 @@ const SETTING_VALUES: SettingValue[] = [
   ['listenSocketMode', '0600', 'LISTEN_SOCKET_MODE', { ...SIDECAR, listenSocket: '/var/run/probe/proxy.sock' }],
   ['logLevel', 'debug', 'LOG_LEVEL'],
   ['accessLog', true, 'ACCESS_LOG'],
+  ['metricsRuntime', 'full', 'METRICS_RUNTIME'],
   ['shutdown.timeoutS', 21, 'SHUTDOWN_TIMEOUT_S'],
   ['dpop.mode', 'required', 'DPOP'],
   ['dpop.alg', 'EdDSA', 'DPOP_ALG', { dpop: { mode: 'on' } }],

@@ -90,6 +90,16 @@ describe('loadConfig defaults and sources', () => {
       shutdownTimeoutS: 15,
       logLevel: 'info',
       accessLog: false,
+      metricsRuntime: 'essential',
+      tracingEndpoint: undefined,
+      tracingTracesEndpoint: undefined,
+      tracingHeaders: undefined,
+      tracingProtocol: 'http/protobuf',
+      tracingServiceName: 'ticket-auth-proxy',
+      tracingResourceAttributes: undefined,
+      tracingSampler: 'parentbased_traceidratio',
+      tracingSamplerArg: 0.01,
+      tracingSdkDisabled: false,
     });
   });
 
@@ -97,8 +107,12 @@ describe('loadConfig defaults and sources', () => {
     expect(Object.isFrozen(load(MINIMAL))).toBe(true);
   });
 
-  it('names every file key as its env name in lower camelCase', () => {
+  it('names every file key as its env name in lower camelCase (the OpenTelemetry variables: under tracing)', () => {
     for (const s of SETTINGS) {
+      if (s.env.startsWith('OTEL_')) {
+        expect(s.key).toMatch(/^tracing[A-Z]/);
+        continue;
+      }
       const camel = s.env.toLowerCase().replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
       expect(s.key).toBe(camel);
     }
@@ -145,7 +159,17 @@ describe('loadConfig defaults and sources', () => {
     SHUTDOWN_TIMEOUT_S: '30',
     LOG_LEVEL: 'debug',
     ACCESS_LOG: 'yes',
+    METRICS_RUNTIME: 'full',
     MEMORY_LIMIT_MB: '192',
+    OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces',
+    OTEL_EXPORTER_OTLP_HEADERS: 'api-key=abc',
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_SERVICE_NAME: 'proxy-a',
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test',
+    OTEL_TRACES_SAMPLER: 'always_on',
+    OTEL_TRACES_SAMPLER_ARG: '0.5',
+    OTEL_SDK_DISABLED: 'true',
   };
   const everyParsed: Config = {
     baseUrl: 'https://gw.example.com/gw',
@@ -204,7 +228,17 @@ describe('loadConfig defaults and sources', () => {
     shutdownTimeoutS: 30,
     logLevel: 'debug',
     accessLog: true,
+    metricsRuntime: 'full',
     memoryLimitMb: 192,
+    tracingEndpoint: 'http://127.0.0.1:4318',
+    tracingTracesEndpoint: 'http://127.0.0.1:4318/v1/traces',
+    tracingHeaders: 'api-key=abc',
+    tracingProtocol: 'http/protobuf',
+    tracingServiceName: 'proxy-a',
+    tracingResourceAttributes: 'deployment.environment=test',
+    tracingSampler: 'always_on',
+    tracingSamplerArg: 0.5,
+    tracingSdkDisabled: true,
   };
 
   it('parses every setting from the environment', () => {
@@ -256,7 +290,18 @@ describe('loadConfig defaults and sources', () => {
       'shutdownTimeoutS: 30',
       'logLevel: debug',
       'accessLog: true',
+      'metricsRuntime: full',
       'memoryLimitMb: 192',
+      'tracing:',
+      '  endpoint: http://127.0.0.1:4318',
+      '  tracesEndpoint: http://127.0.0.1:4318/v1/traces',
+      '  headers: api-key=abc',
+      '  protocol: http/protobuf',
+      '  serviceName: proxy-a',
+      '  resourceAttributes: deployment.environment=test',
+      '  sampler: always_on',
+      '  samplerArg: 0.5',
+      '  sdkDisabled: true',
     ].join('\n');
     const { config, token } = loadBoth({}, yaml, FILES);
     expect(config).toEqual({ ...everyParsed, configFile: undefined });

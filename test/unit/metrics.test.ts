@@ -2,6 +2,7 @@ import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { registerBuildInfo } from '../../src/telemetry/build-info.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
+import { REQUEST_DURATION_BOUNDS } from '../../src/telemetry/request-metrics.js';
 import { codeSpans, readDoc, rowsOf, section } from '../helpers/docs.js';
 import { pollUntil } from '../helpers/index.js';
 
@@ -50,29 +51,91 @@ function value(samples: Sample[], name: string, labels: Record<string, string> =
   )?.value;
 }
 
+/** Every feature whose metrics are registered only when it is on. */
+const EVERY_FEATURE = { tokenStore: true, dpop: true, tracing: true } as const;
+
+/** The process series of the default profile, and their types. */
+const ESSENTIALS: Record<string, string> = {
+  process_resident_memory_bytes: 'gauge',
+  process_cpu_seconds_total: 'counter',
+  process_start_time_seconds: 'gauge',
+  ...(process.platform === 'linux' ? { process_open_fds: 'gauge' } : {}),
+  nodejs_heap_size_used_bytes: 'gauge',
+  nodejs_eventloop_lag_p99_seconds: 'gauge',
+};
+
 const OUTCOMES = ['success', 'rejected', 'rate_limited', 'server_error', 'network_error', 'timeout', 'invalid_response'];
 
 describe('createMetrics', () => {
-  it('registers the metrics docs/operations.md names, under their exact names and types (with a token store)', async () => {
+  it('registers the metrics docs/operations.md names, under their exact names and types (every feature on)', async () => {
     const registry = new Registry();
-    createMetrics(registry, { tokenStore: true });
+    createMetrics(registry, EVERY_FEATURE);
     registerBuildInfo(registry, '1.2.3');
     const { types } = await scrape(registry);
     const ours = Object.fromEntries([...types].filter(([name]) => name.startsWith('ticket_auth_proxy_')));
     expect(ours).toEqual(Object.fromEntries([...DOCUMENTED].map(([name, { type }]) => [name, type])));
   });
 
-  it("includes prom-client's default process and Node.js metrics", async () => {
+  it('registers the process essentials alone by default, under the names prom-client gives them', async () => {
     const registry = new Registry();
     createMetrics(registry);
+    const { types, samples } = await scrape(registry);
+    expect(Object.fromEntries([...types].filter(([name]) => !name.startsWith('ticket_auth_proxy_')))).toEqual(ESSENTIALS);
+    expect(value(samples, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(value(samples, 'process_cpu_seconds_total')).toBeGreaterThan(0);
+    expect(value(samples, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    expect(value(samples, 'process_start_time_seconds')).toBeLessThanOrEqual(Date.now() / 1000);
+    if (process.platform === 'linux') expect(value(samples, 'process_open_fds')).toBeGreaterThan(2);
+  });
+
+  it("adds prom-client's full default process and Node.js set with the full runtime profile", async () => {
+    const registry = new Registry();
+    createMetrics(registry, { runtime: 'full' });
     const { types } = await scrape(registry);
+    for (const name of Object.keys(ESSENTIALS)) expect(types.has(name), name).toBe(true);
     expect(types.has('process_cpu_user_seconds_total')).toBe(true);
+    expect(types.has('nodejs_heap_space_size_used_bytes')).toBe(true);
+    expect(types.has('nodejs_gc_duration_seconds')).toBe(true);
     expect(types.has('nodejs_eventloop_lag_seconds')).toBe(true);
+  });
+
+  it('registers no metric of a feature that is off: DPoP, the token store, tracing', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    const { types } = await scrape(registry);
+    expect([...types.keys()].filter((n) => /dpop|store|adoption|trace/.test(n))).toEqual([]);
+    expect(metrics.spansDropped).toBeUndefined();
+    expect(metrics.tokenStore).toBeUndefined();
+    const on = new Registry();
+    const withAll = createMetrics(on, { ...EVERY_FEATURE, tracing: true });
+    withAll.spansDropped!(3);
+    const { types: onTypes, samples } = await scrape(on);
+    expect([...onTypes.keys()].filter((n) => /dpop|trace/.test(n)).sort()).toEqual([
+      'ticket_auth_proxy_dpop_nonce_requests_total',
+      'ticket_auth_proxy_dpop_proofs_total',
+      'ticket_auth_proxy_trace_spans_dropped_total',
+    ]);
+    expect(value(samples, 'ticket_auth_proxy_trace_spans_dropped_total')).toBe(3);
+  });
+
+  it('labels a status code HTTP does not define by its class, so the code values stay a fixed set', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    metrics.requestEnded('GET', 200, 0.01);
+    metrics.requestEnded('GET', 299, 0.01);
+    metrics.requestEnded('GET', 598, 0.01);
+    metrics.requestEnded('GET', 599, 0.01);
+    metrics.requestEnded('GET', 499, 0.01);
+    const { samples } = await scrape(registry);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '499' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '2xx' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '5xx' })).toBe(2);
   });
 
   it('carries exactly the labels docs/operations.md names', async () => {
     const registry = new Registry();
-    const metrics = createMetrics(registry, { tokenStore: true });
+    const metrics = createMetrics(registry, EVERY_FEATURE);
     registerBuildInfo(registry, '1.2.3');
     // One of each event, so that every labelled series exists.
     metrics.configuredToken.onFetch!('success', 0.1);
@@ -179,16 +242,16 @@ describe('createMetrics', () => {
       name: 'ticket_auth_proxy_request_duration_seconds',
       help: 'reference',
       labelNames: ['method'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      buckets: [...REQUEST_DURATION_BOUNDS],
       registers: [reference],
     });
     const seen: [string, number][] = [
       ['GET', 0],
-      ['GET', 0.005],
-      ['GET', 0.0051],
+      ['GET', 0.01],
+      ['GET', 0.0101],
       ['POST', 0.1],
-      ['GET', 29.9],
-      ['GET', 30],
+      ['GET', 9.9],
+      ['GET', 10],
       ['GET', 31],
       ['DELETE', 1e-9],
     ];
@@ -200,6 +263,19 @@ describe('createMetrics', () => {
     const theirs = (await reference.metrics()).split('\n').filter((l) => l.startsWith('ticket_auth_proxy_request_duration_seconds'));
     expect(ours.length).toBeGreaterThan(0);
     expect(ours.sort()).toEqual(theirs.sort());
+    // The JSON form (get(), registry.getMetricsAsJSON()) is prom-client's own too.
+    const json = async (r: Registry) =>
+      (await r.getMetricsAsJSON())
+        .find((m) => m.name === 'ticket_auth_proxy_request_duration_seconds')!
+        .values.map((v) => JSON.stringify([(v as { metricName?: string }).metricName, v.labels, v.value]))
+        .sort();
+    expect(await json(registry)).toEqual(await json(reference));
+    // Reset as prom-client's own: every series back to zero.
+    registry.resetMetrics();
+    reference.resetMetrics();
+    const afterReset = (text: string): string[] =>
+      text.split('\n').filter((l) => l.startsWith('ticket_auth_proxy_request_duration_seconds_count'));
+    expect(afterReset(await registry.metrics())).toEqual(afterReset(await reference.metrics()));
   });
 
   it('adds requests counted since the last scrape at each scrape', async () => {
@@ -215,9 +291,9 @@ describe('createMetrics', () => {
 });
 
 describe('event-loop delay', () => {
-  it('reports how late the loop was, not the 100 ms between samples', async () => {
+  it('reports how late the loop was, not the 100 ms between samples (the full runtime profile: every gauge)', async () => {
     const registry = new Registry();
-    createMetrics(registry);
+    createMetrics(registry, { runtime: 'full' });
     // A scrape reads the samples taken since the last one; wait until one has some.
     let p50 = NaN;
     await scrape(registry);

@@ -227,6 +227,8 @@ env:
     value: {{ $v.logLevel | quote }}
   - name: ACCESS_LOG
     value: {{ $v.accessLog | quote }}
+  - name: METRICS_RUNTIME
+    value: {{ $v.metricsRuntime | quote }}
   - name: SHUTDOWN_DELAY_S
     value: {{ if $preStopSleep }}"0"{{ else }}{{ $keepServing | quote }}{{ end }}
   - name: SHUTDOWN_TIMEOUT_S

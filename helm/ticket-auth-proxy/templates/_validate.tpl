@@ -63,7 +63,17 @@ SHUTDOWN_DELAY_S: {type: number, min: 0}
 SHUTDOWN_TIMEOUT_S: {type: number, min: 0}
 LOG_LEVEL: {type: enum, values: [fatal, error, warn, info, debug, trace, silent]}
 ACCESS_LOG: {type: bool}
+METRICS_RUNTIME: {type: enum, values: [essential, full]}
 MEMORY_LIMIT_MB: {type: int, min: 0}
+OTEL_EXPORTER_OTLP_ENDPOINT: {type: url}
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {type: url}
+OTEL_EXPORTER_OTLP_HEADERS: {type: string, secret: true}
+OTEL_EXPORTER_OTLP_PROTOCOL: {type: string}
+OTEL_SERVICE_NAME: {type: string}
+OTEL_RESOURCE_ATTRIBUTES: {type: string}
+OTEL_TRACES_SAMPLER: {type: enum, values: [always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio]}
+OTEL_TRACES_SAMPLER_ARG: {type: number, min: 0, max: 1}
+OTEL_SDK_DISABLED: {type: bool}
 {{- end -}}
 
 {{/* One value of a kind, as the proxy parses it. Argument: (dict "name" "value" "kind").
@@ -99,7 +109,7 @@ MEMORY_LIMIT_MB: {type: int, min: 0}
 {{- if or (not $numeric) (le $n (float64 $k.min)) (ge $n (float64 $k.max)) -}}
 {{- $problem = printf "%s must be a number between %v and %v, exclusive%s" .name $k.min $k.max $got -}}
 {{- end -}}
-{{- else if or (not $numeric) (lt $n (float64 $k.min)) -}}
+{{- else if or (not $numeric) (lt $n (float64 $k.min)) (and (hasKey $k "max") (gt $n (float64 ($k.max | default 0)))) -}}
 {{- $problem = printf "%s must be a number of at least %v%s" .name $k.min $got -}}
 {{- end -}}
 {{- else if eq $k.type "mode" -}}

@@ -1,0 +1,52 @@
+/**
+ * Traces (docs/operations.md, "Traces"): off unless a collector is named. This file loads nothing
+ * of OpenTelemetry: tracer.ts, and the SDK with it, is imported only when tracing is on.
+ */
+import type { Metrics } from '../metrics.js';
+import type { Tracing, TracingDeps } from './tracer.js';
+import type { TracingSettings } from './settings.js';
+
+export { checkTracingSettings, type TracingSettings } from './settings.js';
+export type { Tracing } from './tracer.js';
+
+/** Loads the SDK and starts tracing; undefined without settings (tracing off). */
+export async function startTracing(settings: TracingSettings | undefined, deps: TracingDeps): Promise<Tracing | undefined> {
+  if (settings === undefined) return undefined;
+  const { createTracing } = await import('./tracer.js');
+  return createTracing(settings, deps);
+}
+
+/**
+ * The metrics' observers of token fetches and store operations, each also making its span: what
+ * the token sources and the store are handed when tracing is on.
+ */
+export function withTracing(metrics: Metrics, tracing: Tracing | undefined): Metrics {
+  if (tracing === undefined) return metrics;
+  const tokenObserver = (observer: Metrics['configuredToken']): Metrics['configuredToken'] => ({
+    ...observer,
+    onFetch(outcome, seconds) {
+      observer.onFetch?.(outcome, seconds);
+      tracing.tokenFetched(outcome, seconds);
+    },
+    onAdopt() {
+      observer.onAdopt?.();
+      tracing.tokenAdopted();
+    },
+  });
+  const store = metrics.tokenStore;
+  return {
+    ...metrics,
+    configuredToken: tokenObserver(metrics.configuredToken),
+    passthroughToken: tokenObserver(metrics.passthroughToken),
+    tokenStore:
+      store === undefined
+        ? undefined
+        : {
+            ...store,
+            onOperation(operation, result) {
+              store.onOperation?.(operation, result);
+              tracing.storeOperation(operation, result);
+            },
+          },
+  };
+}

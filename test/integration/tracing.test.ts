@@ -1,0 +1,225 @@
+/**
+ * Traces through the proxy, against a real OTLP/HTTP receiver that decodes what the proxy sends
+ * with the OpenTelemetry project's protobuf definitions: the span tree of a request that waited for
+ * the first token, of one replayed after a gateway 401, of one sent again on a new connection; the
+ * caller's trace continued; nothing secret in any span; a collector that hangs or refuses costs
+ * spans, counted, never a request (docs/operations.md, "Traces").
+ */
+import { describe, expect } from 'vitest';
+import { closedPort, pollUntil } from '../helpers/index.js';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import { startRawGateway, type RawGateway } from '../helpers/raw-gateway.js';
+import { test, type Stack, type StartStack } from '../helpers/stack.js';
+
+const SECRET = 'tracing-secret-5kq2';
+const CLIENT_ID = 'tracing-client-7q';
+const SERVER = 2;
+const CLIENT = 3;
+
+const receivers: OtlpReceiver[] = [];
+const gateways: RawGateway[] = [];
+test.afterEach(async () => {
+  for (const r of receivers.splice(0)) await r.close();
+  for (const g of gateways.splice(0)) await g.close();
+});
+
+async function receiver(): Promise<OtlpReceiver> {
+  const r = await startOtlpReceiver();
+  receivers.push(r);
+  return r;
+}
+
+/** A proxy exporting every span to `r`. */
+function tracedStack(stack: StartStack, r: OtlpReceiver, options: Parameters<StartStack>[0] = {}): Promise<Stack> {
+  const env = typeof options.env === 'function' ? {} : (options.env ?? {});
+  return stack({
+    secret: SECRET,
+    clientId: CLIENT_ID,
+    ...options,
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: r.url, OTEL_TRACES_SAMPLER: 'always_on', ...env },
+  });
+}
+
+/** The server spans received, once `count` have arrived (spans are exported every second). */
+async function serverSpans(r: OtlpReceiver, count: number): Promise<ReceivedSpan[]> {
+  await pollUntil(() => r.spans.filter((s) => s.kind === SERVER).length >= count, { timeoutMs: 10_000, intervalMs: 100 });
+  return r.spans.filter((s) => s.kind === SERVER);
+}
+
+/** The client spans under `server`, in the order they were sent, once `count` have arrived. */
+async function attemptsOf(r: OtlpReceiver, server: ReceivedSpan, count: number): Promise<ReceivedSpan[]> {
+  const of = (): ReceivedSpan[] => r.spans.filter((s) => s.kind === CLIENT && s.parentSpanId === server.spanId);
+  await pollUntil(() => of().length >= count, { timeoutMs: 10_000, intervalMs: 100 });
+  return of().sort(
+    (a, b) => Number(a.attributes['http.request.resend_count'] ?? 0) - Number(b.attributes['http.request.resend_count'] ?? 0),
+  );
+}
+
+const dropped = (s: Stack): Promise<number> => s.metric(/^ticket_auth_proxy_trace_spans_dropped_total (\d+)/m);
+
+describe('traces through the proxy', () => {
+  test('a request that waited for the first token: its server span links the token fetch; the gateway gets the client span as parent', async ({
+    stack,
+  }) => {
+    const r = await receiver();
+    const s = await tracedStack(stack, r, { ready: false, tokenFault: { kind: 'delay', ms: 400 } });
+    const res = await fetch(`${s.proxy.proxyUrl}/api/v1/tickets?q=query-marker-9z`);
+    expect(res.status).toBe(200);
+    const [server] = await serverSpans(r, 1);
+    expect(server).toMatchObject({
+      name: 'GET /api/v1/*',
+      parentSpanId: '',
+      attributes: { 'http.request.method': 'GET', 'http.route': '/api/v1/*', 'http.response.status_code': 200 },
+      resource: { 'service.name': 'ticket-auth-proxy' },
+    });
+    await pollUntil(() => r.spans.some((x) => x.name === 'token fetch'), { timeoutMs: 10_000, intervalMs: 100 });
+    const fetchSpan = r.spans.find((x) => x.name === 'token fetch')!;
+    expect(fetchSpan.attributes).toMatchObject({
+      'ticket_auth_proxy.token.outcome': 'success',
+      'server.address': new URL(s.gateway.url).host,
+    });
+    expect(server!.links).toContainEqual({ traceId: fetchSpan.traceId, spanId: fetchSpan.spanId });
+    const [attempt] = await attemptsOf(r, server!, 1);
+    expect(attempt).toMatchObject({
+      name: 'GET',
+      traceId: server!.traceId,
+      attributes: { 'ticket_auth_proxy.attempt': 'first', 'http.response.status_code': 200 },
+    });
+    expect(s.gateway.apiRequests.at(-1)!.headers.traceparent).toBe(`00-${server!.traceId}-${attempt!.spanId}-01`);
+  });
+
+  test('a request replayed after a gateway 401: two client spans under one server span, each sent with its own traceparent', async ({
+    stack,
+  }) => {
+    const r = await receiver();
+    const s = await tracedStack(stack, r);
+    s.gateway.revokeAll();
+    const before = s.gateway.apiRequests.length;
+    expect((await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    const [server] = await serverSpans(r, 1);
+    const attempts = await attemptsOf(r, server!, 2);
+    expect(attempts.map((a) => [a.attributes['ticket_auth_proxy.attempt'], a.attributes['http.response.status_code']])).toEqual([
+      ['first', 401],
+      ['replay', 200],
+    ]);
+    const sent = s.gateway.apiRequests.slice(before).map((a) => a.headers.traceparent);
+    expect(sent).toEqual(attempts.map((a) => `00-${server!.traceId}-${a.spanId}-01`));
+  });
+
+  test('a request sent again on a new connection: the broken attempt and the retry are spans of their own', async ({ stack, mock }) => {
+    const r = await receiver();
+    const g = await startRawGateway({ act: (req) => (req.onConnection === 1 ? { answer: 200, body: `ok ${req.path}` } : { close: true }) });
+    gateways.push(g);
+    const tokens = await mock({ clients: { [CLIENT_ID]: SECRET } });
+    const s = await tracedStack(stack, r, {
+      gateway: tokens,
+      env: { BASE_URL: g.url, TOKEN_URL: `${tokens.url}/api/v1/oauth2/token` },
+    });
+    // A warm-up leaves one idle pooled connection, which breaks under the next request.
+    expect((await fetch(`${s.proxy.proxyUrl}/api/v1/warm`)).status).toBe(200);
+    expect((await fetch(`${s.proxy.proxyUrl}/api/v1/tickets/7`)).status).toBe(200);
+    const servers = await serverSpans(r, 2);
+    const server = servers.find((x) => x.traceId === g.seen.at(-1)!.headers.traceparent!.split('-')[1])!;
+    const attempts = await attemptsOf(r, server, 2);
+    expect(attempts.map((a) => a.attributes['ticket_auth_proxy.attempt'])).toEqual(['first', 'retry']);
+    expect(attempts[0]!.attributes['error.type']).toBeDefined();
+    expect(attempts[1]!.attributes['http.response.status_code']).toBe(200);
+    expect(g.seen.filter((x) => x.path === '/api/v1/tickets/7').map((x) => x.headers.traceparent)).toEqual(
+      attempts.map((a) => `00-${server.traceId}-${a.spanId}-01`),
+    );
+  });
+
+  test("continues the caller's trace: its traceparent is the server span's parent, its tracestate goes on to the gateway", async ({
+    stack,
+  }) => {
+    const r = await receiver();
+    const s = await tracedStack(stack, r, { env: { OTEL_TRACES_SAMPLER: 'parentbased_always_off' } });
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const res = await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`, {
+      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01`, tracestate: 'vendor=opaque' },
+    });
+    expect(res.status).toBe(200);
+    const [server] = await serverSpans(r, 1);
+    expect(server).toMatchObject({ traceId, parentSpanId: '00f067aa0ba902b7' });
+    const [attempt] = await attemptsOf(r, server!, 1);
+    const got = s.gateway.apiRequests.at(-1)!.headers;
+    expect(got.traceparent).toBe(`00-${traceId}-${attempt!.spanId}-01`);
+    expect(got.tracestate).toBe('vendor=opaque');
+  });
+
+  test('makes a span of each token store operation, with its result', async ({ stack }) => {
+    const r = await receiver();
+    // A store on a closed port: each operation fails at once, and the proxy fetches for itself.
+    await tracedStack(stack, r, { env: { TOKEN_STORE_URL: `redis://127.0.0.1:${await closedPort()}` } });
+    await pollUntil(() => r.spans.some((x) => x.name.startsWith('token store ')), { timeoutMs: 10_000, intervalMs: 100 });
+    const span = r.spans.find((x) => x.name.startsWith('token store '))!;
+    expect(span.kind).toBe(CLIENT);
+    expect(span.name).toBe(`token store ${String(span.attributes['db.operation.name'])}`);
+    expect(span.attributes).toMatchObject({
+      'db.system.name': 'redis',
+      'ticket_auth_proxy.store.result': expect.stringMatching(/^(error|timeout)$/),
+    });
+  });
+
+  test('puts no token, secret, client id, path or query in any span', async ({ stack }) => {
+    const r = await receiver();
+    const s = await tracedStack(stack, r, { env: { PASSTHROUGH_BASIC: 'true' } });
+    s.gateway.revokeAll();
+    expect((await fetch(`${s.proxy.proxyUrl}/api/v1/tickets/private-path-3w?q=query-marker-9z`)).status).toBe(404);
+    await pollUntil(() => r.spans.some((x) => x.name === 'token fetch') && r.spans.some((x) => x.kind === SERVER), {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
+    const exported = r.exports.map((e) => e.body.toString('latin1')).join('\n') + JSON.stringify(r.spans);
+    const tokens = s.gateway.issuedTokens();
+    expect(tokens.length).toBeGreaterThan(1);
+    for (const secret of [...tokens, SECRET, CLIENT_ID, 'query-marker-9z', 'private-path-3w', 'Bearer'])
+      expect(exported).not.toContain(secret);
+  });
+});
+
+describe('a collector that is slow or down', () => {
+  test('hanging: every request is answered, and the spans that do not fit the queue are dropped and counted', async ({ stack }) => {
+    const r = await receiver();
+    r.setMode('hang');
+    const s = await tracedStack(stack, r);
+    // Two spans a request: enough to fill the queue behind the batch the collector holds.
+    const statuses: number[] = [];
+    for (let round = 0; round < 30 && (await dropped(s)) === 0; round++) {
+      const batch = await Promise.all(
+        Array.from({ length: 100 }, async () => {
+          const res = await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`);
+          await res.arrayBuffer();
+          return res.status;
+        }),
+      );
+      statuses.push(...batch);
+    }
+    expect(new Set(statuses)).toEqual(new Set([200]));
+    expect(await dropped(s)).toBeGreaterThan(0);
+    expect(r.exports.length).toBe(1);
+  });
+
+  test('answering 503: the requests are answered, and each refused batch is counted as dropped', async ({ stack }) => {
+    const r = await receiver();
+    r.setMode('refuse');
+    const s = await tracedStack(stack, r);
+    expect(await dropped(s)).toBe(0);
+    for (let i = 0; i < 5; i++) expect((await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    await pollUntil(async () => (await dropped(s)) >= 10, { timeoutMs: 10_000, intervalMs: 200 });
+    expect(r.exports.length).toBeGreaterThan(0);
+    expect(s.proxy.lines().some((l) => l.msg === 'spans could not be exported; dropping them until the collector answers')).toBe(true);
+  });
+});
+
+describe('tracing off (no collector named)', () => {
+  test("registers no tracing metric and passes the caller's traceparent on untouched", async ({ stack }) => {
+    const s = await stack({ secret: SECRET });
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    expect((await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`, { headers: { traceparent } })).status).toBe(200);
+    expect(s.gateway.apiRequests.at(-1)!.headers.traceparent).toBe(traceparent);
+    expect((await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+    expect(s.gateway.apiRequests.at(-1)!.headers.traceparent).toBeUndefined();
+    expect(Number.isNaN(await dropped(s))).toBe(true);
+  });
+});
