@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import type { StoreSettings } from '../store/index.js';
+import { openRedisTokenStore, type StoreSettings } from '../store/index.js';
 import { createAdminServer } from '../admin/server.js';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
@@ -21,7 +21,6 @@ import { createMemoryBound } from './memory.js';
 import { Readiness } from './readiness.js';
 import { shutdown, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
-import { openTokenStore } from './token-store.js';
 import { listenOnSocket, type SocketFile } from './unix-socket.js';
 
 export interface AppDeps {
@@ -56,7 +55,17 @@ export async function startApp(deps: AppDeps): Promise<App> {
   const dispatchers = dispatchersFromSettings(config, deps.tls.material);
   stops.add(() => dispatchers.destroy());
   let tls = deps.tls.material;
-  const store = openTokenStore({ ...deps, settings: deps.store, tls, observer: metrics.tokenStore, stops });
+  const store =
+    deps.store &&
+    openRedisTokenStore({
+      ...deps,
+      settings: deps.store,
+      fetchTimeoutMs: config.tokenFetchTimeoutMs,
+      tls,
+      observer: metrics.tokenStore,
+      watchFiles: true,
+    });
+  if (store !== undefined) stops.add(() => store.close());
   const { configured, configuredTarget, passthrough, endpoint } = createTokenSources({
     ...deps,
     metrics,
@@ -76,7 +85,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       onChange: (material, what) => {
         tls = material;
         dispatchers.setTls(material);
-        store?.store.setTls(material);
+        store?.setTls(material);
         if (what === 'client_certificate') configuredTarget?.refreshNow('client certificate changed');
       },
     }),

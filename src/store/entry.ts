@@ -1,5 +1,5 @@
 import { sameFingerprint, type StoreKey } from './store-key.js';
-import type { StoredToken } from './token-store.js';
+import type { StoredToken } from './contract.js';
 
 /**
  * An entry as the store holds it, a hash of three fields: `exp`, the token's last usable moment

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
 import type { BackendFailure, StoreBackend } from './backend.js';
-import type { StoreResult, StoreUnavailable, TokenStoreObserver } from './token-store.js';
+import type { StoreResult, StoreUnavailable, TokenStoreObserver } from './contract.js';
 
 /** The first background check comes 0.5-1 s after the store went down; the wait doubles up to 15-30 s. */
 export const CHECK_BASE_MS = 1_000;

@@ -1,8 +1,8 @@
 import type { Clock } from '../core/clock.js';
 import type { BackendFailure, CredentialKeys, RawRead, StoreBackend } from './backend.js';
 import type { EntryFields } from './entry.js';
-import { createTokenStore, type TokenStoreOptions } from './store.js';
-import type { TokenStore } from './token-store.js';
+import { createSealedStore, type SealedStoreOptions } from './sealed-store.js';
+import type { TokenStore } from './contract.js';
 
 /**
  * A fault the in-memory server plays, as a real one would show it: `unreachable` (connection
@@ -174,12 +174,12 @@ export class MemoryStoreServer {
  * Its operations answer at once, or as the server's fault says.
  */
 export function createMemoryTokenStore(
-  options: Omit<TokenStoreOptions, 'backend' | 'where' | 'prefix' | 'timeoutMs'> & {
+  options: Omit<SealedStoreOptions, 'backend' | 'where' | 'prefix' | 'timeoutMs'> & {
     server: MemoryStoreServer;
     prefix?: string;
     timeoutMs?: number;
   },
 ): TokenStore {
   const { server, ...rest } = options;
-  return createTokenStore({ prefix: 'ticket-auth-proxy:', timeoutMs: 250, ...rest, backend: server.backend(), where: 'memory' });
+  return createSealedStore({ prefix: 'ticket-auth-proxy:', timeoutMs: 250, ...rest, backend: server.backend(), where: 'memory' });
 }

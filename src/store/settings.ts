@@ -24,6 +24,9 @@ export interface StoreSettings {
   readonly passwordFileText: string | undefined;
   /** `TOKEN_STORE_KEY_FILE`'s bytes, as they are (no trimming: they are key material, not text). */
   readonly keyMaterial: Uint8Array | undefined;
+  /** `TOKEN_STORE_PASSWORD_FILE` and `TOKEN_STORE_KEY_FILE`, watched while the proxy runs. */
+  readonly passwordFile?: string | undefined;
+  readonly keyFile?: string | undefined;
 }
 
 const STORE_KEYS: readonly (keyof Config)[] = [
@@ -103,5 +106,7 @@ export function checkStoreSettings(ctx: SettingsCheckContext): StoreSettings | u
     passwordSource,
     passwordFileText,
     keyMaterial,
+    passwordFile: config.tokenStorePasswordFile,
+    keyFile: config.tokenStoreKeyFile,
   };
 }

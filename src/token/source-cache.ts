@@ -37,8 +37,8 @@ export interface SourceCacheOptions {
   dpop?: DpopClient | undefined;
   /** Key for the HMAC of id and secret; random per process unless given. */
   hmacKey?: Buffer;
-  /** With a shared token store: the supply of a credential's source, keyed by its own secret (token/shared-credential.ts). */
-  share?: ((credential: Credential) => ((own: TokenSupply) => TokenSupply) | undefined) | undefined;
+  /** With a shared token store: the supply of a credential's source, keyed by its own secret (token/from-store/store-use.ts). */
+  withStore?: ((credential: Credential) => ((own: TokenSupply) => TokenSupply) | undefined) | undefined;
 }
 
 /** A pass-through credential's token source: a rejected credential reads as `invalid_client`. */
@@ -105,7 +105,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       waitTimeoutMs: options.waitTimeoutMs,
       log: options.log,
       dpop: options.dpop,
-      share: options.share?.(credential),
+      withStore: options.withStore?.(credential),
       observer: {
         onFetch: (outcome, durationS) => options.observer.onFetch?.(outcome, durationS),
         onAdopt: () => options.observer.onAdopt?.(),

@@ -50,8 +50,8 @@ export interface TokenSourceOptions {
   onFailure?: ((error: TokenFetchError) => void) | undefined;
   /** With DPoP: a DPoP-bound token's authorization makes proofs with the key it is bound to. */
   dpop?: DpopClient | undefined;
-  /** With a shared token store: the supply that consults it around this proxy's own fetch (shared-token.ts). */
-  share?: ((own: TokenSupply) => TokenSupply) | undefined;
+  /** With a shared token store: the supply that consults it around this proxy's own fetch (token/from-store/). */
+  withStore?: ((own: TokenSupply) => TokenSupply) | undefined;
 }
 
 /**
@@ -93,7 +93,7 @@ export class TokenSource {
     this.credential = options.credential;
     this.waiters = new WaitingRequests(options.clock);
     const own = fetchingSupply(options.fetchToken, options.clock, options.observer?.onFetch?.bind(options.observer));
-    this.supply = options.share?.(own) ?? own;
+    this.supply = options.withStore?.(own) ?? own;
   }
 
   /** Starts the first fetch now, before any request needs the token. */

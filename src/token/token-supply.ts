@@ -4,7 +4,7 @@
  * consults its supply at fixed points: when it needs a token, once a failed attempt has its retry
  * time, and when the gateway rejected a token. Without a shared store the supply is this proxy's
  * own fetch ({@link fetchingSupply}); with one, the store's entry, another proxy's fetch, or this
- * proxy's own under the store's lease (shared-token.ts).
+ * proxy's own under the store's lease (from-store/store-supply.ts).
  */
 import type { Clock } from '../core/clock.js';
 import type { Credential } from './client-auth/index.js';

@@ -5,11 +5,11 @@
 import { Cluster, Redis } from 'iovalkey';
 import { systemClock } from '../../src/core/clock.js';
 import type { TlsMaterial } from '../../src/net/tls-material.js';
-import { openRedisTokenStore, type RedisTokenStore } from '../../src/store/open-store.js';
+import { openRedisTokenStore, type RedisTokenStore } from '../../src/store/redis-store.js';
 import { parseStoreUrl, type StoreMode } from '../../src/store/redis-url.js';
 import type { StoreSettings } from '../../src/store/settings.js';
 import { scryptDeriver, sharedDeriver, type KeyDeriver } from '../../src/store/store-key.js';
-import type { TokenStoreObserver } from '../../src/store/token-store.js';
+import type { TokenStoreObserver } from '../../src/store/contract.js';
 import { FakeLog } from './fakes.js';
 import { pollUntil } from './index.js';
 import { ADMIN_PASSWORD } from './redis-server.js';

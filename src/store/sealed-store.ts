@@ -1,25 +1,89 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../core/clock.js';
+import type { Log } from '../core/log.js';
 import type { StoreBackend } from './backend.js';
 import { openEntry, openFailure, sealEntry, sealFailure } from './entry.js';
-import type { Attempt, StoreHealth } from './health.js';
-import type { StoreKey } from './store-key.js';
+import { StoreHealth, type Attempt } from './health.js';
+import { deriveStoreKey, scryptDeriver, type KeyDeriver, type StoreKey } from './store-key.js';
 import type {
-  CredentialStore,
+  CredentialSlot,
   DeleteResult,
   LeaseResult,
   ReadResult,
   RecordResult,
-  SharedFailure,
+  FailureRecord,
   StoredToken,
   StoreOperation,
   StoreResult,
   StoreUnavailable,
+  TokenStore,
   TokenStoreObserver,
   WriteResult,
-} from './token-store.js';
+} from './contract.js';
 
-export interface CredentialStoreOptions {
+export interface SealedStoreOptions {
+  backend: StoreBackend;
+  /** `TOKEN_STORE_PREFIX`: every key begins with it. */
+  prefix: string;
+  /** `TOKEN_STORE_TIMEOUT_MS`. */
+  timeoutMs: number;
+  /** How long a lease lasts: `TOKEN_FETCH_TIMEOUT_MS` plus a second. */
+  leaseMs: number;
+  clock: Clock;
+  /** Jitter of the background checks. */
+  random: () => number;
+  log: Log;
+  observer?: TokenStoreObserver | undefined;
+  /** The store as log lines name it (its URL without the password). */
+  where: string;
+  /** How store keys are derived; scrypt (one at a time) unless given. The fleet simulation shares one derivation. */
+  derive?: KeyDeriver | undefined;
+}
+
+/**
+ * The {@link TokenStore} over a backend's primitives (Redis, or the in-memory one): each
+ * credential's slot named and sealed under its derived key, every operation bounded by the store
+ * timeout, and the store's health.
+ */
+export function createSealedStore(options: SealedStoreOptions): TokenStore {
+  const { backend, clock, observer } = options;
+  const derive = options.derive ?? scryptDeriver();
+  const health = new StoreHealth({
+    backend,
+    clock,
+    random: options.random,
+    timeoutMs: options.timeoutMs,
+    log: options.log,
+    observer,
+    where: options.where,
+  });
+  return {
+    async slot(input) {
+      try {
+        const key = await deriveStoreKey({ ...input, prefix: options.prefix, derive });
+        return createSlot({ key, backend, health, clock, leaseMs: options.leaseMs, observer });
+      } catch (err) {
+        // scrypt refused (its memory, most likely): this credential works as without a store.
+        const detail = `the token store key could not be derived (${(err as Error).message}): this credential does without the store`;
+        options.log.error({ store: options.where }, detail);
+        return unusableSlot({ kind: 'unavailable', reason: 'error', detail });
+      }
+    },
+    need() {
+      if (health.up) backend.warm();
+    },
+    get up() {
+      return health.up;
+    },
+    probe: () => health.probe(),
+    async close() {
+      health.close();
+      await backend.close();
+    },
+  };
+}
+
+export interface SlotOptions {
   key: StoreKey;
   backend: StoreBackend;
   health: StoreHealth;
@@ -29,8 +93,8 @@ export interface CredentialStoreOptions {
   observer: TokenStoreObserver | undefined;
 }
 
-/** One credential's operations over the store's primitives: sealing, opening, counting. */
-export function createCredentialStore(options: CredentialStoreOptions): CredentialStore {
+/** One credential's slot over the store's primitives: sealing, opening, counting. */
+export function createSlot(options: SlotOptions): CredentialSlot {
   const { key, backend, health, clock, leaseMs, observer } = options;
   const count = (operation: StoreOperation, result: StoreResult): void => observer?.onOperation?.(operation, result);
   /** The `ct` of an entry a read found unusable: the next write replaces it whatever its `exp` says. */
@@ -41,7 +105,7 @@ export function createCredentialStore(options: CredentialStoreOptions): Credenti
     return attempt.unavailable;
   }
 
-  function sharedFailure(value: string | undefined, ttlMs: number, countedFrom: number): SharedFailure | undefined {
+  function sharedFailure(value: string | undefined, ttlMs: number, countedFrom: number): FailureRecord | undefined {
     // A record without a time to live, or one this key did not seal, is not one a proxy wrote.
     if (value === undefined || ttlMs <= 0) return undefined;
     const outcome = openFailure(key, value);
@@ -133,7 +197,7 @@ export function createCredentialStore(options: CredentialStoreOptions): Credenti
 }
 
 /** A credential whose store key could not be derived: every operation answers `unavailable`. */
-export function unusableCredentialStore(unavailable: StoreUnavailable): CredentialStore {
+export function unusableSlot(unavailable: StoreUnavailable): CredentialSlot {
   const answer = (): Promise<StoreUnavailable> => Promise.resolve(unavailable);
   return { read: answer, write: answer, takeLease: answer, deleteIfSame: answer, recordFailure: answer };
 }

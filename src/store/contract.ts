@@ -45,7 +45,7 @@ export interface StoredToken {
  * A failed fetch another proxy recorded: no proxy fetches before `nextAttemptAtMs` while the store
  * is healthy, so a throttling identity provider sees one retry per backoff step from the fleet.
  */
-export interface SharedFailure {
+export interface FailureRecord {
   /** When the next attempt may start, by the reader's clock (the record's time to live in the store). */
   readonly nextAttemptAtMs: number;
   /** The failed fetch's outcome as the recording proxy gave it (`rate_limited`, `server_error`, ...). */
@@ -80,12 +80,12 @@ export interface StoreUnavailable {
  *   (at least), and lives `expiresAtMs - issuedAtMs` in all.
  * - `miss`: no usable entry. `invalid` is true when an entry was there but did not decrypt or
  *   parse (written under another key, or overwritten with garbage): it is never served, and the
- *   next {@link CredentialStore.write} replaces it.
+ *   next {@link CredentialSlot.write} replaces it.
  * Both carry the shared failure, if one is recorded: do not fetch before its `nextAttemptAtMs`.
  */
 export type ReadResult =
-  | { readonly kind: 'hit'; readonly token: StoredToken; readonly remainingMs: number; readonly failure: SharedFailure | undefined }
-  | { readonly kind: 'miss'; readonly invalid: boolean; readonly failure: SharedFailure | undefined }
+  | { readonly kind: 'hit'; readonly token: StoredToken; readonly remainingMs: number; readonly failure: FailureRecord | undefined }
+  | { readonly kind: 'miss'; readonly invalid: boolean; readonly failure: FailureRecord | undefined }
   | StoreUnavailable;
 
 /**
@@ -111,7 +111,7 @@ export interface Lease {
 
 /**
  * What taking the lease found.
- * - `acquired`: fetch, then {@link CredentialStore.write} (or {@link CredentialStore.recordFailure}),
+ * - `acquired`: fetch, then {@link CredentialSlot.write} (or {@link CredentialSlot.recordFailure}),
  *   then {@link Lease.release}.
  * - `taken`: another proxy is fetching: keep reading the entry (polling with jitter) up to the
  *   fetch timeout, then try for the lease again.
@@ -129,10 +129,10 @@ export type RecordResult = { readonly kind: 'recorded' } | StoreUnavailable;
 
 /**
  * One credential's entry, lease and shared failure, under the key derived for it. Obtained from
- * {@link TokenStore.credential}; a rotated secret, private key or key file is a new credential
+ * {@link TokenStore.slot}; a rotated secret, private key or key file is a new credential
  * (a new namespace: nothing written under the old key is read under the new one).
  */
-export interface CredentialStore {
+export interface CredentialSlot {
   /** Reads the entry and the shared failure in one round trip. */
   read(): Promise<ReadResult>;
   /**
@@ -159,7 +159,7 @@ export interface CredentialStore {
   recordFailure(failure: { nextAttemptAtMs: number; outcome: string }): Promise<RecordResult>;
 }
 
-/** What {@link TokenStore.credential} needs: what the credential is, and what its key is made from. */
+/** What {@link TokenStore.slot} needs: what the credential is, and what its key is made from. */
 export interface CredentialKeyInput {
   /**
    * Everything that makes two proxies' credentials the same (token URL, client id, authentication
@@ -210,7 +210,7 @@ export interface TokenStore {
    * again when the material changes (a new namespace). Never rejects: should the derivation fail,
    * the credential's operations all answer `unavailable` (logged once).
    */
-  credential(input: CredentialKeyInput): Promise<CredentialStore>;
+  slot(input: CredentialKeyInput): Promise<CredentialSlot>;
   /**
    * Tells the store it is about to be needed (start, a refresh moment, a gateway 401, waiting for
    * another proxy's fetch, a pass-through credential's first use): it opens its connection now,

@@ -3,20 +3,20 @@
  * configured credential's namespace derived from what it is made of now and derived anew when its
  * secret, key, certificate, DPoP key or the store key file changes; a pass-through credential's
  * derived on its first use from its own secret. Each token source is handed the supply that
- * consults the store (shared-token.ts).
+ * consults the store (store-supply.ts).
  */
-import type { Config } from '../config/config.js';
-import type { Clock } from '../core/clock.js';
-import type { Log } from '../core/log.js';
-import type { TokenStore } from '../store/index.js';
-import type { AuthMethod, Credential, CredentialMaterial, CredentialTarget } from './client-auth/index.js';
-import type { DpopClient } from './dpop/index.js';
-import { sharedSupply } from './shared-token.js';
-import { StoreNamespace, storeIdentity, type StoreIdentity } from './store-credential.js';
-import type { TokenSupply } from './token-supply.js';
+import type { Config } from '../../config/config.js';
+import type { Clock } from '../../core/clock.js';
+import type { Log } from '../../core/log.js';
+import type { TokenStore } from '../../store/index.js';
+import type { AuthMethod, Credential, CredentialMaterial, CredentialTarget } from '../client-auth/index.js';
+import type { DpopClient } from '../dpop/index.js';
+import { storeSupply } from './store-supply.js';
+import { StoreNamespace, storeIdentity, type StoreIdentity } from './credential-namespace.js';
+import type { TokenSupply } from '../token-supply.js';
 
 /** What every shared credential of a process has in common. */
-export interface SharingOptions {
+export interface StoreUseOptions {
   store: TokenStore;
   settings: Pick<Config, 'tokenUrl' | 'issuerUrl' | 'tokenScope' | 'tokenParams' | 'dpop' | 'tokenFetchTimeoutMs' | 'dpopKeyFile'>;
   /** `TOKEN_STORE_TIMEOUT_MS`: the longest a pass-through credential's first use waits for its key. */
@@ -30,25 +30,25 @@ export interface SharingOptions {
 }
 
 /** The supply a token source is given: the store's, around its own fetch. */
-export type Share = (own: TokenSupply) => TokenSupply;
+export type WithStore = (own: TokenSupply) => TokenSupply;
 
-function dpopKeyOf(o: SharingOptions): { thumbprint: string; fromFile: boolean } | undefined {
+function dpopKeyOf(o: StoreUseOptions): { thumbprint: string; fromFile: boolean } | undefined {
   return o.dpop === undefined ? undefined : { thumbprint: o.dpop.prover.key().thumbprint, fromFile: o.settings.dpopKeyFile !== undefined };
 }
 
-function share(o: SharingOptions, namespace: StoreNamespace, firstUseWithinMs?: number): Share {
+function withStore(o: StoreUseOptions, namespace: StoreNamespace, firstUseWithinMs?: number): WithStore {
   const { store, clock, random, dpop } = o;
   return (own) =>
-    sharedSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, clock, random, dpop, firstUseWithinMs });
+    storeSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, clock, random, dpop, firstUseWithinMs });
 }
 
 /** A token source as the configured credential's watches reach it. */
-export interface SharedTarget extends CredentialTarget {
+export interface StoreUseTarget extends CredentialTarget {
   /** The token to use now, if a valid one is held. */
   current(): string | undefined;
 }
 
-type ConfiguredOptions = SharingOptions & { method: AuthMethod; clientId: string; material: () => CredentialMaterial };
+type ConfiguredOptions = StoreUseOptions & { method: AuthMethod; clientId: string; material: () => CredentialMaterial };
 
 function configuredIdentity(o: ConfiguredOptions): StoreIdentity {
   return storeIdentity({
@@ -65,22 +65,22 @@ function configuredIdentity(o: ConfiguredOptions): StoreIdentity {
  * The configured credential shared through the store, or undefined when its tokens cannot be
  * shared (a method without a secret and no key file, a DPoP key generated here): said once.
  */
-export function configuredSharing(o: ConfiguredOptions): ConfiguredSharing | undefined {
+export function configuredStoreUse(o: ConfiguredOptions): ConfiguredStoreUse | undefined {
   const identity = configuredIdentity(o);
-  if (identity.shared) return new ConfiguredSharing(o);
+  if (identity.shared) return new ConfiguredStoreUse(o);
   o.log.warn({ credential: 'configured', reason: identity.reason }, 'the token store is not used for this credential');
   return undefined;
 }
 
 /** The configured credential shared through the store. */
-export class ConfiguredSharing {
+export class ConfiguredStoreUse {
   private readonly namespace: StoreNamespace;
   /** The supply its token source is given. */
-  readonly share: Share;
+  readonly withStore: WithStore;
 
   constructor(private readonly o: ConfiguredOptions) {
     this.namespace = new StoreNamespace(o.store, o.clock);
-    this.share = share(o, this.namespace);
+    this.withStore = withStore(o, this.namespace);
     this.update();
   }
 
@@ -96,7 +96,7 @@ export class ConfiguredSharing {
    * as it was (a rotated client assertion, which the store key is not derived from) fetches
    * nothing while a valid token is held: that token is the fleet's, and stays good.
    */
-  target(source: SharedTarget): CredentialTarget {
+  target(source: StoreUseTarget): CredentialTarget {
     return {
       setCredential: (credential) => {
         this.update();
@@ -119,9 +119,9 @@ export class ConfiguredSharing {
  * generated here, said once). A credential's key is derived on its first use; that use waits for
  * it at most the store timeout, then fetches alone.
  */
-export function passthroughSharing(
-  o: SharingOptions & { method: AuthMethod },
-): ((credential: Credential) => Share | undefined) | undefined {
+export function passthroughStoreUse(
+  o: StoreUseOptions & { method: AuthMethod },
+): ((credential: Credential) => WithStore | undefined) | undefined {
   const dpopKey = dpopKeyOf(o);
   const probe = storeIdentity({
     settings: o.settings,
@@ -147,6 +147,6 @@ export function passthroughSharing(
     if (!identity.shared) return undefined;
     const namespace = new StoreNamespace(o.store, o.clock);
     namespace.use(identity.input);
-    return share(o, namespace, o.storeTimeoutMs);
+    return withStore(o, namespace, o.storeTimeoutMs);
   };
 }

@@ -16,13 +16,13 @@
  *   a store: every store operation is bounded by the store timeout, and after one times out the
  *   store answers at once until it is found again.
  */
-import type { Clock } from '../core/clock.js';
-import type { CredentialStore, Lease, ReadResult, SharedFailure, TokenStore } from '../store/index.js';
-import type { Credential } from './client-auth/index.js';
-import type { DpopClient } from './dpop/index.js';
-import { TokenFetchError, type FetchOutcome } from './errors.js';
-import type { StoreNamespace } from './store-credential.js';
-import type { HeldToken, SuppliedToken, TokenSupply } from './token-supply.js';
+import type { Clock } from '../../core/clock.js';
+import type { CredentialSlot, Lease, ReadResult, FailureRecord, TokenStore } from '../../store/index.js';
+import type { Credential } from '../client-auth/index.js';
+import type { DpopClient } from '../dpop/index.js';
+import { TokenFetchError, type FetchOutcome } from '../errors.js';
+import type { StoreNamespace } from './credential-namespace.js';
+import type { HeldToken, SuppliedToken, TokenSupply } from '../token-supply.js';
 
 /** A token from the store replaces the one held at a refresh only when usable at least this much longer. */
 export const ADOPT_MARGIN_MS = 1_000;
@@ -32,7 +32,7 @@ export const POLL_CAP_MS = 1_000;
 /** Tokens the gateway rejected, remembered so that none is taken from the store again. */
 const REJECTED_KEPT = 8;
 
-export interface SharedTokenOptions {
+export interface StoreSupplyOptions {
   store: TokenStore;
   /** The credential's part of the store. */
   namespace: StoreNamespace;
@@ -50,7 +50,7 @@ export interface SharedTokenOptions {
 }
 
 /** A failed fetch another proxy recorded: no attempt before its time. Not a fetch of this proxy's, so not counted as one. */
-export class SharedFailureError extends TokenFetchError {}
+export class RecordedFailureError extends TokenFetchError {}
 
 const OUTCOMES: readonly string[] = ['rejected', 'rate_limited', 'server_error', 'network_error', 'timeout', 'invalid_response'];
 
@@ -58,14 +58,14 @@ const OUTCOMES: readonly string[] = ['rejected', 'rate_limited', 'server_error',
 type Awaited = SuppliedToken | 'lease' | 'alone';
 
 /** The supply of a credential shared through `options.store`, around `own` (this proxy's fetch). */
-export function sharedSupply(own: TokenSupply, options: SharedTokenOptions): TokenSupply {
-  return new SharedToken(own, options);
+export function storeSupply(own: TokenSupply, options: StoreSupplyOptions): TokenSupply {
+  return new StoreSupply(own, options);
 }
 
-class SharedToken implements TokenSupply {
+class StoreSupply implements TokenSupply {
   private readonly rejectedTokens: string[] = [];
   /** The lease held while this proxy's fetch under it is failing, until the failure is recorded. */
-  private leased: { cs: CredentialStore; lease: Lease } | undefined;
+  private leased: { cs: CredentialSlot; lease: Lease } | undefined;
   /** A delete of a rejected token, awaited before the next read. */
   private deleting: Promise<unknown> = Promise.resolve();
   private firstUse: boolean;
@@ -74,7 +74,7 @@ class SharedToken implements TokenSupply {
 
   constructor(
     private readonly own: TokenSupply,
-    private readonly o: SharedTokenOptions,
+    private readonly o: StoreSupplyOptions,
   ) {
     this.firstUse = o.firstUseWithinMs !== undefined;
   }
@@ -133,7 +133,7 @@ class SharedToken implements TokenSupply {
   }
 
   /** Fetches under the lease; the token is used at once, written, then the lease released. */
-  private async fetchUnder(cs: CredentialStore, lease: Lease, credential: Credential, held: HeldToken | undefined): Promise<SuppliedToken> {
+  private async fetchUnder(cs: CredentialSlot, lease: Lease, credential: Credential, held: HeldToken | undefined): Promise<SuppliedToken> {
     let supplied: SuppliedToken;
     try {
       supplied = await this.own.obtain(credential, held);
@@ -162,7 +162,7 @@ class SharedToken implements TokenSupply {
    * time up to a second, each wait with jitter, until its token is there, its failure is
    * recorded, or the fetch timeout has passed (then the lease is tried again).
    */
-  private async awaitEntry(cs: CredentialStore, held: HeldToken | undefined): Promise<Awaited> {
+  private async awaitEntry(cs: CredentialSlot, held: HeldToken | undefined): Promise<Awaited> {
     const { clock, random } = this.o;
     const until = clock.now() + this.o.fetchTimeoutMs;
     for (let step = POLL_FIRST_MS; ; step = Math.min(POLL_CAP_MS, step * 2)) {
@@ -229,10 +229,10 @@ class SharedToken implements TokenSupply {
  * wait until the fleet's next attempt as a least wait, spread by up to a tenth (at most a second)
  * so that the fleet's reads do not all come at once.
  */
-function sharedFailure(failure: SharedFailure, waitMs: number, random: () => number): SharedFailureError {
+function sharedFailure(failure: FailureRecord, waitMs: number, random: () => number): RecordedFailureError {
   const outcome = (OUTCOMES.includes(failure.outcome) ? failure.outcome : 'server_error') as Exclude<FetchOutcome, 'success'>;
   const spread = random() * Math.min(POLL_CAP_MS, waitMs / 10);
-  return new SharedFailureError(
+  return new RecordedFailureError(
     outcome,
     `the token endpoint failed for another proxy sharing the token store (${outcome}); no proxy tries again for ` +
       `${Math.ceil(waitMs / 1000)} s`,

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { TokenUnavailableError } from '../../src/core/errors.js';
 import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
-import type { CredentialKeyInput, StoreOperation, StoreResult } from '../../src/store/token-store.js';
+import type { CredentialKeyInput, StoreOperation, StoreResult } from '../../src/store/contract.js';
 import { TokenFetchError } from '../../src/token/errors.js';
-import { sharedSupply, SharedFailureError } from '../../src/token/shared-token.js';
-import { StoreNamespace } from '../../src/token/store-credential.js';
+import { storeSupply, RecordedFailureError } from '../../src/token/from-store/store-supply.js';
+import { StoreNamespace } from '../../src/token/from-store/credential-namespace.js';
 import { TokenSource } from '../../src/token/token-source.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
@@ -67,8 +67,8 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
       waitTimeoutMs: options.waitTimeoutMs ?? 5_000,
       log,
       observer: { onAdopt: () => counts.adoptions++, onFetch: () => counts.fetches++ },
-      share: (own) =>
-        sharedSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, clock, random, firstUseWithinMs: extra.firstUseWithinMs }),
+      withStore: (own) =>
+        storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, clock, random, firstUseWithinMs: extra.firstUseWithinMs }),
     });
     const p = { source, namespace, operations, counts };
     proxies.push(p);
@@ -227,7 +227,7 @@ describe('a token shared through a store: failures', () => {
     f.fetcher.last.fail(new TokenFetchError('rate_limited', 'token endpoint answered 429', { status: 429, retryAfterMs: 60_000 }));
     await f.clock.advance(59_000);
     expect(f.fetcher.calls).toHaveLength(1);
-    expect(b.source.lastError).toBeInstanceOf(SharedFailureError);
+    expect(b.source.lastError).toBeInstanceOf(RecordedFailureError);
     expect(b.source.lastError?.outcome).toBe('rate_limited');
     expect(b.counts.fetches).toBe(0);
     f.fetcher.answer = () => ({ accessToken: 'tok-2', lifetimeMs: LIFETIME });
@@ -413,7 +413,7 @@ describe('a token shared through a store: clocks that disagree', () => {
       log: f.log,
       leaseMs: 11_000,
       derive: fastDerive,
-    }).credential(KEY);
+    }).slot(KEY);
     const issued = ahead.now();
     await writer.write({
       accessToken: 'tok-ahead',
