@@ -8,8 +8,7 @@ import type { Authorization } from './authorization.js';
 import type { Credential } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
-import type { TokenSupply } from './token-supply.js';
-import { TokenSource, type TokenSourceObserver } from './token-source.js';
+import { TokenSource, type TokenSourceObserver, type TokenSourceOptions } from './token-source.js';
 
 /** How long a credential the token endpoint rejected is answered without asking it again. */
 export const REJECTION_MEMORY_MS = 10_000;
@@ -38,7 +37,7 @@ export interface SourceCacheOptions {
   /** Key for the HMAC of id and secret; random per process unless given. */
   hmacKey?: Buffer;
   /** With a shared token store: the supply of a credential's source, keyed by its own secret (token/from-store/store-use.ts). */
-  withStore?: ((credential: Credential) => ((own: TokenSupply) => TokenSupply) | undefined) | undefined;
+  withStore?: ((credential: Credential) => TokenSourceOptions['withStore']) | undefined;
 }
 
 /** A pass-through credential's token source: a rejected credential reads as `invalid_client`. */

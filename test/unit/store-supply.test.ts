@@ -7,6 +7,8 @@ import { TokenFetchError } from '../../src/token/errors.js';
 import { storeSupply, RecordedFailureError } from '../../src/token/from-store/store-supply.js';
 import { StoreNamespace } from '../../src/token/from-store/credential-namespace.js';
 import { TokenSource } from '../../src/token/token-source.js';
+import { backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
+import { fetchingSupply, SupplyFailure } from '../../src/token/token-supply.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
 
@@ -67,8 +69,16 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
       waitTimeoutMs: options.waitTimeoutMs ?? 5_000,
       log,
       observer: { onAdopt: () => counts.adoptions++, onFetch: () => counts.fetches++ },
-      withStore: (own) =>
-        storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, clock, random, firstUseWithinMs: extra.firstUseWithinMs }),
+      withStore: (own, backoff) =>
+        storeSupply(own, {
+          store,
+          namespace,
+          fetchTimeoutMs: FETCH_TIMEOUT,
+          backoff,
+          clock,
+          random,
+          firstUseWithinMs: extra.firstUseWithinMs,
+        }),
     });
     const p = { source, namespace, operations, counts };
     proxies.push(p);
@@ -236,6 +246,41 @@ describe('a token shared through a store: failures', () => {
     expect(a.source.current()).toBe('tok-2');
     expect(b.source.current()).toBe('tok-2');
     f.stop();
+  });
+
+  it('settles a failed attempt under the lease only once its failure is recorded and the lease given back', async () => {
+    const f = fleet();
+    const store = createMemoryTokenStore({
+      server: f.server,
+      clock: f.clock,
+      random: () => 0.5,
+      log: f.log,
+      leaseMs: FETCH_TIMEOUT + 1_000,
+      derive: fastDerive,
+    });
+    const namespace = new StoreNamespace(store, f.clock);
+    namespace.use(KEY);
+    const backoff = backoffPolicy(DEFAULT_SCHEDULE, () => 0.5);
+    const own = fetchingSupply(f.fetcher.fetchToken, { clock: f.clock, backoff, schedule: DEFAULT_SCHEDULE });
+    const supply = storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, backoff, clock: f.clock, random: () => 0.5 });
+    f.fetcher.answer = () => new TokenFetchError('rate_limited', 'token endpoint answered 429', { status: 429, retryAfterMs: 60_000 });
+    const attempt = supply.obtain({
+      credential: CREDENTIAL,
+      held: undefined,
+      failures: 0,
+      rejected: [],
+      signal: new AbortController().signal,
+    });
+    const failure = await attempt.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(SupplyFailure);
+    expect((failure as SupplyFailure).nextAttemptAtMs).toBe(f.clock.now() + 60_000);
+    // When the attempt settles, the store holds the failure record and no lease: nothing is left for another object to finish.
+    const keys = f.server.dump().map((k) => k.key);
+    expect(keys.some((k) => k.endsWith(':lease'))).toBe(false);
+    expect(keys.some((k) => k.endsWith(':failure'))).toBe(true);
   });
 
   it('lets a throttling token endpoint see one attempt per backoff step from a fleet, not one per proxy', async () => {

@@ -13,6 +13,7 @@ import type { AuthMethod, Credential, CredentialMaterial, CredentialTarget } fro
 import type { DpopClient } from '../dpop/index.js';
 import { storeSupply } from './store-supply.js';
 import { StoreNamespace, storeIdentity, type StoreIdentity } from './credential-namespace.js';
+import type { BackoffPolicy } from '../refresh-schedule.js';
 import type { TokenSupply } from '../token-supply.js';
 
 /** What every shared credential of a process has in common. */
@@ -29,8 +30,8 @@ export interface StoreUseOptions {
   log: Log;
 }
 
-/** The supply a token source is given: the store's, around its own fetch. */
-export type WithStore = (own: TokenSupply) => TokenSupply;
+/** The supply a token source is given: the store's, around its own fetch, with the source's backoff. */
+export type WithStore = (own: TokenSupply, backoff: BackoffPolicy) => TokenSupply;
 
 function dpopKeyOf(o: StoreUseOptions): { thumbprint: string; fromFile: boolean } | undefined {
   return o.dpop === undefined ? undefined : { thumbprint: o.dpop.prover.key().thumbprint, fromFile: o.settings.dpopKeyFile !== undefined };
@@ -38,8 +39,8 @@ function dpopKeyOf(o: StoreUseOptions): { thumbprint: string; fromFile: boolean 
 
 function withStore(o: StoreUseOptions, namespace: StoreNamespace, firstUseWithinMs?: number): WithStore {
   const { store, clock, random, dpop } = o;
-  return (own) =>
-    storeSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, clock, random, dpop, firstUseWithinMs });
+  return (own, backoff) =>
+    storeSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, backoff, clock, random, dpop, firstUseWithinMs });
 }
 
 /** A token source as the configured credential's watches reach it. */
