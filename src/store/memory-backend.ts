@@ -26,6 +26,8 @@ class MemoryStoreFailure extends Error {
   }
 }
 
+const TIMED_OUT: BackendFailure = { problem: 'timeout', connection: true, severe: false, detail: 'the token store did not answer in time' };
+
 const FAILURES: Record<Exclude<MemoryFault, 'none' | 'hang'>, BackendFailure> = {
   unreachable: {
     problem: 'ECONNREFUSED',
@@ -71,12 +73,19 @@ export class MemoryStoreServer {
     });
   }
 
-  /** A client of this server. */
-  backend(): StoreBackend {
+  /**
+   * A client of this server. A command the server does not answer (`hang`) fails after
+   * `timeoutMs` on the server's clock, as the Redis client's own command timeout fails it.
+   */
+  backend(timeoutMs = 250): StoreBackend {
     const serve = <T>(kind: 'read' | 'write' | 'delete', fn: () => T): Promise<T> => {
       const fault = this.fault;
       this.commands++;
-      if (fault === 'hang') return new Promise<T>(() => undefined);
+      if (fault === 'hang') {
+        return new Promise<T>((_, reject) => {
+          this.clock.setTimeout(() => reject(new MemoryStoreFailure(TIMED_OUT)), timeoutMs);
+        });
+      }
       if (fault === 'unreachable' || fault === 'wrongpass') return Promise.reject(new MemoryStoreFailure(FAILURES[fault]));
       // Redis refuses what may grow memory at maxmemory (DEL is allowed), and every write on a replica.
       if ((fault === 'oom' && kind === 'write') || (fault === 'readonly' && kind !== 'read')) {
@@ -181,5 +190,6 @@ export function createMemoryTokenStore(
   },
 ): TokenStore {
   const { server, ...rest } = options;
-  return createSealedStore({ prefix: 'ticket-auth-proxy:', timeoutMs: 250, ...rest, backend: server.backend(), where: 'memory' });
+  const timeoutMs = options.timeoutMs ?? 250;
+  return createSealedStore({ prefix: 'ticket-auth-proxy:', ...rest, timeoutMs, backend: server.backend(timeoutMs), where: 'memory' });
 }

@@ -16,7 +16,10 @@ export interface RedisBackendOptions {
   passwordSource: PasswordSource;
   /** The TLS material in use now (`CA_FILE` and the client certificate are reread on change). */
   tls: () => TlsMaterial;
-  /** `TOKEN_STORE_TIMEOUT_MS`, given to the library as well, so nothing it does on its own waits longer. */
+  /**
+   * `TOKEN_STORE_TIMEOUT_MS`: the library's own `commandTimeout` and `connectTimeout` (its
+   * documented options), the one timeout of each command and of connecting.
+   */
   timeoutMs: number;
   clock: Clock;
   idleMs?: number | undefined;
@@ -56,9 +59,9 @@ interface Connection {
  * The store on Redis or Valkey, through `iovalkey`, loaded here and only here (a dynamic import:
  * a proxy without a store never loads it). The library starts loading at once, while the
  * credentials' keys are derived; the first operation waits for it. Connects when an operation
- * needs it and closes after {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues or retries on
- * its own: an operation that finds no connection makes one, within the store timeout its caller
- * bounds it with.
+ * needs it and closes after {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues (the offline
+ * queue is off) or retries on its own: an operation that finds no connection makes one. Each
+ * command and each connection is bounded by the library's own timeouts, set to the store timeout.
  */
 export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
   const library: Promise<Library> = import('iovalkey');
@@ -231,20 +234,9 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     },
     warm() {
       if (current !== undefined || closed) return;
-      // Connected within the store timeout, or dropped: a connection no operation awaits is still bounded.
+      // Bounded by the client's own connect timeout; a connection that fails is dropped with its promise.
       const connection = (current = open());
-      let settled = false;
-      const timer = clock.setTimeout(() => {
-        if (!settled) drop(connection);
-      }, timeoutMs);
-      const settle = (): void => {
-        settled = true;
-        clock.clearTimeout(timer);
-      };
-      connection.ready.then(() => {
-        settle();
-        closeWhenIdle();
-      }, settle);
+      connection.ready.then(closeWhenIdle, () => undefined);
     },
     reset() {
       drop(current);

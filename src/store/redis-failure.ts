@@ -81,7 +81,9 @@ export function explainRedisFailure(
         detail: `the token store at ${where} is not serving (${word})`,
       };
   }
-  if (message.startsWith('Command timed out')) {
+  // The client's own timeouts: on a command (`commandTimeout`), on connecting (`connectTimeout`),
+  // on reading a cluster's slots (`slotsRefreshTimeout`, which says only "timeout").
+  if (message.startsWith('Command timed out') || code === 'ETIMEDOUT' || message === 'timeout') {
     return { problem: 'timeout', connection: true, severe: false, detail: `the token store at ${where} did not answer in time` };
   }
   // `where` is the URL as shown (quoted): rediss: is Redis over TLS.
