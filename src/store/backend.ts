@@ -34,8 +34,11 @@ export interface StoreBackend {
    * True when written. Either way the failure record is deleted: a token was fetched.
    */
   write(keys: CredentialKeys, fields: EntryFields, ttlMs: number, replaceCt: string | undefined): Promise<boolean>;
-  /** `SET lease value NX PX ttlMs`; a lease key without a time to live is given `ttlMs`. True when taken. */
-  acquire(leaseKey: string, value: string, ttlMs: number): Promise<boolean>;
+  /**
+   * `SET lease value NX PX ttlMs`: `acquired` when taken. Otherwise a lease key without a time to
+   * live, or with more than `limitMs`, is given `ttlMs` (only ever shortened): `cut`; else `taken`.
+   */
+  acquire(leaseKey: string, value: string, ttlMs: number, limitMs: number): Promise<'acquired' | 'taken' | 'cut'>;
   /** Deletes the lease if it still holds `value`. True when deleted. */
   release(leaseKey: string, value: string): Promise<boolean>;
   /** Deletes the entry if its `fp` is `fingerprint`. True when deleted. */

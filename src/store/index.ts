@@ -16,7 +16,9 @@
  * Unit tests and the fleet simulation use `createMemoryTokenStore` on a `MemoryStoreServer`
  * instead, on their clock; `sharedDeriver(scryptDeriver())` derives each distinct key once for all.
  */
+export { ANOMALY_KINDS, LEASE_LIMIT_MS } from './contract.js';
 export type {
+  AnomalyKind,
   CredentialKeyInput,
   CredentialSlot,
   DeleteResult,

@@ -101,7 +101,7 @@ export class MemoryStoreServer {
       read: (keys) => serve('read', () => this.read(keys)),
       // Refused at maxmemory only when it would write: keeping an entry deletes, and deletes pass.
       write: (keys, fields, ttlMs, replaceCt) => serve('delete', () => this.write(keys, fields, ttlMs, replaceCt)),
-      acquire: (leaseKey, value, ttlMs) => serve('write', () => this.acquire(leaseKey, value, ttlMs)),
+      acquire: (leaseKey, value, ttlMs, limitMs) => serve('write', () => this.acquire(leaseKey, value, ttlMs, limitMs)),
       release: (leaseKey, value) => serve('delete', () => this.string(leaseKey) === value && this.data.delete(leaseKey)),
       deleteIf: (entryKey, fingerprint) =>
         serve('delete', () => this.hash(entryKey)?.get('fp') === fingerprint && this.data.delete(entryKey)),
@@ -167,14 +167,18 @@ export class MemoryStoreServer {
     return true;
   }
 
-  private acquire(leaseKey: string, value: string, ttlMs: number): boolean {
+  private acquire(leaseKey: string, value: string, ttlMs: number, limitMs: number): 'acquired' | 'taken' | 'cut' {
     const current = this.slot(leaseKey);
     if (current === undefined) {
       this.put(leaseKey, value, ttlMs);
-      return true;
+      return 'acquired';
     }
-    if (current.expiresAt === undefined) current.expiresAt = this.clock.now() + ttlMs;
-    return false;
+    const now = this.clock.now();
+    if (current.expiresAt === undefined || current.expiresAt - now > limitMs) {
+      current.expiresAt = now + ttlMs;
+      return 'cut';
+    }
+    return 'taken';
   }
 }
 

@@ -31,7 +31,7 @@ type ScriptReply = [string, string | null, string | null, string | null, number,
 interface Scripted {
   tapRead(entry: string, failure: string): Promise<ScriptReply>;
   tapWrite(entry: string, failure: string, exp: string, fp: string, ct: string, ttl: number, replace: string): Promise<number>;
-  tapAcquire(lease: string, value: string, ttl: number): Promise<number>;
+  tapAcquire(lease: string, value: string, ttl: number, limit: number): Promise<number>;
   tapRelease(lease: string, value: string): Promise<number>;
   tapDeleteIf(entry: string, fp: string): Promise<number>;
 }
@@ -216,7 +216,11 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       }),
     write: (keys, f, ttlMs, replaceCt) =>
       use(async (c) => (await c.tapWrite(keys.entryKey, keys.failureKey, f.exp, f.fp, f.ct, ttl(ttlMs), replaceCt ?? '')) === 1),
-    acquire: (leaseKey, value, ttlMs) => use(async (c) => (await c.tapAcquire(leaseKey, value, ttl(ttlMs))) === 1),
+    acquire: (leaseKey, value, ttlMs, limitMs) =>
+      use(async (c) => {
+        const taken = await c.tapAcquire(leaseKey, value, ttl(ttlMs), limitMs);
+        return taken === 1 ? 'acquired' : taken === 2 ? 'cut' : 'taken';
+      }),
     release: (leaseKey, value) => use(async (c) => (await c.tapRelease(leaseKey, value)) === 1),
     deleteIf: (entryKey, fingerprint) => use(async (c) => (await c.tapDeleteIf(entryKey, fingerprint)) === 1),
     recordFailure: (failureKey, value, ttlMs) =>

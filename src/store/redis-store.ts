@@ -99,6 +99,7 @@ export function openRedisTokenStore(options: OpenStoreOptions): RedisTokenStore 
   return {
     timeoutMs: settings.timeoutMs,
     slot: (input) => store.slot(input),
+    anomaly: (kind) => store.anomaly(kind),
     need: () => store.need(),
     get up() {
       return store.up;

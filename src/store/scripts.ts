@@ -47,10 +47,18 @@ redis.call('DEL', KEYS[2])
 return 1
 `;
 
-/** KEYS: lease. ARGV: value, ttl (ms). 1 when taken; a lease without a time to live is given one. */
+/**
+ * KEYS: lease. ARGV: value, ttl (ms), limit (ms). 1 when taken. A lease with no time to live, or
+ * more than the limit (no proxy takes one that long), is cut to this proxy's ttl, never
+ * lengthened: 2. Otherwise 0.
+ */
 export const ACQUIRE = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local left = redis.call('PTTL', KEYS[1])
+if left == -1 or left > tonumber(ARGV[3]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 2
+end
 return 0
 `;
 

@@ -5,21 +5,37 @@ import type { StoreBackend } from './backend.js';
 import { openEntry, openFailure, sealEntry, sealFailure } from './entry.js';
 import { StoreHealth, type Attempt } from './health.js';
 import { deriveStoreKey, scryptDeriver, type KeyDeriver, type StoreKey } from './store-key.js';
-import type {
-  CredentialSlot,
-  DeleteResult,
-  LeaseResult,
-  ReadResult,
-  RecordResult,
-  FailureRecord,
-  StoredToken,
-  StoreOperation,
-  StoreResult,
-  StoreUnavailable,
-  TokenStore,
-  TokenStoreObserver,
-  WriteResult,
+import {
+  LEASE_LIMIT_MS,
+  type AnomalyKind,
+  type CredentialSlot,
+  type DeleteResult,
+  type LeaseResult,
+  type ReadResult,
+  type RecordResult,
+  type FailureRecord,
+  type StoredToken,
+  type StoreOperation,
+  type StoreResult,
+  type StoreUnavailable,
+  type TokenStore,
+  type TokenStoreObserver,
+  type WriteResult,
 } from './contract.js';
+
+/** An anomaly of one kind is logged at most this often (every one is counted). */
+export const ANOMALY_LOG_INTERVAL_MS = 10 * 60_000;
+
+/** What each anomaly means, for the log line; never a key or a value. */
+const ANOMALY_MESSAGES: Readonly<Record<AnomalyKind, string>> = {
+  lease_too_long: 'token store: a lease outlived what any proxy takes; cut to this proxy’s lease length (someone else writes the prefix)',
+  lease_wait_exhausted:
+    'token store: waited a whole lease length while leases kept being taken; fetching alone (someone else may write the prefix)',
+  failure_too_long:
+    'token store: a failure record asked for a longer wait than this proxy’s own backoff gives; honoured only as long as that',
+  invalid_entry: 'token store: an entry does not decrypt or parse; never served, replaced by the next fetch',
+  invalid_failure: 'token store: a failure record does not decrypt or parse; ignored',
+};
 
 export interface SealedStoreOptions {
   backend: StoreBackend;
@@ -57,11 +73,21 @@ export function createSealedStore(options: SealedStoreOptions): TokenStore {
     observer,
     where: options.where,
   });
+  const warnedAt = new Map<AnomalyKind, number>();
+  /** Counted every time, logged once per kind per {@link ANOMALY_LOG_INTERVAL_MS}: a fleet under a writer of the prefix does not flood its logs. */
+  const anomaly = (kind: AnomalyKind): void => {
+    observer?.onAnomaly?.(kind);
+    const now = clock.now();
+    const last = warnedAt.get(kind);
+    if (last !== undefined && now - last < ANOMALY_LOG_INTERVAL_MS) return;
+    warnedAt.set(kind, now);
+    options.log.warn({ store: options.where, kind }, ANOMALY_MESSAGES[kind]);
+  };
   return {
     async slot(input) {
       try {
         const key = await deriveStoreKey({ ...input, prefix: options.prefix, derive });
-        return createSlot({ key, backend, health, clock, leaseMs: options.leaseMs, observer });
+        return createSlot({ key, backend, health, clock, leaseMs: options.leaseMs, observer, anomaly });
       } catch (err) {
         // scrypt refused (its memory, most likely): this credential works as without a store.
         const detail = `the token store key could not be derived (${(err as Error).message}): this credential does without the store`;
@@ -75,6 +101,7 @@ export function createSealedStore(options: SealedStoreOptions): TokenStore {
     get up() {
       return health.up;
     },
+    anomaly,
     probe: () => health.probe(),
     async close() {
       health.close();
@@ -91,11 +118,13 @@ export interface SlotOptions {
   /** How long a lease lasts: the token fetch timeout plus a second. */
   leaseMs: number;
   observer: TokenStoreObserver | undefined;
+  /** Counts and logs an anomaly (the store's {@link TokenStore.anomaly}). */
+  anomaly: (kind: AnomalyKind) => void;
 }
 
 /** One credential's slot over the store's primitives: sealing, opening, counting. */
 export function createSlot(options: SlotOptions): CredentialSlot {
-  const { key, backend, health, clock, leaseMs, observer } = options;
+  const { key, backend, health, clock, leaseMs, observer, anomaly } = options;
   const count = (operation: StoreOperation, result: StoreResult): void => observer?.onOperation?.(operation, result);
   /** The `ct` of an entry a read found unusable: the next write replaces it whatever its `exp` says. */
   let garbageCt: string | undefined;
@@ -105,11 +134,18 @@ export function createSlot(options: SlotOptions): CredentialSlot {
     return attempt.unavailable;
   }
 
-  function sharedFailure(value: string | undefined, ttlMs: number, countedFrom: number): FailureRecord | undefined {
-    // A record without a time to live, or one this key did not seal, is not one a proxy wrote.
+  function failureRecord(value: string | undefined, ttlMs: number, countedFrom: number): FailureRecord | undefined {
+    // A record without a time to live is not one a proxy wrote; one this key did not seal is ignored, and counted.
     if (value === undefined || ttlMs <= 0) return undefined;
-    const outcome = openFailure(key, value);
-    return outcome === undefined ? undefined : { nextAttemptAtMs: countedFrom + ttlMs, outcome };
+    const sealed = openFailure(key, value);
+    if (sealed === undefined) {
+      anomaly('invalid_failure');
+      return undefined;
+    }
+    // The lesser of the sealed time and the time to live the store counts: a replayed record, or
+    // one whose time to live was stretched, asks for no wait past what its writer sealed.
+    const nextAttemptAtMs = Math.min(sealed.nextAttemptAtMs, countedFrom + ttlMs);
+    return { nextAttemptAtMs, sealedAtMs: sealed.nextAttemptAtMs, outcome: sealed.outcome };
   }
 
   return {
@@ -121,7 +157,7 @@ export function createSlot(options: SlotOptions): CredentialSlot {
       if (!attempt.ok) return failed('read', attempt);
       const raw = attempt.value;
       const now = clock.now();
-      const failure = sharedFailure(raw.failure, raw.failureTtlMs, sent);
+      const failure = failureRecord(raw.failure, raw.failureTtlMs, sent);
       if (raw.entry === undefined) {
         count('read', 'miss');
         return { kind: 'miss', invalid: false, failure };
@@ -130,6 +166,7 @@ export function createSlot(options: SlotOptions): CredentialSlot {
       if (token === undefined) {
         garbageCt = raw.entry === 'garbage' ? undefined : raw.entry.ct;
         count('read', 'invalid');
+        anomaly('invalid_entry');
         return { kind: 'miss', invalid: true, failure };
       }
       // The lesser of the writer's last usable moment and the time to live the store counts.
@@ -156,9 +193,10 @@ export function createSlot(options: SlotOptions): CredentialSlot {
     async takeLease(): Promise<LeaseResult> {
       const value = randomBytes(16).toString('hex');
       const takenAt = clock.now();
-      const attempt = await health.run(() => backend.acquire(key.leaseKey, value, leaseMs));
+      const attempt = await health.run(() => backend.acquire(key.leaseKey, value, leaseMs, LEASE_LIMIT_MS));
       if (!attempt.ok) return failed('lease', attempt);
-      if (!attempt.value) {
+      if (attempt.value !== 'acquired') {
+        if (attempt.value === 'cut') anomaly('lease_too_long');
         count('lease', 'taken');
         return { kind: 'taken' };
       }
@@ -187,7 +225,7 @@ export function createSlot(options: SlotOptions): CredentialSlot {
     async recordFailure(failure: { nextAttemptAtMs: number; outcome: string }): Promise<RecordResult> {
       const ttlMs = Math.ceil(failure.nextAttemptAtMs - clock.now());
       if (ttlMs <= 0) return { kind: 'recorded' };
-      const value = sealFailure(key, failure.outcome);
+      const value = sealFailure(key, failure);
       const attempt = await health.run(() => backend.recordFailure(key.failureKey, value, ttlMs));
       if (!attempt.ok) return failed('write', attempt);
       count('write', 'ok');

@@ -8,12 +8,15 @@
  *    (at a refresh, only one usable at least a second longer than the token held; never one the
  *    gateway rejected);
  * 2. a failure another proxy recorded, whose next attempt is still ahead, is waited for as the
- *    fleet does: the attempt ends with that time as its next;
+ *    fleet does, but never longer than this proxy's own backoff could wait, and once: looked at
+ *    again when that wait ends, the same record is passed by;
  * 3. lease: otherwise the proxy takes the lease, fetches, writes the entry and releases the lease;
  *    when its fetch fails, it records the failure with its next attempt's time (this proxy's
  *    backoff) and then releases the lease, before the attempt ends;
  * 4. wait: a proxy that finds the lease taken reads the entry again (polling with jitter) for up
- *    to the fetch timeout, then tries for the lease again;
+ *    to the fetch timeout, then tries for the lease again; one lease length in all from the moment
+ *    it first found the lease taken, however many leases it finds meanwhile, then it fetches
+ *    itself (what it reads cannot hold it longer);
  * 5. delete by fingerprint: the newest token the gateway rejected is deleted from the store first,
  *    if it is still there;
  * 6. whenever the store cannot be used (down, slow, refusing), the proxy fetches alone, as without
@@ -24,7 +27,14 @@
  * is `store-use.ts`.
  */
 import type { Clock } from '../../core/clock.js';
-import type { CredentialSlot, FailureRecord, Lease, ReadResult, TokenStore } from '../../store/index.js';
+import {
+  LEASE_MARGIN_MS,
+  type CredentialSlot,
+  type FailureRecord,
+  type Lease,
+  type ReadResult,
+  type TokenStore,
+} from '../../store/index.js';
 import type { DpopClient } from '../dpop/index.js';
 import { TokenFetchError, type FetchOutcome } from '../errors.js';
 import { STORE_SCHEDULE, type BackoffPolicy } from '../refresh-schedule.js';
@@ -72,6 +82,8 @@ export function storeSupply(own: TokenSupply, options: StoreSupplyOptions): Toke
 class StoreSupply implements TokenSupply {
   /** The newest rejected token deleted from the store, so each is deleted once. */
   private deleted: string | undefined;
+  /** The sealed time of the last failure record waited for: the same record is not waited for twice. */
+  private honoured: number | undefined;
   private firstUse: boolean;
 
   constructor(
@@ -88,16 +100,27 @@ class StoreSupply implements TokenSupply {
     this.firstUse = false;
     if (slot === undefined) return this.own.obtain(request);
     await this.deleteRejected(slot, request.rejected);
+    /** When the lease was first found taken: other proxies' fetches are waited for one lease length in all from then. */
+    let waitingSince: number | undefined;
     for (;;) {
       const read = await slot.read();
       if (read.kind === 'unavailable') return this.alone(request);
       const adopted = this.adoptable(read, request);
       if (adopted !== undefined) return adopted;
-      this.throwIfFailing(read);
+      this.throwIfFailing(read, request);
       const taken = await slot.takeLease();
       if (taken.kind === 'unavailable') return this.alone(request);
       if (taken.kind === 'acquired') return this.fetchUnder(slot, taken.lease, request);
-      const awaited = await this.awaitEntry(slot, request);
+      const now = this.o.clock.now();
+      waitingSince ??= now;
+      const waitUntil = waitingSince + this.o.fetchTimeoutMs + LEASE_MARGIN_MS;
+      if (now >= waitUntil) {
+        // Leases kept being taken for a whole lease length: no fetch of another proxy's is that
+        // long, so this one fetches itself and writes what it gets, as the lease holder would.
+        this.o.store.anomaly('lease_wait_exhausted');
+        return this.fetchUnder(slot, undefined, request);
+      }
+      const awaited = await this.awaitEntry(slot, request, Math.min(now + this.o.fetchTimeoutMs, waitUntil));
       if (awaited === 'alone') return this.alone(request);
       if (awaited !== 'lease') return awaited;
     }
@@ -117,15 +140,17 @@ class StoreSupply implements TokenSupply {
   }
 
   /**
-   * Fetches under the lease; the token is used at once, written, then the lease released. A failed
-   * fetch is recorded with its next attempt's time, then the lease released, before the attempt
-   * ends: a proxy that takes the lease next finds the failure first.
+   * Fetches under the lease (or, once waiting for leases is exhausted, without one); the token is
+   * used at once, written, then the lease released. A failed fetch under the lease is recorded with
+   * its next attempt's time, then the lease released, before the attempt ends: a proxy that takes
+   * the lease next finds the failure first.
    */
-  private async fetchUnder(slot: CredentialSlot, lease: Lease, request: SupplyRequest): Promise<SuppliedToken> {
+  private async fetchUnder(slot: CredentialSlot, lease: Lease | undefined, request: SupplyRequest): Promise<SuppliedToken> {
     let supplied: SuppliedToken;
     try {
       supplied = await this.own.obtain(request);
     } catch (err) {
+      if (lease === undefined) throw err;
       if (err instanceof SupplyFailure) {
         const outcome = err.cause instanceof TokenFetchError ? err.cause.outcome : 'network_error';
         await slot.recordFailure({ nextAttemptAtMs: err.nextAttemptAtMs, outcome });
@@ -144,7 +169,7 @@ class StoreSupply implements TokenSupply {
     // The token is used at once; the write and the release follow on their own, each bounded by the store timeout.
     void slot
       .write(token)
-      .then(() => lease.release())
+      .then(() => lease?.release())
       .catch(() => undefined);
     return { ...supplied, schedule: STORE_SCHEDULE };
   }
@@ -152,11 +177,10 @@ class StoreSupply implements TokenSupply {
   /**
    * Another proxy holds the lease: reads the entry again after about 100 ms, twice as late each
    * time up to a second, each wait with jitter, until its token is there, its failure is
-   * recorded, or the fetch timeout has passed (then the lease is tried again).
+   * recorded, or `until` has passed (then the lease is tried again).
    */
-  private async awaitEntry(slot: CredentialSlot, request: SupplyRequest): Promise<Awaited> {
+  private async awaitEntry(slot: CredentialSlot, request: SupplyRequest, until: number): Promise<Awaited> {
     const { clock, random } = this.o;
-    const until = clock.now() + this.o.fetchTimeoutMs;
     for (let step = POLL_FIRST_MS; ; step = Math.min(POLL_CAP_MS, step * 2)) {
       const left = until - clock.now();
       if (left <= 0) return 'lease';
@@ -165,7 +189,7 @@ class StoreSupply implements TokenSupply {
       if (read.kind === 'unavailable') return 'alone';
       const adopted = this.adoptable(read, request);
       if (adopted !== undefined) return adopted;
-      this.throwIfFailing(read);
+      this.throwIfFailing(read, request);
     }
   }
 
@@ -194,15 +218,25 @@ class StoreSupply implements TokenSupply {
     };
   }
 
-  /** A failure another proxy recorded whose next attempt is still ahead: wait for it, as the fleet does. */
-  private throwIfFailing(read: ReadResult): void {
+  /**
+   * A failure another proxy recorded whose next attempt is still ahead: wait for it, as the fleet
+   * does, for the least of its time (sealed, and its time to live: the store bounds both) and the
+   * longest wait this proxy's own backoff could give now; a record already waited for once is
+   * passed by, so whatever it says, it holds this proxy no longer than its own backoff would.
+   */
+  private throwIfFailing(read: ReadResult, request: SupplyRequest): void {
     const failure = read.kind === 'unavailable' ? undefined : read.failure;
     const now = this.o.clock.now();
-    const waitMs = failure === undefined ? 0 : failure.nextAttemptAtMs - now;
-    if (failure === undefined || waitMs <= 0) return;
+    if (failure === undefined || failure.nextAttemptAtMs <= now || failure.sealedAtMs === this.honoured) return;
+    const held = request.held;
+    const validForMs = held !== undefined && held.usableUntilMs > now ? held.usableUntilMs - now : 0;
+    const longestMs = this.o.backoff.longestMs(validForMs, failure.outcome === 'rate_limited' || failure.outcome === 'server_error');
+    if (failure.nextAttemptAtMs - now > longestMs) this.o.store.anomaly('failure_too_long');
+    const waitMs = Math.min(failure.nextAttemptAtMs - now, longestMs);
+    this.honoured = failure.sealedAtMs;
     // Spread by up to a tenth (at most a second), so that the fleet's reads do not all come at once.
     const spread = this.o.random() * Math.min(POLL_CAP_MS, waitMs / 10);
-    throw new SupplyFailure(recordedFailure(failure, waitMs), now + Math.ceil(waitMs + spread));
+    throw new SupplyFailure(recordedFailure(failure, waitMs), now + Math.ceil(Math.min(longestMs, waitMs + spread)));
   }
 
   private sleep(ms: number, signal: AbortSignal): Promise<void> {
