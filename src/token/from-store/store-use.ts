@@ -114,11 +114,18 @@ export class ConfiguredStoreUse {
   }
 }
 
+/** Pass-through credentials' store keys derived at most this many a minute (each costs scrypt's work). */
+export const DERIVATIONS_PER_MINUTE = 10;
+
 /**
  * The supply of each pass-through credential, keyed by its own secret (a wrong secret derives
  * another key, and finds nothing); undefined when they are not shared (tokens bound to a DPoP key
  * generated here, said once). A credential's key is derived on its first use; that use waits for
- * it at most the store timeout, then fetches alone.
+ * it at most the store timeout, then fetches alone. At most {@link DERIVATIONS_PER_MINUTE}
+ * derivations start a minute: past that a credential fetches alone, as without a store, and its key
+ * is derived at a later attempt (its refresh) if it is still in use. A credential the token endpoint
+ * rejected derives nothing while the rejection is remembered: the cache answers it before it gets
+ * here.
  */
 export function passthroughStoreUse(
   o: StoreUseOptions & { method: AuthMethod },
@@ -136,6 +143,15 @@ export function passthroughStoreUse(
     o.log.warn({ credential: 'passthrough', reason: probe.reason }, 'the token store is not used for pass-through credentials');
     return undefined;
   }
+  /** When the derivations of the last minute started. */
+  const started: number[] = [];
+  const mayDerive = (): boolean => {
+    const now = o.clock.now();
+    while (started.length > 0 && started[0]! <= now - 60_000) started.shift();
+    if (started.length >= DERIVATIONS_PER_MINUTE) return false;
+    started.push(now);
+    return true;
+  };
   return (credential) => {
     const identity = storeIdentity({
       settings: o.settings,
@@ -146,8 +162,17 @@ export function passthroughStoreUse(
       keyFile: undefined,
     });
     if (!identity.shared) return undefined;
+    const { input } = identity;
     const namespace = new StoreNamespace(o.store, o.clock);
-    namespace.use(identity.input);
-    return withStore(o, namespace, o.storeTimeoutMs);
+    const supplyWith = withStore(o, namespace, o.storeTimeoutMs);
+    return (own, backoff) => {
+      const supply = supplyWith(own, backoff);
+      return {
+        obtain(request) {
+          if (!namespace.shared && mayDerive()) namespace.use(input);
+          return supply.obtain(request);
+        },
+      };
+    };
   };
 }
