@@ -38,6 +38,7 @@ export type {
 } from './contract.js';
 export { LEASE_MARGIN_MS, openRedisTokenStore, type OpenStoreOptions, type RedisTokenStore } from './redis-store.js';
 export { checkStoreSettings, MIN_KEY_BYTES, type StoreSettings } from './settings.js';
+export { functionLibrary, LIBRARY_NAME } from './scripts.js';
 export { watchStoreFiles, type StoreFilesOptions } from './store-files.js';
 export { createMemoryTokenStore, MemoryStoreServer, type MemoryFault } from './memory-backend.js';
 export { describeCredential, FORMAT_VERSION, scryptDeriver, sharedDeriver, type KeyDeriver } from './store-key.js';

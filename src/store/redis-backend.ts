@@ -4,7 +4,8 @@ import type { TlsMaterial } from '../net/tls-material.js';
 import type { RawRead, StoreBackend } from './backend.js';
 import { CLOSED, explainRedisFailure, type PasswordSource } from './redis-failure.js';
 import type { StoreEndpoint } from './redis-url.js';
-import { ACQUIRE, DELETE_IF, READ, RELEASE, WRITE } from './scripts.js';
+import { FORMAT_VERSION } from './store-key.js';
+import { LIBRARY_NAME, SCRIPTS, VERSION_FUNCTION, functionName } from './scripts.js';
 
 /** A connection unused this long is closed: a proxy needs the store about once a token lifetime. */
 export const IDLE_CLOSE_MS = 30_000;
@@ -23,6 +24,8 @@ export interface RedisBackendOptions {
   timeoutMs: number;
   clock: Clock;
   idleMs?: number | undefined;
+  /** `TOKEN_STORE_SCRIPTS`: the scripts sent with `EVAL`/`EVALSHA`, or called with `FCALL` from the library an operator loaded. */
+  scripts?: 'eval' | 'functions' | undefined;
 }
 
 type ScriptReply = [string, string | null, string | null, string | null, number, string | null, number];
@@ -128,11 +131,14 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       const node = endpoint.nodes[0]!;
       client = new lib.Redis({ ...common, host: node.host, port: node.port, retryStrategy: () => null, ...(tls ? { tls } : {}) }) as Client;
     }
-    client.defineCommand('tapRead', { numberOfKeys: 2, lua: READ });
-    client.defineCommand('tapWrite', { numberOfKeys: 2, lua: WRITE });
-    client.defineCommand('tapAcquire', { numberOfKeys: 1, lua: ACQUIRE });
-    client.defineCommand('tapRelease', { numberOfKeys: 1, lua: RELEASE });
-    client.defineCommand('tapDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
+    for (const [command, script] of Object.entries(SCRIPTS)) {
+      if (options.scripts !== 'functions') client.defineCommand(command, { numberOfKeys: script.keys, lua: script.lua });
+      else {
+        const name = functionName(script.name);
+        const call = (...args: (string | number)[]): Promise<unknown> => client.call('FCALL', name, script.keys, ...args);
+        Object.defineProperty(client, command, { value: call });
+      }
+    }
     return client;
   }
 
@@ -230,8 +236,13 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     async ping() {
       await use(async (c) => {
         // A cluster: its slots were read on connecting; one primary answering says it is reachable.
-        if (endpoint.mode === 'cluster') await (c as Cluster).nodes('master')[0]?.ping();
-        else await c.ping();
+        const node = endpoint.mode === 'cluster' ? (c as Cluster).nodes('master')[0] : (c as Redis);
+        if (options.scripts !== 'functions') await node?.ping();
+        else {
+          // The library this proxy calls must be there, of the key format it writes.
+          const version = await node?.call('FCALL', VERSION_FUNCTION, 0);
+          if (version !== FORMAT_VERSION) throw new Error(`Function library ${LIBRARY_NAME} answers version ${String(version)}`);
+        }
       });
       // A check keeps no connection: a fleet finding its store again does not hold one each.
       if (inFlight === 0) drop(current);

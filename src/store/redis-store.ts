@@ -65,6 +65,7 @@ export function openRedisTokenStore(options: OpenStoreOptions): RedisTokenStore 
     timeoutMs: settings.timeoutMs,
     clock,
     idleMs: options.idleMs,
+    scripts: settings.scripts,
   });
   const store = createSealedStore({
     backend,

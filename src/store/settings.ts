@@ -17,6 +17,8 @@ export interface StoreSettings {
   readonly endpoint: StoreEndpoint;
   readonly prefix: string;
   readonly timeoutMs: number;
+  /** `TOKEN_STORE_SCRIPTS`: the scripts sent with `EVAL`, or called with `FCALL` from the library an operator loaded. */
+  readonly scripts?: 'eval' | 'functions' | undefined;
   /** The password in use at start (the file's, trimmed, or the URL's); never shown. */
   readonly password: string | undefined;
   readonly passwordSource: PasswordSource;
@@ -35,6 +37,7 @@ const STORE_KEYS: readonly (keyof Config)[] = [
   'tokenStoreKeyFile',
   'tokenStorePrefix',
   'tokenStoreTimeoutMs',
+  'tokenStoreScripts',
 ];
 
 /**
@@ -102,6 +105,7 @@ export function checkStoreSettings(ctx: SettingsCheckContext): StoreSettings | u
     endpoint,
     prefix: config.tokenStorePrefix,
     timeoutMs: config.tokenStoreTimeoutMs,
+    scripts: config.tokenStoreScripts,
     password,
     passwordSource,
     passwordFileText,

@@ -27,6 +27,8 @@ export interface RedisTarget {
   tls?: TlsMaterial;
   /** The administrator's TLS options, for reading the store back. */
   adminTls?: { ca: string; cert?: string; key?: string };
+  /** `TOKEN_STORE_SCRIPTS`. */
+  scripts?: 'eval' | 'functions';
 }
 
 /** The checked settings for `target`, as `checkStoreSettings` would give them. */
@@ -39,6 +41,7 @@ export function storeSettings(target: RedisTarget, prefix: string, timeoutMs = 2
     endpoint,
     prefix,
     timeoutMs,
+    scripts: target.scripts ?? 'eval',
     password,
     passwordSource:
       endpoint.urlPassword !== undefined ? 'TOKEN_STORE_URL' : password === undefined ? undefined : 'TOKEN_STORE_PASSWORD_FILE',

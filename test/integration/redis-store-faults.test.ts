@@ -147,6 +147,16 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store that
     }
   });
 
+  it('counts a store without the function library TOKEN_STORE_SCRIPTS=functions calls as unusable, naming how to load it', async () => {
+    await server.cli('ACL', 'SETUSER', USER.name, '+fcall');
+    const { store, cred, log } = await open({ ...target, scripts: 'functions' });
+    expect(await cred.read()).toMatchObject({ kind: 'unavailable', detail: expect.stringContaining('store-functions') });
+    expect(store.up).toBe(false);
+    expect((log.at('error')[0]!.obj as { detail: string }).detail).toContain('TOKEN_STORE_SCRIPTS=functions');
+    expect(await store.probe()).toMatchObject({ kind: 'unavailable', detail: expect.stringContaining('function library') });
+    await server.cli('ACL', 'SETUSER', USER.name, '-fcall');
+  });
+
   it('asks for a password, naming TOKEN_STORE_PASSWORD_FILE, when none is given and the store wants one', async () => {
     const { cred, log } = await open({ ...target, url: `redis://127.0.0.1:${server.port}`, password: undefined });
     expect(await cred.read()).toMatchObject({
