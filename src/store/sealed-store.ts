@@ -74,7 +74,7 @@ export function createSealedStore(options: SealedStoreOptions): TokenStore {
     where: options.where,
   });
   const warnedAt = new Map<AnomalyKind, number>();
-  /** Counted every time, logged once per kind per {@link ANOMALY_LOG_INTERVAL_MS}: a fleet under a writer of the prefix does not flood its logs. */
+  /** Counted every time, logged once per kind per {@link ANOMALY_LOG_INTERVAL_MS}: a writer of the prefix floods no log. */
   const anomaly = (kind: AnomalyKind): void => {
     observer?.onAnomaly?.(kind);
     const now = clock.now();

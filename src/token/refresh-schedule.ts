@@ -95,7 +95,10 @@ export interface BackoffPolicy {
   longestMs(validForMs: number, withRetryAfter: boolean): number;
 }
 
-/** Exponential backoff with full jitter, capped as `schedule` says, never less than a `Retry-After` (itself at most {@link RETRY_AFTER_CAP_MS}). */
+/**
+ * Exponential backoff with full jitter, capped as `schedule` says, never less than a `Retry-After`
+ * (itself at most {@link RETRY_AFTER_CAP_MS}).
+ */
 export function backoffPolicy(schedule: RefreshSchedule, random: () => number): BackoffPolicy {
   return {
     delayMs: (attempt, failure, validForMs) => backoffDelay(attempt, random, failure.retryAfterMs, schedule.backoffCapMs(validForMs)),

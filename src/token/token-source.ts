@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import { TokenUnavailableError } from '../core/errors.js';
-import type { FetchOutcome, TokenFetchError } from './errors.js';
+import type { TokenFetchError } from './errors.js';
+import type { TokenSourceObserver, TokenState } from './token-state.js';
 import type { Log } from '../core/log.js';
 import { backoffPolicy, DEFAULT_SCHEDULE, type BackoffPolicy, type RefreshSchedule } from './refresh-schedule.js';
 import type { Credential } from './client-auth/index.js';
@@ -16,22 +17,7 @@ export const FORCED_REFRESH_INTERVAL_MS = 5_000;
 /** Tokens the gateway rejected, remembered so that none is taken from a shared store again. */
 const REJECTED_KEPT = 8;
 
-/** What the metrics see of one credential's token. */
-export interface TokenState {
-  /** When the held token expires (ms since the epoch), 0 when none is held. */
-  readonly expiresAtMs: number;
-  /** When the last fetch succeeded, 0 before the first. */
-  readonly lastSuccessAtMs: number;
-  readonly consecutiveFailures: number;
-}
-
-export interface TokenSourceObserver {
-  /** This proxy's own token request ended (a token taken from a shared store is no fetch). */
-  onFetch?(outcome: FetchOutcome, durationS: number): void;
-  /** A token was taken from the shared store instead of fetched. */
-  onAdopt?(): void;
-  onState?(state: TokenState): void;
-}
+export type { TokenSourceObserver, TokenState } from './token-state.js';
 
 export interface TokenSourceOptions {
   /** Names the credential in logs (never the client id or secret). */
@@ -52,10 +38,7 @@ export interface TokenSourceOptions {
   onFailure?: ((error: TokenFetchError) => void) | undefined;
   /** With DPoP: a DPoP-bound token's authorization makes proofs with the key it is bound to. */
   dpop?: DpopClient | undefined;
-  /**
-   * With a shared token store: the supply that consults it around this proxy's own fetch
-   * (token/from-store/), given the backoff it applies to the failures it meets.
-   */
+  /** With a shared token store: the supply around this proxy's own fetch, with this source's backoff (token/from-store/). */
   withStore?: ((own: TokenSupply, backoff: BackoffPolicy) => TokenSupply) | undefined;
 }
 
@@ -101,14 +84,11 @@ export class TokenSource {
     this.schedule = options.schedule ?? DEFAULT_SCHEDULE;
     this.credential = options.credential;
     this.waiters = new WaitingRequests(options.clock);
-    this.backoff = backoffPolicy(this.schedule, options.random);
-    const own = fetchingSupply(options.fetchToken, {
-      clock: options.clock,
-      count: options.observer?.onFetch?.bind(options.observer),
-      backoff: this.backoff,
-      schedule: this.schedule,
-    });
-    this.supply = options.withStore?.(own, this.backoff) ?? own;
+    const { clock, schedule } = this;
+    const { observer } = options;
+    const backoff = (this.backoff = backoffPolicy(schedule, options.random));
+    const own = fetchingSupply(options.fetchToken, { clock, count: observer?.onFetch?.bind(observer), backoff, schedule });
+    this.supply = options.withStore?.(own, backoff) ?? own;
   }
 
   /** Starts the first fetch now, before any request needs the token. */
