@@ -100,7 +100,7 @@ export class MemoryStoreServer {
     return {
       read: (keys) => serve('read', () => this.read(keys)),
       // Refused at maxmemory only when it would write: keeping an entry deletes, and deletes pass.
-      write: (keys, fields, ttlMs, replaceCt) => serve('delete', () => this.write(keys, fields, ttlMs, replaceCt)),
+      write: (keys, fields, ttlMs, replaceCt) => serve('delete', () => this.write(keys, fields, ttlMs(), replaceCt)),
       acquire: (leaseKey, value, ttlMs, limitMs) => serve('write', () => this.acquire(leaseKey, value, ttlMs, limitMs)),
       release: (leaseKey, value) => serve('delete', () => this.string(leaseKey) === value && this.data.delete(leaseKey)),
       deleteIf: (entryKey, fingerprint) =>

@@ -221,7 +221,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
         return { entry, entryTtlMs, failure: failure ?? undefined, failureTtlMs };
       }),
     write: (keys, f, ttlMs, replaceCt) =>
-      use(async (c) => (await c.tapWrite(keys.entryKey, keys.failureKey, f.exp, f.fp, f.ct, ttl(ttlMs), replaceCt ?? '')) === 1),
+      use(async (c) => (await c.tapWrite(keys.entryKey, keys.failureKey, f.exp, f.fp, f.ct, ttl(ttlMs()), replaceCt ?? '')) === 1),
     acquire: (leaseKey, value, ttlMs, limitMs) =>
       use(async (c) => {
         const taken = await c.tapAcquire(leaseKey, value, ttl(ttlMs), limitMs);

@@ -183,7 +183,8 @@ export function createSlot(options: SlotOptions): CredentialSlot {
       const ttlMs = Math.floor(token.usableUntilMs) - clock.now();
       if (ttlMs <= 0) return { kind: 'kept' };
       const fields = sealEntry(key, token);
-      const attempt = await health.run(() => backend.write(key, fields, ttlMs, garbageCt));
+      const ttl = (): number => Math.floor(token.usableUntilMs) - clock.now();
+      const attempt = await health.run(() => backend.write(key, fields, ttl, garbageCt));
       if (!attempt.ok) return failed('write', attempt);
       garbageCt = undefined;
       count('write', 'ok');

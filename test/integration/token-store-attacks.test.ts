@@ -155,6 +155,39 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store some
     expect(served).not.toContain(`Bearer ${first}`);
   });
 
+  it('answers wrong pass-through credentials by the hundred as without a store, deriving at most ten keys a minute', async ({
+    mock,
+    stack,
+  }) => {
+    const RIGHT = 'alpha-secret-2b7e';
+    const gateway = await mock({ clients: { alpha: RIGHT }, tokenTtlS: 60 });
+    const proxy = await stack({
+      gateway,
+      credentials: false,
+      env: { ...env(freshPrefix()), PASSTHROUGH_BASIC: 'true' },
+      mustNotLeak: [RIGHT],
+    });
+    const basic = (id: string, secret: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}` });
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 10; batch++) {
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          fetch(`${proxy.proxy.proxyUrl}/api/v1/tickets`, { headers: basic(`caller-${batch}-${i}`, `wrong-${Math.random()}`) }),
+        ),
+      );
+      for (const a of answers) {
+        statuses.push(a.status);
+        await a.arrayBuffer();
+      }
+    }
+    expect(new Set(statuses)).toEqual(new Set([401]));
+    // One token request each, as without a store; and the store is read for at most ten of them.
+    expect(gateway.tokenRequests).toHaveLength(100);
+    const reads = await proxy.metric(/ticket_auth_proxy_token_store_operations_total\{operation="read",result="miss"\} (\S+)/);
+    expect(reads).toBeLessThanOrEqual(10);
+    expect(failures(await traffic([proxy], 500, basic('alpha', RIGHT)))).toEqual({});
+  });
+
   it('refuses the proxies’ own user what the documented ACL line leaves out', async () => {
     for (const command of [
       ['SCAN', '0'],
