@@ -7,7 +7,9 @@ import { TokenFetchError } from '../../src/token/errors.js';
 import { storeSupply, RecordedFailureError } from '../../src/token/from-store/store-supply.js';
 import { StoreNamespace } from '../../src/token/from-store/credential-namespace.js';
 import { TokenSource } from '../../src/token/token-source.js';
-import { backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
+import { sealFailure } from '../../src/store/entry.js';
+import { deriveStoreKey } from '../../src/store/store-key.js';
+import { BACKOFF_CAP_MS, backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
 import { fetchingSupply, SupplyFailure } from '../../src/token/token-supply.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
@@ -281,6 +283,24 @@ describe('a token shared through a store: failures', () => {
     const keys = f.server.dump().map((k) => k.key);
     expect(keys.some((k) => k.endsWith(':lease'))).toBe(false);
     expect(keys.some((k) => k.endsWith(':failure'))).toBe(true);
+  });
+
+  it('honours a failure record sealed for a day no longer than its own backoff could wait, counts it, and then fetches', async () => {
+    const f = fleet();
+    const a = f.proxy();
+    const key = await deriveStoreKey({ ...KEY, prefix: 'ticket-auth-proxy:', derive: fastDerive });
+    // Sealed under the credential's key (a holder of it), for a day, with a day to live.
+    f.server.put(key.failureKey, sealFailure(key, { outcome: 'timeout', nextAttemptAtMs: f.clock.now() + 86_400_000 }), 86_400_000);
+    a.source.start();
+    await f.clock.advance(BACKOFF_CAP_MS - 1_000);
+    expect(f.fetcher.calls).toHaveLength(0);
+    expect(a.operations).not.toContain('lease:ok');
+    f.numberTokens();
+    await f.clock.advance(2_000);
+    expect(f.fetcher.calls).toHaveLength(1);
+    expect(a.source.current()).toBe('tok-1');
+    expect(f.log.lines.filter((l) => (l.obj as { kind?: string }).kind === 'failure_too_long')).toHaveLength(1);
+    f.stop();
   });
 
   it('lets a throttling token endpoint see one attempt per backoff step from a fleet, not one per proxy', async () => {
