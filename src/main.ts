@@ -9,6 +9,7 @@ import { SETTINGS_CHECKS } from './app/settings-checks.js';
 import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';
 import { createLogger } from './core/log.js';
+import { functionLibrary } from './store/index.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -30,6 +31,10 @@ async function main(): Promise<void> {
   }
   if (args.command === 'version') {
     process.stdout.write(`${VERSION}\n`);
+    return;
+  }
+  if (args.command === 'store-functions') {
+    process.stdout.write(functionLibrary());
     return;
   }
   // Variables that look like a misspelt setting: logged once the logger exists, written before it.

@@ -101,9 +101,9 @@ export const quiet = { error() {}, warn() {}, info() {}, debug() {} };
 
 /**
  * One sidecar: the product's token source for the fleet's one credential, on the simulated clock,
- * started at a random moment within the first second. `schedule` and `share` as TokenSource takes them.
+ * started at a random moment within the first second. `schedule` and `withStore` as TokenSource takes them.
  */
-export function sidecar({ fetchToken, clock, random, refreshRatio, schedule, share }) {
+export function sidecar({ fetchToken, clock, random, refreshRatio, schedule, withStore }) {
   const source = new TokenSource({
     label: 'sidecar',
     credential: { clientId: 'fleet', clientSecret: 'fleet' },
@@ -114,7 +114,7 @@ export function sidecar({ fetchToken, clock, random, refreshRatio, schedule, sha
     waitTimeoutMs: 5000,
     log: quiet,
     schedule,
-    share,
+    withStore,
   });
   clock.setTimeout(() => source.start(), Math.floor(random() * 1000));
   return source;

@@ -1,12 +1,12 @@
 // `npm run bench:fleet`, the shared token store: a fleet of sidecars with one credential, each the
-// product's own token source with the product's shared supply (dist/token/shared-token.js) and its
+// product's own token source with the product's store supply (dist/token/from-store/store-supply.js) and its
 // own client of one in-memory store (dist/store/memory-backend.js), on the simulated clock. The
 // token endpoint counts every fetch; a figure is fetches per token lifetime for the whole fleet.
 import { createMemoryTokenStore, MemoryStoreServer } from '../../dist/store/memory-backend.js';
 import { scryptDeriver, sharedDeriver } from '../../dist/store/store-key.js';
 import { TokenFetchError } from '../../dist/token/errors.js';
-import { sharedSupply } from '../../dist/token/shared-token.js';
-import { StoreNamespace } from '../../dist/token/store-credential.js';
+import { storeSupply } from '../../dist/token/from-store/store-supply.js';
+import { StoreNamespace } from '../../dist/token/from-store/credential-namespace.js';
 import { quiet, seeded, sidecar, SimClock } from './sim.js';
 
 const KEY = { description: 'token_url=https://idp.example/token client_id=fleet', keyMaterial: Buffer.from('fleet-secret') };
@@ -45,14 +45,14 @@ export async function fleetTimeline(options) {
   };
   const sources = [];
   for (let i = 0; i < sidecars; i++) {
-    let share;
+    let withStore;
     if (options.store) {
       const store = createMemoryTokenStore({ server, clock, random, log: quiet, leaseMs: FETCH_TIMEOUT_MS + 1_000, derive });
       const namespace = new StoreNamespace(store, clock);
       namespace.use(KEY);
-      share = (own) => sharedSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT_MS, clock, random });
+      withStore = (own, backoff) => storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT_MS, backoff, clock, random });
     }
-    sources.push(sidecar({ fetchToken, clock, random, refreshRatio, share }));
+    sources.push(sidecar({ fetchToken, clock, random, refreshRatio, withStore }));
   }
   if (options.storeDown !== undefined) {
     clock.setTimeout(() => (server.fault = 'unreachable'), options.storeDown.fromMs);

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import type { StoreSettings } from '../store/index.js';
+import { openRedisTokenStore, type StoreSettings } from '../store/index.js';
 import { createAdminServer } from '../admin/server.js';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
@@ -23,7 +23,6 @@ import { createMemoryBound } from './memory.js';
 import { Readiness } from './readiness.js';
 import { shutdown, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
-import { openTokenStore } from './token-store.js';
 import { listenOnSocket, type SocketFile } from './listeners/unix-socket.js';
 
 export interface AppDeps {
@@ -76,7 +75,17 @@ export async function startApp(deps: AppDeps): Promise<App> {
   if (tracing !== undefined) stops.add(() => tracing.shutdown());
   const metrics = withTracing(counted, tracing);
   let tls = deps.tls.material;
-  const store = openTokenStore({ ...deps, settings: deps.store, tls, observer: metrics.tokenStore, stops });
+  const store =
+    deps.store &&
+    openRedisTokenStore({
+      ...deps,
+      settings: deps.store,
+      fetchTimeoutMs: config.tokenFetchTimeoutMs,
+      tls,
+      observer: metrics.tokenStore,
+      watchFiles: true,
+    });
+  if (store !== undefined) stops.add(() => store.close());
   const { configured, configuredTarget, passthrough, endpoint } = createTokenSources({
     ...deps,
     metrics,
@@ -96,7 +105,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
       onChange: (material, what) => {
         tls = material;
         dispatchers.setTls(material);
-        store?.store.setTls(material);
+        store?.setTls(material);
         if (what === 'client_certificate') configuredTarget?.refreshNow('client certificate changed');
       },
     }),

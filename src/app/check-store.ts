@@ -5,7 +5,7 @@ import type { TlsMaterial } from '../net/tls-material.js';
 import { openRedisTokenStore, type StoreSettings } from '../store/index.js';
 import { authMethod, type ConfiguredCredential } from '../token/client-auth/index.js';
 import type { DpopClient } from '../token/dpop/index.js';
-import { storeIdentity } from '../token/store-credential.js';
+import { storeIdentity } from '../token/from-store/credential-namespace.js';
 
 /**
  * What `check` says of the shared token store: whether it is reachable and accepts the password,
@@ -47,7 +47,7 @@ export async function checkTokenStore(
       say(`not used for this credential: ${identity.reason}`);
       return true;
     }
-    const read = await (await store.credential(identity.input)).read();
+    const read = await (await store.slot(identity.input)).read();
     if (read.kind === 'unavailable') {
       process.stderr.write(`ticket-auth-proxy: check failed: the token store cannot be used: ${read.detail}\n`);
       return false;

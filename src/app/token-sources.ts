@@ -2,6 +2,7 @@ import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
 import type { Log } from '../core/log.js';
 import type { Dispatcher } from 'undici';
+import type { RedisTokenStore } from '../store/index.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import {
   authMethod,
@@ -14,11 +15,10 @@ import {
 import { createDpopClient, watchDpopKeyFile, type DpopClient, type DpopObserver, type DpopStartup } from '../token/dpop/index.js';
 import { tokenEndpointFromConfig, type TokenEndpoint } from '../token/discovery/index.js';
 import { tokenFetcherFromConfig } from '../token/fetch-token.js';
-import { configuredSharing, passthroughSharing, type SharingOptions } from '../token/shared-credential.js';
+import { configuredStoreUse, passthroughStoreUse, type StoreUseOptions } from '../token/from-store/store-use.js';
 import { createSourceCache, type SourceCache } from '../token/source-cache.js';
 import { TokenSource } from '../token/token-source.js';
 import type { StopList } from './shutdown.js';
-import type { OpenedTokenStore } from './token-store.js';
 
 export interface TokenSourceDeps {
   config: Config;
@@ -35,7 +35,7 @@ export interface TokenSourceDeps {
   /** Where each part registers how it is stopped. */
   stops: StopList;
   /** The shared token store, when `TOKEN_STORE_URL` is set. */
-  store?: OpenedTokenStore | undefined;
+  store?: RedisTokenStore | undefined;
   /** The client certificate chain presented now (`TLS_CLIENT_CERT_FILE`), part of a credential the certificate proves. */
   clientCertificate?: (() => string | undefined) | undefined;
 }
@@ -58,7 +58,7 @@ type Wiring = TokenSourceDeps & { endpoint: TokenEndpoint };
 /**
  * The configured credential's token source (when one is configured), following the files it is
  * made of, and the pass-through credentials' cache (when `PASSTHROUGH_BASIC` is on), both sending
- * to one token endpoint (an issuer's metadata is read once for both), each sharing its tokens
+ * to one token endpoint (an issuer's metadata is read once for both), each inStore its tokens
  * through the token store when one is configured. Neither is started here.
  */
 export function createTokenSources(deps: TokenSourceDeps): TokenSources {
@@ -88,10 +88,10 @@ export function createTokenSources(deps: TokenSourceDeps): TokenSources {
 }
 
 /** What the credentials shared through the store have in common; undefined without a store. */
-function sharingOptions(deps: TokenSourceDeps, dpop: DpopClient | undefined): SharingOptions | undefined {
+function storeUseOptions(deps: TokenSourceDeps, dpop: DpopClient | undefined): StoreUseOptions | undefined {
   const { store, config, clock, random, log } = deps;
   if (store === undefined) return undefined;
-  return { store: store.store, settings: config, storeTimeoutMs: store.timeoutMs, dpop, keyFile: store.keyFile, clock, random, log };
+  return { store, settings: config, storeTimeoutMs: store.timeoutMs, dpop, keyFile: () => store.keyFile(), clock, random, log };
 }
 
 /** The DPoP side (one key per process) with `DPOP` on or required, else undefined. */
@@ -109,11 +109,11 @@ function configuredSource(deps: Wiring, dpop: DpopClient | undefined): { source:
   // How the configured client proves who it is (TOKEN_AUTH_METHOD).
   const auth = configuredCredential(config, { clock, log, startup: token });
   if (auth.credential === undefined) return undefined;
-  const shareOptions = sharingOptions(deps, dpop);
-  const sharing =
-    shareOptions &&
-    configuredSharing({
-      ...shareOptions,
+  const useOptions = storeUseOptions(deps, dpop);
+  const inStore =
+    useOptions &&
+    configuredStoreUse({
+      ...useOptions,
       method: authMethod(config.tokenAuthMethod),
       clientId: auth.credential.clientId,
       material: () => ({ ...auth.material(), clientCertificate: deps.clientCertificate?.() }),
@@ -130,15 +130,15 @@ function configuredSource(deps: Wiring, dpop: DpopClient | undefined): { source:
     observer: metrics.configuredToken,
     endpoint,
     dpop,
-    share: sharing?.share,
+    withStore: inStore?.withStore,
   });
   stops.add(() => source.stop());
   // The files the credential is made of (secret, key, assertion): a change reaches the source,
   // through its store namespace when it is shared.
-  const target = sharing?.target(source) ?? source;
+  const target = inStore?.target(source) ?? source;
   stops.add(auth.watch(target));
   // A new store key file: a new namespace, used from the next refresh on.
-  if (sharing !== undefined) deps.store?.onKeyFile(() => sharing.update());
+  if (inStore !== undefined) deps.store?.onKeyFile(() => inStore.update());
   return { source, target };
 }
 
@@ -146,9 +146,9 @@ function configuredSource(deps: Wiring, dpop: DpopClient | undefined): { source:
 function passthroughCache(deps: Wiring, dpop: DpopClient | undefined): SourceCache | undefined {
   const { config, clock, log, random, metrics, dispatcher, endpoint, stops } = deps;
   if (!config.passthroughBasic) return undefined;
-  const shareOptions = sharingOptions(deps, dpop);
+  const useOptions = storeUseOptions(deps, dpop);
   const cache = createSourceCache({
-    share: shareOptions && passthroughSharing({ ...shareOptions, method: passthroughMethod(config) }),
+    withStore: useOptions && passthroughStoreUse({ ...useOptions, method: passthroughMethod(config) }),
     max: config.tokenCacheMax,
     fetchToken: tokenFetcherFromConfig(
       config,

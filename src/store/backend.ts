@@ -28,14 +28,18 @@ export interface RawRead {
 export interface StoreBackend {
   read(keys: CredentialKeys): Promise<RawRead>;
   /**
-   * Sets the entry to `fields` with a time to live of `ttlMs`, and deletes the failure record,
+   * Sets the entry to `fields` with a time to live of `ttlMs()` (asked once connected, so the time
+   * spent connecting does not lengthen it), and deletes the failure record,
    * unless the entry holds an `exp` at least as late; an entry that is not a hash, has no number
    * in `exp`, or whose `ct` is `replaceCt` (garbage a read found) is replaced whatever it says.
    * True when written. Either way the failure record is deleted: a token was fetched.
    */
-  write(keys: CredentialKeys, fields: EntryFields, ttlMs: number, replaceCt: string | undefined): Promise<boolean>;
-  /** `SET lease value NX PX ttlMs`; a lease key without a time to live is given `ttlMs`. True when taken. */
-  acquire(leaseKey: string, value: string, ttlMs: number): Promise<boolean>;
+  write(keys: CredentialKeys, fields: EntryFields, ttlMs: () => number, replaceCt: string | undefined): Promise<boolean>;
+  /**
+   * `SET lease value NX PX ttlMs`: `acquired` when taken. Otherwise a lease key without a time to
+   * live, or with more than `limitMs`, is given `ttlMs` (only ever shortened): `cut`; else `taken`.
+   */
+  acquire(leaseKey: string, value: string, ttlMs: number, limitMs: number): Promise<'acquired' | 'taken' | 'cut'>;
   /** Deletes the lease if it still holds `value`. True when deleted. */
   release(leaseKey: string, value: string): Promise<boolean>;
   /** Deletes the entry if its `fp` is `fingerprint`. True when deleted. */

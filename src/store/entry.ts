@@ -1,5 +1,5 @@
 import { sameFingerprint, type StoreKey } from './store-key.js';
-import type { StoredToken } from './token-store.js';
+import type { StoredToken } from './contract.js';
 
 /**
  * An entry as the store holds it, a hash of three fields: `exp`, the token's last usable moment
@@ -60,18 +60,27 @@ export function openEntry(
   return { accessToken: s.t, tokenType: s.y, issuedAtMs: s.i, expiresAtMs: s.e, usableUntilMs: s.u };
 }
 
-/** The shared failure record's value: the outcome, sealed under the record's own name. */
-export function sealFailure(key: StoreKey, outcome: string): string {
-  return key.seal(JSON.stringify({ o: outcome }), key.failureKey);
+/** A failure record as sealed: the failed fetch's outcome and the next attempt's time (Unix ms, the writer's clock). */
+export interface SealedFailure {
+  readonly outcome: string;
+  readonly nextAttemptAtMs: number;
 }
 
-/** The outcome a failure record holds, or undefined when this key did not write it. */
-export function openFailure(key: StoreKey, value: string): string | undefined {
+/**
+ * The shared failure record's value: the outcome and the next attempt's time, sealed under the
+ * record's own name, so a record replayed later asks for no wait past the time it was written for.
+ */
+export function sealFailure(key: StoreKey, failure: SealedFailure): string {
+  return key.seal(JSON.stringify({ o: failure.outcome, n: Math.ceil(failure.nextAttemptAtMs) }), key.failureKey);
+}
+
+/** What a failure record holds, or undefined when this key did not write it or it lacks the next attempt's time. */
+export function openFailure(key: StoreKey, value: string): SealedFailure | undefined {
   const text = key.open(value, key.failureKey);
   if (text === undefined) return undefined;
   try {
-    const o = (JSON.parse(text) as { o?: unknown }).o;
-    return typeof o === 'string' ? o : undefined;
+    const { o, n } = JSON.parse(text) as { o?: unknown; n?: unknown };
+    return typeof o === 'string' && isTime(n) ? { outcome: o, nextAttemptAtMs: n } : undefined;
   } catch {
     return undefined;
   }

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
 import type { BackendFailure, StoreBackend } from './backend.js';
-import type { StoreResult, StoreUnavailable, TokenStoreObserver } from './token-store.js';
+import type { StoreResult, StoreUnavailable, TokenStoreObserver } from './contract.js';
 
 /** The first background check comes 0.5-1 s after the store went down; the wait doubles up to 15-30 s. */
 export const CHECK_BASE_MS = 1_000;
@@ -11,7 +11,7 @@ export interface HealthOptions {
   backend: StoreBackend;
   clock: Clock;
   random: () => number;
-  /** `TOKEN_STORE_TIMEOUT_MS`: the longest one call may take, connecting included. */
+  /** `TOKEN_STORE_TIMEOUT_MS`: the client's own timeout on each command and on connecting; named in the log line of a timeout. */
   timeoutMs: number;
   log: Log;
   observer: TokenStoreObserver | undefined;
@@ -24,11 +24,12 @@ export type Attempt<T> =
   | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly result: Extract<StoreResult, 'error' | 'timeout'>; readonly unavailable: StoreUnavailable };
 
-type Bounded<T> = { kind: 'ok'; value: T } | { kind: 'timeout' } | { kind: 'failed'; err: unknown };
+type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'failed'; err: unknown };
 
 /**
- * Whether the store may be used, and every call to it bounded by the store timeout. A timeout or
- * a failed connection makes the store down: calls are refused at once, without the network, until
+ * Whether the store may be used. Each call is bounded by one timeout, the client's own (the
+ * backend sets its command and connect timeouts to the store timeout; no second timer here). A
+ * timeout or a failed connection makes the store down: calls are refused at once, without the network, until
  * a background check (with jitter, so a fleet does not come back at once) connects and pings.
  * A command the server refuses fails alone. Each change of problem is logged once (warn, or
  * error for a configuration to fix), and the return to health once; `onHealth` follows the last
@@ -53,33 +54,34 @@ export class StoreHealth {
     return this.down === undefined;
   }
 
-  /** Runs `call` within the timeout; refused at once while the store is down. */
+  /** Runs `call`; refused at once while the store is down. */
   async run<T>(call: () => Promise<T>): Promise<Attempt<T>> {
     if (this.down !== undefined) {
       return { ok: false, result: 'error', unavailable: { kind: 'unavailable', reason: 'down', detail: this.down.detail } };
     }
-    const outcome = await this.bounded(call);
+    const outcome = await settled(call);
     if (outcome.kind === 'ok') {
       this.succeeded();
       return { ok: true, value: outcome.value };
     }
-    const failure = this.failed(outcome);
+    const failure = this.failed(outcome.err);
+    const timedOut = failure.problem === 'timeout';
     return {
       ok: false,
-      result: outcome.kind === 'timeout' ? 'timeout' : 'error',
-      unavailable: { kind: 'unavailable', reason: outcome.kind === 'timeout' ? 'timeout' : 'error', detail: failure.detail },
+      result: timedOut ? 'timeout' : 'error',
+      unavailable: { kind: 'unavailable', reason: timedOut ? 'timeout' : 'error', detail: failure.detail },
     };
   }
 
   /** Connects and pings now, whatever the state (for `check`); a success ends an outage. */
   async probe(): Promise<{ kind: 'ok' } | StoreUnavailable> {
-    const outcome = await this.bounded(() => this.o.backend.ping());
+    const outcome = await settled(() => this.o.backend.ping());
     if (outcome.kind === 'ok') {
       this.recovered();
       return { kind: 'ok' };
     }
-    const failure = this.failed(outcome);
-    return { kind: 'unavailable', reason: outcome.kind === 'timeout' ? 'timeout' : 'error', detail: failure.detail };
+    const failure = this.failed(outcome.err);
+    return { kind: 'unavailable', reason: failure.problem === 'timeout' ? 'timeout' : 'error', detail: failure.detail };
   }
 
   close(): void {
@@ -87,32 +89,12 @@ export class StoreHealth {
     this.o.clock.clearTimeout(this.checkTimer);
   }
 
-  private bounded<T>(call: () => Promise<T>): Promise<Bounded<T>> {
-    return new Promise<Bounded<T>>((resolve) => {
-      const timer = this.o.clock.setTimeout(() => resolve({ kind: 'timeout' }), this.o.timeoutMs);
-      new Promise<T>((r) => r(call())).then(
-        (value) => {
-          this.o.clock.clearTimeout(timer);
-          resolve({ kind: 'ok', value });
-        },
-        (err: unknown) => {
-          this.o.clock.clearTimeout(timer);
-          resolve({ kind: 'failed', err });
-        },
-      );
-    });
-  }
-
-  private failed(outcome: { kind: 'timeout' } | { kind: 'failed'; err: unknown }): BackendFailure {
+  private failed(err: unknown): BackendFailure {
+    const explained = this.o.backend.explain(err);
     const failure: BackendFailure =
-      outcome.kind === 'timeout'
-        ? {
-            problem: 'timeout',
-            connection: true,
-            severe: false,
-            detail: `the token store did not answer within TOKEN_STORE_TIMEOUT_MS (${this.o.timeoutMs} ms)`,
-          }
-        : this.o.backend.explain(outcome.err);
+      explained.problem === 'timeout'
+        ? { ...explained, detail: `the token store did not answer within TOKEN_STORE_TIMEOUT_MS (${this.o.timeoutMs} ms)` }
+        : explained;
     // A connection that timed out may still answer later: it is not used again.
     if (failure.connection) this.o.backend.reset();
     this.health(false);
@@ -165,10 +147,18 @@ export class StoreHealth {
 
   private async check(): Promise<void> {
     if (this.closed || this.down === undefined) return;
-    const outcome = await this.bounded(() => this.o.backend.ping());
+    const outcome = await settled(() => this.o.backend.ping());
     if (this.closed) return;
     if (outcome.kind === 'ok') this.recovered();
     // A refused PING (a connection that answers but will not serve) keeps the checks going too.
-    else if (!this.failed(outcome).connection) this.scheduleCheck();
+    else if (!this.failed(outcome.err).connection) this.scheduleCheck();
   }
+}
+
+/** A call's value or what it threw, as a value. */
+function settled<T>(call: () => Promise<T>): Promise<Outcome<T>> {
+  return new Promise<T>((resolve) => resolve(call())).then(
+    (value): Outcome<T> => ({ kind: 'ok', value }),
+    (err: unknown): Outcome<T> => ({ kind: 'failed', err }),
+  );
 }

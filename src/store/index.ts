@@ -1,28 +1,32 @@
 /**
- * The shared token store: one token per credential across every proxy that holds it, through
- * Redis or Valkey (`TOKEN_STORE_URL`). The lifecycle sees {@link TokenStore} and
- * {@link CredentialStore} alone (`token-store.ts` says how to use them); the wiring:
+ * The shared token store's Redis side: one token per credential across every proxy that holds it,
+ * through Redis or Valkey (`TOKEN_STORE_URL`). What a store is, its contract, is `contract.ts`;
+ * its Redis implementation is `redis-store.ts` (over `redis-backend.ts`, the client and the
+ * scripts of `scripts.ts`, and `sealed-store.ts`, the entry format of `entry.ts` under the keys
+ * of `store-key.ts`). The token side, where a token comes from with a store, is `token/from-store/`.
  *
  * 1. `checkStoreSettings` is handed to the loader; its result is undefined without a store.
- * 2. `openRedisTokenStore({ settings, fetchTimeoutMs, tls, clock, random, log, observer })` at
- *    start; then `need()`, and `credential({ description, keyMaterial })` for the configured
+ * 2. `openRedisTokenStore({ settings, fetchTimeoutMs, tls, clock, random, log, observer, watchFiles })`
+ *    at start; then `need()`, and `slot({ description, keyMaterial })` for the configured
  *    credential before its first read (the key is derived while the client library loads).
- * 3. `watchStoreFiles`: a new password goes to `setPassword`, new key material to the lifecycle
- *    (a new `credential()`); a rotated `CA_FILE` or client certificate goes to `setTls`.
+ * 3. With `watchFiles`, a new password reconnects with it and new key material reaches
+ *    `onKeyFile` listeners (a new `slot()`); a rotated `CA_FILE` or client certificate goes to `setTls`.
  * 4. `close()` at shutdown.
  *
  * Unit tests and the fleet simulation use `createMemoryTokenStore` on a `MemoryStoreServer`
  * instead, on their clock; `sharedDeriver(scryptDeriver())` derives each distinct key once for all.
  */
+export { ANOMALY_KINDS, LEASE_LIMIT_MS } from './contract.js';
 export type {
+  AnomalyKind,
   CredentialKeyInput,
-  CredentialStore,
+  CredentialSlot,
   DeleteResult,
   Lease,
   LeaseResult,
   ReadResult,
   RecordResult,
-  SharedFailure,
+  FailureRecord,
   StoredToken,
   StoreOperation,
   StoreResult,
@@ -31,9 +35,10 @@ export type {
   TokenStoreObserver,
   UnavailableReason,
   WriteResult,
-} from './token-store.js';
-export { LEASE_MARGIN_MS, openRedisTokenStore, type OpenStoreOptions, type RedisTokenStore } from './open-store.js';
+} from './contract.js';
+export { LEASE_MARGIN_MS, openRedisTokenStore, type OpenStoreOptions, type RedisTokenStore } from './redis-store.js';
 export { checkStoreSettings, MIN_KEY_BYTES, type StoreSettings } from './settings.js';
+export { functionLibrary, LIBRARY_NAME } from './scripts.js';
 export { watchStoreFiles, type StoreFilesOptions } from './store-files.js';
 export { createMemoryTokenStore, MemoryStoreServer, type MemoryFault } from './memory-backend.js';
 export { describeCredential, FORMAT_VERSION, scryptDeriver, sharedDeriver, type KeyDeriver } from './store-key.js';

@@ -1,8 +1,8 @@
 import type { Clock } from '../core/clock.js';
 import type { BackendFailure, CredentialKeys, RawRead, StoreBackend } from './backend.js';
 import type { EntryFields } from './entry.js';
-import { createTokenStore, type TokenStoreOptions } from './store.js';
-import type { TokenStore } from './token-store.js';
+import { createSealedStore, type SealedStoreOptions } from './sealed-store.js';
+import type { TokenStore } from './contract.js';
 
 /**
  * A fault the in-memory server plays, as a real one would show it: `unreachable` (connection
@@ -25,6 +25,8 @@ class MemoryStoreFailure extends Error {
     super(failure.detail);
   }
 }
+
+const TIMED_OUT: BackendFailure = { problem: 'timeout', connection: true, severe: false, detail: 'the token store did not answer in time' };
 
 const FAILURES: Record<Exclude<MemoryFault, 'none' | 'hang'>, BackendFailure> = {
   unreachable: {
@@ -71,12 +73,19 @@ export class MemoryStoreServer {
     });
   }
 
-  /** A client of this server. */
-  backend(): StoreBackend {
+  /**
+   * A client of this server. A command the server does not answer (`hang`) fails after
+   * `timeoutMs` on the server's clock, as the Redis client's own command timeout fails it.
+   */
+  backend(timeoutMs = 250): StoreBackend {
     const serve = <T>(kind: 'read' | 'write' | 'delete', fn: () => T): Promise<T> => {
       const fault = this.fault;
       this.commands++;
-      if (fault === 'hang') return new Promise<T>(() => undefined);
+      if (fault === 'hang') {
+        return new Promise<T>((_, reject) => {
+          this.clock.setTimeout(() => reject(new MemoryStoreFailure(TIMED_OUT)), timeoutMs);
+        });
+      }
       if (fault === 'unreachable' || fault === 'wrongpass') return Promise.reject(new MemoryStoreFailure(FAILURES[fault]));
       // Redis refuses what may grow memory at maxmemory (DEL is allowed), and every write on a replica.
       if ((fault === 'oom' && kind === 'write') || (fault === 'readonly' && kind !== 'read')) {
@@ -91,8 +100,8 @@ export class MemoryStoreServer {
     return {
       read: (keys) => serve('read', () => this.read(keys)),
       // Refused at maxmemory only when it would write: keeping an entry deletes, and deletes pass.
-      write: (keys, fields, ttlMs, replaceCt) => serve('delete', () => this.write(keys, fields, ttlMs, replaceCt)),
-      acquire: (leaseKey, value, ttlMs) => serve('write', () => this.acquire(leaseKey, value, ttlMs)),
+      write: (keys, fields, ttlMs, replaceCt) => serve('delete', () => this.write(keys, fields, ttlMs(), replaceCt)),
+      acquire: (leaseKey, value, ttlMs, limitMs) => serve('write', () => this.acquire(leaseKey, value, ttlMs, limitMs)),
       release: (leaseKey, value) => serve('delete', () => this.string(leaseKey) === value && this.data.delete(leaseKey)),
       deleteIf: (entryKey, fingerprint) =>
         serve('delete', () => this.hash(entryKey)?.get('fp') === fingerprint && this.data.delete(entryKey)),
@@ -158,14 +167,18 @@ export class MemoryStoreServer {
     return true;
   }
 
-  private acquire(leaseKey: string, value: string, ttlMs: number): boolean {
+  private acquire(leaseKey: string, value: string, ttlMs: number, limitMs: number): 'acquired' | 'taken' | 'cut' {
     const current = this.slot(leaseKey);
     if (current === undefined) {
       this.put(leaseKey, value, ttlMs);
-      return true;
+      return 'acquired';
     }
-    if (current.expiresAt === undefined) current.expiresAt = this.clock.now() + ttlMs;
-    return false;
+    const now = this.clock.now();
+    if (current.expiresAt === undefined || current.expiresAt - now > limitMs) {
+      current.expiresAt = now + ttlMs;
+      return 'cut';
+    }
+    return 'taken';
   }
 }
 
@@ -174,12 +187,13 @@ export class MemoryStoreServer {
  * Its operations answer at once, or as the server's fault says.
  */
 export function createMemoryTokenStore(
-  options: Omit<TokenStoreOptions, 'backend' | 'where' | 'prefix' | 'timeoutMs'> & {
+  options: Omit<SealedStoreOptions, 'backend' | 'where' | 'prefix' | 'timeoutMs'> & {
     server: MemoryStoreServer;
     prefix?: string;
     timeoutMs?: number;
   },
 ): TokenStore {
   const { server, ...rest } = options;
-  return createTokenStore({ prefix: 'ticket-auth-proxy:', timeoutMs: 250, ...rest, backend: server.backend(), where: 'memory' });
+  const timeoutMs = options.timeoutMs ?? 250;
+  return createSealedStore({ prefix: 'ticket-auth-proxy:', ...rest, timeoutMs, backend: server.backend(timeoutMs), where: 'memory' });
 }

@@ -4,7 +4,8 @@ import type { TlsMaterial } from '../net/tls-material.js';
 import type { RawRead, StoreBackend } from './backend.js';
 import { CLOSED, explainRedisFailure, type PasswordSource } from './redis-failure.js';
 import type { StoreEndpoint } from './redis-url.js';
-import { ACQUIRE, DELETE_IF, READ, RELEASE, WRITE } from './scripts.js';
+import { FORMAT_VERSION } from './store-key.js';
+import { LIBRARY_NAME, SCRIPTS, VERSION_FUNCTION, functionName } from './scripts.js';
 
 /** A connection unused this long is closed: a proxy needs the store about once a token lifetime. */
 export const IDLE_CLOSE_MS = 30_000;
@@ -16,10 +17,15 @@ export interface RedisBackendOptions {
   passwordSource: PasswordSource;
   /** The TLS material in use now (`CA_FILE` and the client certificate are reread on change). */
   tls: () => TlsMaterial;
-  /** `TOKEN_STORE_TIMEOUT_MS`, given to the library as well, so nothing it does on its own waits longer. */
+  /**
+   * `TOKEN_STORE_TIMEOUT_MS`: the library's own `commandTimeout` and `connectTimeout` (its
+   * documented options), the one timeout of each command and of connecting.
+   */
   timeoutMs: number;
   clock: Clock;
   idleMs?: number | undefined;
+  /** `TOKEN_STORE_SCRIPTS`: the scripts sent with `EVAL`/`EVALSHA`, or called with `FCALL` from the library an operator loaded. */
+  scripts?: 'eval' | 'functions' | undefined;
 }
 
 type ScriptReply = [string, string | null, string | null, string | null, number, string | null, number];
@@ -28,7 +34,7 @@ type ScriptReply = [string, string | null, string | null, string | null, number,
 interface Scripted {
   tapRead(entry: string, failure: string): Promise<ScriptReply>;
   tapWrite(entry: string, failure: string, exp: string, fp: string, ct: string, ttl: number, replace: string): Promise<number>;
-  tapAcquire(lease: string, value: string, ttl: number): Promise<number>;
+  tapAcquire(lease: string, value: string, ttl: number, limit: number): Promise<number>;
   tapRelease(lease: string, value: string): Promise<number>;
   tapDeleteIf(entry: string, fp: string): Promise<number>;
 }
@@ -56,9 +62,9 @@ interface Connection {
  * The store on Redis or Valkey, through `iovalkey`, loaded here and only here (a dynamic import:
  * a proxy without a store never loads it). The library starts loading at once, while the
  * credentials' keys are derived; the first operation waits for it. Connects when an operation
- * needs it and closes after {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues or retries on
- * its own: an operation that finds no connection makes one, within the store timeout its caller
- * bounds it with.
+ * needs it and closes after {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues (the offline
+ * queue is off) or retries on its own: an operation that finds no connection makes one. Each
+ * command and each connection is bounded by the library's own timeouts, set to the store timeout.
  */
 export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
   const library: Promise<Library> = import('iovalkey');
@@ -125,11 +131,14 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       const node = endpoint.nodes[0]!;
       client = new lib.Redis({ ...common, host: node.host, port: node.port, retryStrategy: () => null, ...(tls ? { tls } : {}) }) as Client;
     }
-    client.defineCommand('tapRead', { numberOfKeys: 2, lua: READ });
-    client.defineCommand('tapWrite', { numberOfKeys: 2, lua: WRITE });
-    client.defineCommand('tapAcquire', { numberOfKeys: 1, lua: ACQUIRE });
-    client.defineCommand('tapRelease', { numberOfKeys: 1, lua: RELEASE });
-    client.defineCommand('tapDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
+    for (const [command, script] of Object.entries(SCRIPTS)) {
+      if (options.scripts !== 'functions') client.defineCommand(command, { numberOfKeys: script.keys, lua: script.lua });
+      else {
+        const name = functionName(script.name);
+        const call = (...args: (string | number)[]): Promise<unknown> => client.call('FCALL', name, script.keys, ...args);
+        Object.defineProperty(client, command, { value: call });
+      }
+    }
     return client;
   }
 
@@ -212,8 +221,12 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
         return { entry, entryTtlMs, failure: failure ?? undefined, failureTtlMs };
       }),
     write: (keys, f, ttlMs, replaceCt) =>
-      use(async (c) => (await c.tapWrite(keys.entryKey, keys.failureKey, f.exp, f.fp, f.ct, ttl(ttlMs), replaceCt ?? '')) === 1),
-    acquire: (leaseKey, value, ttlMs) => use(async (c) => (await c.tapAcquire(leaseKey, value, ttl(ttlMs))) === 1),
+      use(async (c) => (await c.tapWrite(keys.entryKey, keys.failureKey, f.exp, f.fp, f.ct, ttl(ttlMs()), replaceCt ?? '')) === 1),
+    acquire: (leaseKey, value, ttlMs, limitMs) =>
+      use(async (c) => {
+        const taken = await c.tapAcquire(leaseKey, value, ttl(ttlMs), limitMs);
+        return taken === 1 ? 'acquired' : taken === 2 ? 'cut' : 'taken';
+      }),
     release: (leaseKey, value) => use(async (c) => (await c.tapRelease(leaseKey, value)) === 1),
     deleteIf: (entryKey, fingerprint) => use(async (c) => (await c.tapDeleteIf(entryKey, fingerprint)) === 1),
     recordFailure: (failureKey, value, ttlMs) =>
@@ -223,28 +236,22 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     async ping() {
       await use(async (c) => {
         // A cluster: its slots were read on connecting; one primary answering says it is reachable.
-        if (endpoint.mode === 'cluster') await (c as Cluster).nodes('master')[0]?.ping();
-        else await c.ping();
+        const node = endpoint.mode === 'cluster' ? (c as Cluster).nodes('master')[0] : (c as Redis);
+        if (options.scripts !== 'functions') await node?.ping();
+        else {
+          // The library this proxy calls must be there, of the key format it writes.
+          const version = await node?.call('FCALL', VERSION_FUNCTION, 0);
+          if (version !== FORMAT_VERSION) throw new Error(`Function library ${LIBRARY_NAME} answers version ${String(version)}`);
+        }
       });
       // A check keeps no connection: a fleet finding its store again does not hold one each.
       if (inFlight === 0) drop(current);
     },
     warm() {
       if (current !== undefined || closed) return;
-      // Connected within the store timeout, or dropped: a connection no operation awaits is still bounded.
+      // Bounded by the client's own connect timeout; a connection that fails is dropped with its promise.
       const connection = (current = open());
-      let settled = false;
-      const timer = clock.setTimeout(() => {
-        if (!settled) drop(connection);
-      }, timeoutMs);
-      const settle = (): void => {
-        settled = true;
-        clock.clearTimeout(timer);
-      };
-      connection.ready.then(() => {
-        settle();
-        closeWhenIdle();
-      }, settle);
+      connection.ready.then(closeWhenIdle, () => undefined);
     },
     reset() {
       drop(current);

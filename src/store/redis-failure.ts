@@ -81,7 +81,19 @@ export function explainRedisFailure(
         detail: `the token store at ${where} is not serving (${word})`,
       };
   }
-  if (message.startsWith('Command timed out')) {
+  if (/Function not found|Function library/i.test(message)) {
+    return {
+      problem: 'functions',
+      connection: true,
+      severe: true,
+      detail:
+        `the token store at ${where} lacks the function library TOKEN_STORE_SCRIPTS=functions calls (${scrub(message)}): load ` +
+        `it on every primary with: ticket-auth-proxy store-functions | redis-cli -x FUNCTION LOAD REPLACE (docs/token-store.md)`,
+    };
+  }
+  // The client's own timeouts: on a command (`commandTimeout`), on connecting (`connectTimeout`),
+  // on reading a cluster's slots (`slotsRefreshTimeout`, which says only "timeout").
+  if (message.startsWith('Command timed out') || code === 'ETIMEDOUT' || message === 'timeout') {
     return { problem: 'timeout', connection: true, severe: false, detail: `the token store at ${where} did not answer in time` };
   }
   // `where` is the URL as shown (quoted): rediss: is Redis over TLS.

@@ -1,3 +1,5 @@
+import { FORMAT_VERSION } from './store-key.js';
+
 /**
  * The Lua scripts behind the store's primitives (`backend.ts` says what each does; the in-memory
  * store mirrors them). Each names all its keys in KEYS, all in one hash slot, so each runs in a
@@ -47,10 +49,18 @@ redis.call('DEL', KEYS[2])
 return 1
 `;
 
-/** KEYS: lease. ARGV: value, ttl (ms). 1 when taken; a lease without a time to live is given one. */
+/**
+ * KEYS: lease. ARGV: value, ttl (ms), limit (ms). 1 when taken. A lease with no time to live, or
+ * more than the limit (no proxy takes one that long), is cut to this proxy's ttl, never
+ * lengthened: 2. Otherwise 0.
+ */
 export const ACQUIRE = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local left = redis.call('PTTL', KEYS[1])
+if left == -1 or left > tonumber(ARGV[3]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 2
+end
 return 0
 `;
 
@@ -69,3 +79,43 @@ if redis.call('TYPE', KEYS[1]).ok == 'hash' and redis.call('HGET', KEYS[1], 'fp'
 end
 return 0
 `;
+
+/**
+ * The scripts as the client calls them: the command name a client defines for each (`EVAL` mode),
+ * its number of keys, and its name and flags in the function library (`FCALL` mode, Redis 7+ or
+ * Valkey). `no-writes` lets a read run on a store at `maxmemory`; `allow-oom` lets a delete run there.
+ */
+export const SCRIPTS = {
+  tapRead: { keys: 2, lua: READ, name: 'read', flags: ['no-writes'] },
+  tapWrite: { keys: 2, lua: WRITE, name: 'write', flags: [] },
+  tapAcquire: { keys: 1, lua: ACQUIRE, name: 'acquire', flags: [] },
+  tapRelease: { keys: 1, lua: RELEASE, name: 'release', flags: ['allow-oom'] },
+  tapDeleteIf: { keys: 1, lua: DELETE_IF, name: 'delete_if', flags: ['allow-oom'] },
+} as const;
+
+/** The function library's name: it carries the key format's version, so two releases never call each other's. */
+export const LIBRARY_NAME = `ticket_auth_proxy_${FORMAT_VERSION}`;
+
+/** A function's name in the library. */
+export const functionName = (name: string): string => `${LIBRARY_NAME}_${name}`;
+
+/** The function that answers the library's version: the proxy calls it to check the library is there. */
+export const VERSION_FUNCTION = functionName('version');
+
+/**
+ * The scripts as one function library, for an operator to load once on every primary
+ * (`FUNCTION LOAD`; `TOKEN_STORE_SCRIPTS=functions`), so the store user needs `FCALL` and no `EVAL`.
+ */
+export function functionLibrary(): string {
+  const functions = Object.values(SCRIPTS).map(
+    (s) =>
+      `redis.register_function{function_name='${functionName(s.name)}', flags={${s.flags.map((f) => `'${f}'`).join(', ')}}, ` +
+      `callback=function(KEYS, ARGV)${s.lua}end}`,
+  );
+  return [
+    `#!lua name=${LIBRARY_NAME}`,
+    ...functions,
+    `redis.register_function{function_name='${VERSION_FUNCTION}', flags={'no-writes'}, callback=function() return '${FORMAT_VERSION}' end}`,
+    '',
+  ].join('\n');
+}

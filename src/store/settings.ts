@@ -17,6 +17,8 @@ export interface StoreSettings {
   readonly endpoint: StoreEndpoint;
   readonly prefix: string;
   readonly timeoutMs: number;
+  /** `TOKEN_STORE_SCRIPTS`: the scripts sent with `EVAL`, or called with `FCALL` from the library an operator loaded. */
+  readonly scripts?: 'eval' | 'functions' | undefined;
   /** The password in use at start (the file's, trimmed, or the URL's); never shown. */
   readonly password: string | undefined;
   readonly passwordSource: PasswordSource;
@@ -24,6 +26,9 @@ export interface StoreSettings {
   readonly passwordFileText: string | undefined;
   /** `TOKEN_STORE_KEY_FILE`'s bytes, as they are (no trimming: they are key material, not text). */
   readonly keyMaterial: Uint8Array | undefined;
+  /** `TOKEN_STORE_PASSWORD_FILE` and `TOKEN_STORE_KEY_FILE`, watched while the proxy runs. */
+  readonly passwordFile?: string | undefined;
+  readonly keyFile?: string | undefined;
 }
 
 const STORE_KEYS: readonly (keyof Config)[] = [
@@ -32,6 +37,7 @@ const STORE_KEYS: readonly (keyof Config)[] = [
   'tokenStoreKeyFile',
   'tokenStorePrefix',
   'tokenStoreTimeoutMs',
+  'tokenStoreScripts',
 ];
 
 /**
@@ -99,9 +105,12 @@ export function checkStoreSettings(ctx: SettingsCheckContext): StoreSettings | u
     endpoint,
     prefix: config.tokenStorePrefix,
     timeoutMs: config.tokenStoreTimeoutMs,
+    scripts: config.tokenStoreScripts,
     password,
     passwordSource,
     passwordFileText,
     keyMaterial,
+    passwordFile: config.tokenStorePasswordFile,
+    keyFile: config.tokenStoreKeyFile,
   };
 }

@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { StoreOperation, StoreResult, TokenStoreObserver } from '../store/index.js';
+import { ANOMALY_KINDS, type StoreOperation, type StoreResult, type TokenStoreObserver } from '../store/index.js';
 
-/** The results each operation reports (store/token-store.ts), exported at 0 from the start so an alert on increase() sees the first. */
+/** The results each operation reports (store/contract.ts), exported at 0 from the start so an alert on increase() sees the first. */
 const RESULTS: Readonly<Record<StoreOperation, readonly StoreResult[]>> = {
   read: ['hit', 'miss', 'invalid', 'error', 'timeout'],
   write: ['ok', 'error', 'timeout'],
@@ -49,6 +49,13 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
     registers: [registry],
   });
   adoptions.inc(0);
+  const anomalies = new Counter({
+    name: 'ticket_auth_proxy_token_store_anomalies_total',
+    help: 'Things in the token store no proxy writes (someone else writes the prefix), by kind; each ignored, cut or replaced.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  for (const kind of ANOMALY_KINDS) anomalies.labels(kind).inc(0);
   return {
     observer: {
       onOperation(operation, result) {
@@ -56,6 +63,9 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
       },
       onHealth(isUp) {
         up.set(isUp ? 1 : 0);
+      },
+      onAnomaly(kind) {
+        anomalies.labels(kind).inc();
       },
     },
     adopted: () => adoptions.inc(),

@@ -4,6 +4,7 @@
  * functions of the lifetime and a random number, so the token source's lifecycle is tested on a
  * fake clock.
  */
+import { RETRY_AFTER_CAP_MS } from './parse-response.js';
 
 /**
  * Exponential backoff with full jitter: about 0.5 s, doubling, capped at 30 s, or at
@@ -77,3 +78,30 @@ export const STORE_SCHEDULE: RefreshSchedule = {
   refreshOffsetMs: (lifetimeMs, ratio, random) => Math.max(0, lifetimeMs * ratio - random() * 0.1 * lifetimeMs),
   backoffCapMs,
 };
+
+/** How long a failed attempt waits before the next, as a supply applies it. */
+export interface BackoffPolicy {
+  /**
+   * The wait before attempt `attempt` (1: the first retry) after a failure that asked for
+   * `retryAfterMs` at least, while the held token is usable for `validForMs` more (0 when none is held).
+   */
+  delayMs(attempt: number, failure: { readonly retryAfterMs: number | undefined }, validForMs: number): number;
+  /**
+   * The longest wait {@link delayMs} could give while the held token is usable for `validForMs`
+   * more: its cap, or, after a failure that may carry a `Retry-After` (a 429 or a 503), that
+   * header's cap when longer. A wait someone else imposes (a failure another proxy recorded) is
+   * honoured no longer than this.
+   */
+  longestMs(validForMs: number, withRetryAfter: boolean): number;
+}
+
+/**
+ * Exponential backoff with full jitter, capped as `schedule` says, never less than a `Retry-After`
+ * (itself at most {@link RETRY_AFTER_CAP_MS}).
+ */
+export function backoffPolicy(schedule: RefreshSchedule, random: () => number): BackoffPolicy {
+  return {
+    delayMs: (attempt, failure, validForMs) => backoffDelay(attempt, random, failure.retryAfterMs, schedule.backoffCapMs(validForMs)),
+    longestMs: (validForMs, withRetryAfter) => Math.max(schedule.backoffCapMs(validForMs), withRetryAfter ? RETRY_AFTER_CAP_MS : 0),
+  };
+}

@@ -8,8 +8,7 @@ import type { Authorization } from './authorization.js';
 import type { Credential } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
-import type { TokenSupply } from './token-supply.js';
-import { TokenSource, type TokenSourceObserver } from './token-source.js';
+import { TokenSource, type TokenSourceObserver, type TokenSourceOptions } from './token-source.js';
 
 /** How long a credential the token endpoint rejected is answered without asking it again. */
 export const REJECTION_MEMORY_MS = 10_000;
@@ -37,8 +36,8 @@ export interface SourceCacheOptions {
   dpop?: DpopClient | undefined;
   /** Key for the HMAC of id and secret; random per process unless given. */
   hmacKey?: Buffer;
-  /** With a shared token store: the supply of a credential's source, keyed by its own secret (token/shared-credential.ts). */
-  share?: ((credential: Credential) => ((own: TokenSupply) => TokenSupply) | undefined) | undefined;
+  /** With a shared token store: the supply of a credential's source, keyed by its own secret (token/from-store/store-use.ts). */
+  withStore?: ((credential: Credential) => TokenSourceOptions['withStore']) | undefined;
 }
 
 /** A pass-through credential's token source: a rejected credential reads as `invalid_client`. */
@@ -56,9 +55,10 @@ function isRejection(err: unknown): boolean {
 
 interface Entry {
   source: PassthroughSource;
+  /** When a request last asked for it: its idle time counts from here. */
   lastUsedAt: number;
+  /** How long it may go without a request: a token's lifetime once it has one. */
   idleLimitMs: number;
-  idleTimer: unknown;
 }
 
 /** The pass-through token sources: one per caller's own Basic credentials. */
@@ -69,6 +69,9 @@ export interface SourceCache {
   /** Stops every entry's timers and drops them all. */
   stop(): void;
 }
+
+/** What an attempt of a source whose entry was dropped meanwhile ends in (the source is stopped: nobody reads it). */
+const DROPPED = 'the pass-through credential was idle for a token lifetime and is dropped';
 
 /** What a request waiting on an evicted entry's first token is told (it may simply retry). */
 const EVICTED = 'more pass-through credentials are in use than TOKEN_CACHE_MAX; this one was evicted before its token came';
@@ -83,16 +86,26 @@ const EVICTED = 'more pass-through credentials are in use than TOKEN_CACHE_MAX; 
 export function createSourceCache(options: SourceCacheOptions): SourceCache {
   const { clock } = options;
   const rejectedAt = new LRUCache<string, number>({ max: options.max });
+  // Idle expiry is the cache's own (`ttl`, renewed by each request's `get`), on this clock. Without
+  // `ttlAutopurge`, whose timers would run on the process's clock, an idle entry is found stale
+  // when it would next cost something: its source's next attempt (below), or the next write.
   const entries = new LRUCache<string, Entry>({
     max: options.max,
+    ttl: options.defaultLifetimeMs,
+    updateAgeOnGet: true,
+    perf: { now: () => clock.now() },
+    // Read the clock on every check: the default caches it for a millisecond with a timer of its own per read.
+    ttlResolution: 0,
     dispose: (entry, _key, reason) => {
-      clock.clearTimeout(entry.idleTimer);
+      if (reason === 'expire')
+        options.log.debug({ credential: 'passthrough' }, 'pass-through credential idle for a token lifetime; dropped');
       entry.source.stop(reason === 'evict' ? EVICTED : undefined);
     },
     disposeAfter: () => options.onSize(entries.size),
   });
   const keyOf = credentialKeyer(options.hmacKey ?? randomBytes(32));
-  const idle = idleChecker(entries, clock, options.log);
+  /** Whether the entry is still held: a stale one (idle past its limit) is dropped here, its source stopped. */
+  const held = (key: string, entry: Entry): boolean => entries.get(key, { updateAgeOnGet: false }) === entry;
 
   const create = (key: string, credential: Credential): Entry => {
     const source = new PassthroughSource({
@@ -105,16 +118,22 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       waitTimeoutMs: options.waitTimeoutMs,
       log: options.log,
       dpop: options.dpop,
-      share: options.share?.(credential),
+      // Every attempt, a refresh included, first asks whether the entry is still held: an entry
+      // idle for a token lifetime costs no fetch, and its source stops.
+      withStore: (own, backoff) => {
+        const supply = options.withStore?.(credential)?.(own, backoff) ?? own;
+        return { obtain: (request) => (held(key, entry) ? supply.obtain(request) : Promise.reject(new Error(DROPPED))) };
+      },
       observer: {
         onFetch: (outcome, durationS) => options.observer.onFetch?.(outcome, durationS),
         onAdopt: () => options.observer.onAdopt?.(),
         onState(state) {
           if (state.expiresAtMs === 0) return;
           const lifetime = state.expiresAtMs - state.lastSuccessAtMs;
-          if (lifetime > 0 && lifetime !== entry.idleLimitMs) {
+          if (lifetime > 0 && lifetime !== entry.idleLimitMs && entries.peek(key) === entry) {
             entry.idleLimitMs = lifetime;
-            idle.schedule(key, entry);
+            // The same entry with its new limit, still counted from its last request.
+            entries.set(key, entry, { ttl: lifetime, start: entry.lastUsedAt });
           }
         },
       },
@@ -125,10 +144,9 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
         entries.delete(key);
       },
     });
-    const entry: Entry = { source, lastUsedAt: clock.now(), idleLimitMs: options.defaultLifetimeMs, idleTimer: undefined };
+    const entry: Entry = { source, lastUsedAt: clock.now(), idleLimitMs: options.defaultLifetimeMs };
     entries.set(key, entry);
     options.onSize(entries.size);
-    idle.schedule(key, entry);
     return entry;
   };
 
@@ -152,24 +170,6 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       rejectedAt.clear();
     },
   };
-}
-
-/** Drops an entry once it has gone a token lifetime (its idle limit) without a request. */
-function idleChecker(entries: LRUCache<string, Entry>, clock: Clock, log: Log): { schedule(key: string, entry: Entry): void } {
-  const schedule = (key: string, entry: Entry): void => {
-    clock.clearTimeout(entry.idleTimer);
-    entry.idleTimer = clock.setTimeout(
-      () => {
-        if (entries.peek(key) !== entry) return;
-        if (clock.now() - entry.lastUsedAt >= entry.idleLimitMs) {
-          log.debug({ credential: 'passthrough' }, 'pass-through credential idle for a token lifetime; dropped');
-          entries.delete(key);
-        } else schedule(key, entry);
-      },
-      Math.max(0, entry.lastUsedAt + entry.idleLimitMs - clock.now()),
-    );
-  };
-  return { schedule };
 }
 
 /**

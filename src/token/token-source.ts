@@ -1,35 +1,23 @@
 import type { Clock } from '../core/clock.js';
 import { TokenUnavailableError } from '../core/errors.js';
-import type { FetchOutcome, TokenFetchError } from './errors.js';
+import type { TokenFetchError } from './errors.js';
+import type { TokenSourceObserver, TokenState } from './token-state.js';
 import type { Log } from '../core/log.js';
-import { backoffDelay, DEFAULT_SCHEDULE, STORE_SCHEDULE, type RefreshSchedule } from './refresh-schedule.js';
+import { backoffPolicy, DEFAULT_SCHEDULE, type BackoffPolicy, type RefreshSchedule } from './refresh-schedule.js';
 import type { Credential } from './client-auth/index.js';
 import { authorizationFor, type Authorization } from './authorization.js';
 import { asFetchError, logFetchFailure, type EndpointName } from './diagnose.js';
 import type { DpopClient } from './dpop/index.js';
 import type { FetchToken } from './fetch-token.js';
-import { fetchingSupply, type SuppliedToken, type TokenSupply } from './token-supply.js';
+import { fetchingSupply, SupplyFailure, type SuppliedToken, type TokenSupply } from './token-supply.js';
 import { WaitingRequests } from './waiting-requests.js';
 
 /** Forced refreshes after a gateway 401 happen at most this often per credential. */
 export const FORCED_REFRESH_INTERVAL_MS = 5_000;
+/** Tokens the gateway rejected, remembered so that none is taken from a shared store again. */
+const REJECTED_KEPT = 8;
 
-/** What the metrics see of one credential's token. */
-export interface TokenState {
-  /** When the held token expires (ms since the epoch), 0 when none is held. */
-  readonly expiresAtMs: number;
-  /** When the last fetch succeeded, 0 before the first. */
-  readonly lastSuccessAtMs: number;
-  readonly consecutiveFailures: number;
-}
-
-export interface TokenSourceObserver {
-  /** This proxy's own token request ended (a token taken from a shared store is no fetch). */
-  onFetch?(outcome: FetchOutcome, durationS: number): void;
-  /** A token was taken from the shared store instead of fetched. */
-  onAdopt?(): void;
-  onState?(state: TokenState): void;
-}
+export type { TokenSourceObserver, TokenState } from './token-state.js';
 
 export interface TokenSourceOptions {
   /** Names the credential in logs (never the client id or secret). */
@@ -50,8 +38,8 @@ export interface TokenSourceOptions {
   onFailure?: ((error: TokenFetchError) => void) | undefined;
   /** With DPoP: a DPoP-bound token's authorization makes proofs with the key it is bound to. */
   dpop?: DpopClient | undefined;
-  /** With a shared token store: the supply that consults it around this proxy's own fetch (shared-token.ts). */
-  share?: ((own: TokenSupply) => TokenSupply) | undefined;
+  /** With a shared token store: the supply around this proxy's own fetch, with this source's backoff (token/from-store/). */
+  withStore?: ((own: TokenSupply, backoff: BackoffPolicy) => TokenSupply) | undefined;
 }
 
 /**
@@ -67,6 +55,10 @@ export class TokenSource {
   private readonly clock: Clock;
   private readonly schedule: RefreshSchedule;
   private readonly supply: TokenSupply;
+  private readonly backoff: BackoffPolicy;
+  /** Tokens the gateway rejected, newest last: none is taken from a shared store again. */
+  private readonly rejected: string[] = [];
+  private readonly stopping = new AbortController();
   private credential: Credential;
   private generation = 0;
 
@@ -92,8 +84,11 @@ export class TokenSource {
     this.schedule = options.schedule ?? DEFAULT_SCHEDULE;
     this.credential = options.credential;
     this.waiters = new WaitingRequests(options.clock);
-    const own = fetchingSupply(options.fetchToken, options.clock, options.observer?.onFetch?.bind(options.observer));
-    this.supply = options.share?.(own) ?? own;
+    const { clock, schedule } = this;
+    const { observer } = options;
+    const backoff = (this.backoff = backoffPolicy(schedule, options.random));
+    const own = fetchingSupply(options.fetchToken, { clock, count: observer?.onFetch?.bind(observer), backoff, schedule });
+    this.supply = options.withStore?.(own, backoff) ?? own;
   }
 
   /** Starts the first fetch now, before any request needs the token. */
@@ -148,7 +143,8 @@ export class TokenSource {
     const now = this.clock.now();
     if (now - this.lastForcedAt < FORCED_REFRESH_INTERVAL_MS) return false;
     this.lastForcedAt = now;
-    this.supply.rejected?.(token);
+    this.rejected.push(token);
+    if (this.rejected.length > REJECTED_KEPT) this.rejected.shift();
     this.auth = undefined;
     this.usableUntil = 0;
     this.expiresAt = 0;
@@ -186,7 +182,7 @@ export class TokenSource {
   stop(why = 'the proxy is shutting down'): void {
     this.stopped = true;
     this.clearTimers();
-    this.supply.stop?.();
+    this.stopping.abort();
     this.waiters.settle((w) => w.reject(this.unavailable(why, 1)));
   }
 
@@ -197,7 +193,13 @@ export class TokenSource {
     const generation = this.generation;
     const held = this.authorization();
     this.supply
-      .obtain(this.credential, held && { token: held.token, usableUntilMs: this.usableUntil })
+      .obtain({
+        credential: this.credential,
+        held: held && { token: held.token, usableUntilMs: this.usableUntil },
+        failures: this.failures,
+        rejected: this.rejected,
+        signal: this.stopping.signal,
+      })
       .then(
         (supplied) => this.onSuccess(supplied, generation),
         (err: unknown) => this.onFailure(err, generation),
@@ -230,8 +232,7 @@ export class TokenSource {
       this.fetchNow();
       return;
     }
-    const schedule = supplied.shared ? STORE_SCHEDULE : this.schedule;
-    const offset = schedule.refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random);
+    const offset = supplied.schedule.refreshOffsetMs(lifetime, this.opts.refreshRatio, this.opts.random);
     const refreshAt = Math.min(supplied.issuedAtMs + offset, this.usableUntil);
     this.refreshTimer = this.clock.setTimeout(
       () => {
@@ -242,27 +243,28 @@ export class TokenSource {
     );
   }
 
-  private onFailure(err: unknown, generation: number): void {
+  private onFailure(failure: unknown, generation: number): void {
     this.inflight = false;
     if (this.stopped) return;
     const now = this.clock.now();
+    // The supply says when to try again; anything else it threw is a failure of this attempt alone.
+    const err = failure instanceof SupplyFailure ? failure.cause : failure;
     const error = asFetchError(err);
+    const validForMs = this.current() !== undefined ? this.usableUntil - now : 0;
     this.failures++;
     this.lastError = error;
     this.publishState();
-    if (generation !== this.generation) {
-      this.supply.failed?.(error, now);
-      this.fetchNow();
-    } else this.retryLater(err, error, now);
+    if (generation !== this.generation) this.fetchNow();
+    else {
+      const nextAttemptAt =
+        failure instanceof SupplyFailure ? failure.nextAttemptAtMs : now + this.backoff.delayMs(this.failures, error, validForMs);
+      this.retryLater(err, error, now, Math.max(0, nextAttemptAt - now), validForMs);
+    }
     this.opts.onFailure?.(error);
   }
 
-  private retryLater(err: unknown, error: TokenFetchError, now: number): void {
-    // While a valid token is held, the cap may grow with the time it has left.
-    const validForMs = this.current() !== undefined ? this.usableUntil - now : 0;
-    const delay = backoffDelay(this.failures, this.opts.random, error.retryAfterMs, this.schedule.backoffCapMs(validForMs));
+  private retryLater(err: unknown, error: TokenFetchError, now: number, delay: number, validForMs: number): void {
     this.nextAttemptAt = now + delay;
-    this.supply.failed?.(error, now + delay);
     this.retryTimer = this.clock.setTimeout(() => {
       this.retryTimer = undefined;
       this.fetchNow();

@@ -1,10 +1,10 @@
 /**
  * Where a token source's next token comes from. The token source (token-source.ts) keeps the rules
- * for using a token: when it is refreshed, how long it is used, how a failure is retried. It
- * consults its supply at fixed points: when it needs a token, once a failed attempt has its retry
- * time, and when the gateway rejected a token. Without a shared store the supply is this proxy's
- * own fetch ({@link fetchingSupply}); with one, the store's entry, another proxy's fetch, or this
- * proxy's own under the store's lease (shared-token.ts).
+ * for using a token: when it is refreshed, how long it is used. It asks its supply for a token
+ * with one method, {@link TokenSupply.obtain}, which either hands a token over or says when to try
+ * again: the supply owns every step of getting a token, its failures included. Without a shared
+ * store the supply is this proxy's own fetch ({@link fetchingSupply}); with one, the store's
+ * entry, another proxy's fetch, or this proxy's own under the store's lease (from-store/).
  */
 import type { Clock } from '../core/clock.js';
 import type { Credential } from './client-auth/index.js';
@@ -12,7 +12,7 @@ import { asFetchError } from './diagnose.js';
 import { TokenFetchError, type FetchOutcome } from './errors.js';
 import type { FetchToken } from './fetch-token.js';
 import type { TokenGrant } from './parse-response.js';
-import { expiryMarginMs } from './refresh-schedule.js';
+import { expiryMarginMs, type BackoffPolicy, type RefreshSchedule } from './refresh-schedule.js';
 
 /** The token a source holds now, as its supply weighs a stored one against it. */
 export interface HeldToken {
@@ -32,24 +32,59 @@ export interface SuppliedToken {
   readonly usableUntilMs: number;
   /** How long this proxy's own fetch took; undefined for a token taken from the store. */
   readonly fetchMs: number | undefined;
-  /** Shared through the store (fetched under its lease, or adopted): the store's narrower refresh schedule applies. */
-  readonly shared: boolean;
+  /** When it is refreshed: the schedule of the supply that handed it over. */
+  readonly schedule: RefreshSchedule;
 }
 
-/** What a token source consults; only `obtain` is required. */
+/** What a token source asks its supply for. */
+export interface SupplyRequest {
+  readonly credential: Credential;
+  /** The valid token the source holds, if any: a token from the store replaces it only when usable for longer. */
+  readonly held: HeldToken | undefined;
+  /** The attempts that failed in a row before this one: the backoff's step. */
+  readonly failures: number;
+  /**
+   * The tokens the gateway rejected (answered 401 for), newest last, as the source keeps them: none
+   * is ever taken again, and the newest is deleted from a shared store if it is still there. Read
+   * throughout the attempt: a token rejected meanwhile is not taken either.
+   */
+  readonly rejected: readonly string[];
+  /** Aborted when the source stops: nothing is waited for any more. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * No token now: `cause` is why (a {@link TokenFetchError}, or what the client authentication
+ * threw), `nextAttemptAtMs` when the source tries again (by this proxy's clock). Whatever the supply
+ * held for the attempt (a shared store's lease) is given up before this is thrown.
+ */
+export class SupplyFailure extends Error {
+  constructor(
+    override readonly cause: unknown,
+    readonly nextAttemptAtMs: number,
+  ) {
+    super(asFetchError(cause).message, { cause });
+  }
+}
+
+/** What a token source consults. */
 export interface TokenSupply {
   /**
-   * The next token for `credential`. `held` is the valid token the source holds, if any: a token
-   * from the store replaces it only when usable for longer. Rejects with a {@link TokenFetchError}
-   * (or what the client authentication threw) when no token can be had now.
+   * The next token for `request.credential`. Rejects with a {@link SupplyFailure} when no token can
+   * be had now, saying when to try again; never holds anything once settled.
    */
-  obtain(credential: Credential, held: HeldToken | undefined): Promise<SuppliedToken>;
-  /** The last attempt failed with `error`; the source tries again at `nextAttemptAtMs`. */
-  failed?(error: TokenFetchError, nextAttemptAtMs: number): void;
-  /** The gateway rejected `token` (answered 401 for it); it is never taken again. */
-  rejected?(token: string): void;
-  /** The source stops: nothing is waited for any more. */
-  stop?(): void;
+  obtain(request: SupplyRequest): Promise<SuppliedToken>;
+}
+
+/** What a supply is built with. */
+export interface SupplyOptions {
+  clock: Clock;
+  /** Counts this proxy's own token requests. */
+  count?: FetchCounter | undefined;
+  /** How long a failed attempt waits before the next. */
+  backoff: BackoffPolicy;
+  /** The refresh schedule of the tokens it fetches. */
+  schedule: RefreshSchedule;
 }
 
 /** Counts this proxy's own token requests, by outcome (`ticket_auth_proxy_token_fetches_total`). */
@@ -60,9 +95,10 @@ export type FetchCounter = (outcome: FetchOutcome, durationS: number) => void;
  * life left (a lifetime shorter than the fetch took) is an `invalid_response`: taken as it came, it
  * would be refreshed at once, again and again; as a failure, the backoff applies.
  */
-export function fetchingSupply(fetchToken: FetchToken, clock: Clock, count: FetchCounter | undefined): TokenSupply {
+export function fetchingSupply(fetchToken: FetchToken, options: SupplyOptions): TokenSupply {
+  const { clock, count, backoff, schedule } = options;
   return {
-    async obtain(credential) {
+    async obtain({ credential, held, failures }) {
       const sentAt = clock.now();
       try {
         const grant = await fetchToken(credential);
@@ -82,11 +118,15 @@ export function fetchingSupply(fetchToken: FetchToken, clock: Clock, count: Fetc
           expiresAtMs: expiresAt,
           usableUntilMs: usableUntil,
           fetchMs: now - sentAt,
-          shared: false,
+          schedule,
         };
       } catch (err) {
-        count?.(asFetchError(err).outcome, (clock.now() - sentAt) / 1000);
-        throw err;
+        const error = asFetchError(err);
+        const now = clock.now();
+        count?.(error.outcome, (now - sentAt) / 1000);
+        // While a valid token is held, the backoff's cap may grow with the time it has left.
+        const validForMs = held !== undefined && held.usableUntilMs > now ? held.usableUntilMs - now : 0;
+        throw new SupplyFailure(err, now + backoff.delayMs(failures + 1, error, validForMs));
       }
     },
   };

@@ -5,11 +5,11 @@
 import { Cluster, Redis } from 'iovalkey';
 import { systemClock } from '../../src/core/clock.js';
 import type { TlsMaterial } from '../../src/net/tls-material.js';
-import { openRedisTokenStore, type RedisTokenStore } from '../../src/store/open-store.js';
+import { openRedisTokenStore, type RedisTokenStore } from '../../src/store/redis-store.js';
 import { parseStoreUrl, type StoreMode } from '../../src/store/redis-url.js';
 import type { StoreSettings } from '../../src/store/settings.js';
 import { scryptDeriver, sharedDeriver, type KeyDeriver } from '../../src/store/store-key.js';
-import type { TokenStoreObserver } from '../../src/store/token-store.js';
+import type { TokenStoreObserver } from '../../src/store/contract.js';
 import { FakeLog } from './fakes.js';
 import { pollUntil } from './index.js';
 import { ADMIN_PASSWORD } from './redis-server.js';
@@ -27,6 +27,8 @@ export interface RedisTarget {
   tls?: TlsMaterial;
   /** The administrator's TLS options, for reading the store back. */
   adminTls?: { ca: string; cert?: string; key?: string };
+  /** `TOKEN_STORE_SCRIPTS`. */
+  scripts?: 'eval' | 'functions';
 }
 
 /** The checked settings for `target`, as `checkStoreSettings` would give them. */
@@ -39,6 +41,7 @@ export function storeSettings(target: RedisTarget, prefix: string, timeoutMs = 2
     endpoint,
     prefix,
     timeoutMs,
+    scripts: target.scripts ?? 'eval',
     password,
     passwordSource:
       endpoint.urlPassword !== undefined ? 'TOKEN_STORE_URL' : password === undefined ? undefined : 'TOKEN_STORE_PASSWORD_FILE',

@@ -20,25 +20,27 @@ const run = promisify(execFile);
 /** The administrator's password: the `default` user, which the tests use to set up and read back. */
 export const ADMIN_PASSWORD = 'admin-password';
 
-/** The ACL line the documentation gives for a user limited to its prefix (plus the cluster commands in cluster mode). */
-export function aclRules(prefix: string, cluster = false): string[] {
+/** Exactly the commands the proxy sends, as docs/token-store.md lists them: no category. */
+export const STORE_COMMANDS =
+  '-@all +auth +hello +ping +select +eval +evalsha +get +set +del +type +pttl +pexpire +hget +hmget +hset +hkeys +hdel';
+
+/**
+ * The ACL line the documentation gives for a user limited to its prefix (plus the cluster commands
+ * in cluster mode); with `TOKEN_STORE_SCRIPTS=functions`, `+fcall` in place of `+eval +evalsha`.
+ */
+export function aclRules(prefix: string, cluster = false, scripts: 'eval' | 'functions' = 'eval'): string[] {
+  const commands = STORE_COMMANDS.split(' ');
   return [
     `~${prefix}*`,
     'resetchannels',
-    '-@all',
-    '+@read',
-    '+@write',
-    '+@scripting',
-    '+@connection',
-    '+@transaction',
-    '-@dangerous',
+    ...(scripts === 'functions' ? [...commands.filter((c) => c !== '+eval' && c !== '+evalsha'), '+fcall'] : commands),
     ...(cluster ? ['+cluster|slots', '+cluster|shards'] : []),
   ];
 }
 
 export interface RedisOptions {
   /** A user limited as the documentation says. */
-  user?: { name: string; password: string; prefix: string };
+  user?: { name: string; password: string; prefix: string; scripts?: 'eval' | 'functions' };
   /**
    * TLS only (no plain port): the server's certificate and key, the CA that verifies clients,
    * and the client certificate every client must then present (the administrator's too).
@@ -117,7 +119,12 @@ function configLines(port: number, dir: string, options: RedisOptions): string[]
   } else {
     lines.push(`port ${port}`);
   }
-  if (options.user) lines.push(['user', options.user.name, 'on', `>${options.user.password}`, ...aclRules(options.user.prefix)].join(' '));
+  if (options.user)
+    lines.push(
+      ['user', options.user.name, 'on', `>${options.user.password}`, ...aclRules(options.user.prefix, false, options.user.scripts)].join(
+        ' ',
+      ),
+    );
   return [...lines, ...(options.extra ?? [])];
 }
 
@@ -237,7 +244,8 @@ export async function startRedisCluster(options: Omit<RedisOptions, 'extra'> = {
   );
   if (options.user) {
     const { name, password, prefix } = options.user;
-    for (const n of nodes) await n.cli('ACL', 'SETUSER', name, 'reset', 'on', `>${password}`, ...aclRules(prefix, true));
+    for (const n of nodes)
+      await n.cli('ACL', 'SETUSER', name, 'reset', 'on', `>${password}`, ...aclRules(prefix, true, options.user.scripts));
   }
   return {
     nodes,

@@ -14,7 +14,7 @@ import type {
   StoreResult,
   TokenStore,
   TokenStoreObserver,
-} from '../../src/store/token-store.js';
+} from '../../src/store/contract.js';
 
 /** A raw key of the store, as a client without the credential reads it. */
 export interface RawKey {
@@ -66,13 +66,13 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it('reads a miss from an empty store', async () => {
-      const cred = await (await h.open()).credential(CREDENTIAL);
+      const cred = await (await h.open()).slot(CREDENTIAL);
       expect(await cred.read()).toEqual({ kind: 'miss', invalid: false, failure: undefined });
     });
 
     it('reads back a written token whole, with its remaining life, from another proxy holding the same credential', async () => {
-      const writer = await (await h.open()).credential(CREDENTIAL);
-      const reader = await (await h.open()).credential({ ...CREDENTIAL, keyMaterial: Buffer.from(SECRET) });
+      const writer = await (await h.open()).slot(CREDENTIAL);
+      const reader = await (await h.open()).slot({ ...CREDENTIAL, keyMaterial: Buffer.from(SECRET) });
       const token = { ...tokenAt(h.now(), 60_000), tokenType: 'DPoP' as const };
       expect(await writer.write(token)).toEqual({ kind: 'written' });
       const before = h.now();
@@ -85,7 +85,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
 
     it('keeps a token usable longer than the one a late writer brings, and takes one usable longer', async () => {
       const store = await h.open();
-      const cred = await store.credential(CREDENTIAL);
+      const cred = await store.slot(CREDENTIAL);
       const fresh = tokenAt(h.now(), 60_000);
       const late = tokenAt(h.now(), 30_000);
       const fresher = tokenAt(h.now(), 90_000);
@@ -98,7 +98,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it("ends an entry's time to live at its last usable moment, and then reads a miss", async () => {
-      const cred = await (await h.open()).credential(CREDENTIAL);
+      const cred = await (await h.open()).slot(CREDENTIAL);
       const token = tokenAt(h.now(), 400);
       await cred.write(token);
       const [entry] = (await h.dump()).filter((k) => k.key.endsWith('}'));
@@ -111,7 +111,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it('bounds the remaining life by the time to live the store counts, whatever the writer said', async () => {
-      const cred = await (await h.open()).credential(CREDENTIAL);
+      const cred = await (await h.open()).slot(CREDENTIAL);
       await cred.write(tokenAt(h.now(), 60_000));
       const [entry] = (await h.dump()).filter((k) => k.key.endsWith('}'));
       await h.expire(entry!.key, 5_000);
@@ -122,11 +122,11 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
 
     it('keeps credentials apart: another description or rotated key material reads nothing and writes beside', async () => {
       const store = await h.open();
-      const cred = await store.credential(CREDENTIAL);
+      const cred = await store.slot(CREDENTIAL);
       const token = tokenAt(h.now(), 60_000);
       await cred.write(token);
-      const otherScope = await store.credential({ ...CREDENTIAL, description: DESCRIPTION.replace('tickets.read', 'tickets.write') });
-      const rotated = await store.credential({ ...CREDENTIAL, keyMaterial: Buffer.from(`${SECRET}-rotated`) });
+      const otherScope = await store.slot({ ...CREDENTIAL, description: DESCRIPTION.replace('tickets.read', 'tickets.write') });
+      const rotated = await store.slot({ ...CREDENTIAL, keyMaterial: Buffer.from(`${SECRET}-rotated`) });
       expect(await otherScope.read()).toMatchObject({ kind: 'miss', invalid: false });
       expect(await rotated.read()).toMatchObject({ kind: 'miss', invalid: false });
       expect(await rotated.write(tokenAt(h.now(), 30_000))).toEqual({ kind: 'written' });
@@ -135,8 +135,8 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it('gives the lease to one proxy at a time, and to the next once released', async () => {
-      const a = await (await h.open()).credential(CREDENTIAL);
-      const b = await (await h.open()).credential(CREDENTIAL);
+      const a = await (await h.open()).slot(CREDENTIAL);
+      const b = await (await h.open()).slot(CREDENTIAL);
       const taken = await a.takeLease();
       expect(taken.kind).toBe('acquired');
       expect(await b.takeLease()).toEqual({ kind: 'taken' });
@@ -148,8 +148,8 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it("lets a lease lapse after the fetch timeout and a second, and never releases another proxy's lease", async () => {
-      const a = await (await h.open({ fetchTimeoutMs: 1 })).credential(CREDENTIAL);
-      const b = await (await h.open({ fetchTimeoutMs: 1 })).credential(CREDENTIAL);
+      const a = await (await h.open({ fetchTimeoutMs: 1 })).slot(CREDENTIAL);
+      const b = await (await h.open({ fetchTimeoutMs: 1 })).slot(CREDENTIAL);
       const first = await a.takeLease();
       expect(first.kind).toBe('acquired');
       const [lease] = (await h.dump()).filter((k) => k.key.endsWith(':lease'));
@@ -161,7 +161,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it('gives a lease left without a time to live one, so it cannot hold the fleet off for ever', async () => {
-      const cred = await (await h.open()).credential(CREDENTIAL);
+      const cred = await (await h.open()).slot(CREDENTIAL);
       const first = await cred.takeLease();
       const [lease] = (await h.dump()).filter((k) => k.key.endsWith(':lease'));
       await (first as Extract<typeof first, { kind: 'acquired' }>).lease.release();
@@ -174,7 +174,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it('deletes the entry only if it holds the rejected token', async () => {
-      const cred = await (await h.open()).credential(CREDENTIAL);
+      const cred = await (await h.open()).slot(CREDENTIAL);
       const current = tokenAt(h.now(), 60_000);
       await cred.write(current);
       expect(await cred.deleteIfSame(tokenAt(h.now(), 60_000).accessToken)).toEqual({ kind: 'kept' });
@@ -185,8 +185,8 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it("shares a failed fetch's next attempt until that moment, or until a token is written", async () => {
-      const a = await (await h.open()).credential(CREDENTIAL);
-      const b = await (await h.open()).credential(CREDENTIAL);
+      const a = await (await h.open()).slot(CREDENTIAL);
+      const b = await (await h.open()).slot(CREDENTIAL);
       const at = h.now() + 30_000;
       const recording = h.now();
       expect(await a.recordFailure({ nextAttemptAtMs: at, outcome: 'rate_limited' })).toEqual({ kind: 'recorded' });
@@ -210,7 +210,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it('ignores a failure record this credential did not seal', async () => {
-      const cred = await (await h.open()).credential(CREDENTIAL);
+      const cred = await (await h.open()).slot(CREDENTIAL);
       await cred.recordFailure({ nextAttemptAtMs: h.now() + 60_000, outcome: 'rate_limited' });
       const [record] = (await h.dump()).filter((k) => k.key.endsWith(':failure'));
       await h.put(record!.key, 'rate_limited', 60_000);
@@ -223,7 +223,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
       ['an exp changed beside its sealed token', (ct: string, fp: string) => ({ exp: '99999999999999', fp, ct })],
       ['a hash without its sealed token', () => ({ exp: '99999999999999' })],
     ])('reads %s as an invalid miss, never served, and the next write replaces it', async (_what, garbage) => {
-      const cred = await (await h.open()).credential(CREDENTIAL);
+      const cred = await (await h.open()).slot(CREDENTIAL);
       await cred.write(tokenAt(h.now(), 60_000));
       const [entry] = (await h.dump()).filter((k) => k.key.endsWith('}'));
       const { ct, fp } = entry!.value as Record<string, string>;
@@ -236,8 +236,8 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
 
     it("reads another credential's entry copied under this one's name as invalid", async () => {
       const store = await h.open();
-      const cred = await store.credential(CREDENTIAL);
-      const other = await store.credential({ ...CREDENTIAL, description: `${DESCRIPTION} audience=x` });
+      const cred = await store.slot(CREDENTIAL);
+      const other = await store.slot({ ...CREDENTIAL, description: `${DESCRIPTION} audience=x` });
       await cred.write(tokenAt(h.now(), 60_000));
       await other.write(tokenAt(h.now(), 60_000));
       const entries = (await h.dump()).filter((k) => k.key.endsWith('}'));
@@ -248,7 +248,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it('keeps nothing readable without the credential: no token, secret, client id, scope or URL, and no life past the token', async () => {
-      const cred = await (await h.open()).credential(CREDENTIAL);
+      const cred = await (await h.open()).slot(CREDENTIAL);
       const token = tokenAt(h.now(), 60_000);
       await cred.write(token);
       await cred.takeLease();
@@ -280,7 +280,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     });
 
     it('seals each write with a fresh nonce: the same token written twice reads differently in the store', async () => {
-      const cred = await (await h.open()).credential(CREDENTIAL);
+      const cred = await (await h.open()).slot(CREDENTIAL);
       const token = tokenAt(h.now(), 60_000);
       await cred.write(token);
       const first = (await h.dump()).find((k) => k.key.endsWith('}'))!.value as Record<string, string>;
@@ -294,7 +294,7 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
     it('counts every operation by its result for the metrics', async () => {
       const counted: string[] = [];
       const observer = { onOperation: (op: StoreOperation, result: StoreResult) => counted.push(`${op}:${result}`) };
-      const cred = await (await h.open({ observer })).credential(CREDENTIAL);
+      const cred = await (await h.open({ observer })).slot(CREDENTIAL);
       await cred.read();
       const token = tokenAt(h.now(), 60_000);
       await cred.write(token);

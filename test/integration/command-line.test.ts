@@ -228,6 +228,7 @@ describe('the command line', () => {
       { what: 'issuer', env: { ISSUER_URL: 'https://idp.example.com', TOKEN_URL: 'https://idp.example.com/token' } },
       { what: 'store', env: { TOKEN_STORE_PREFIX: 'tap' } },
       { what: 'listener', env: { LISTEN_SOCKET: join(dir, 'p.sock'), LISTEN_PORT: '0' } },
+      { what: 'tracing', env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' } },
       { what: 'file', args: ['--config', join(dir, 'no-such.yaml')] },
       { what: 'socket directory missing', env: { LISTEN_SOCKET: join(dir, 'no-such-dir', 'p.sock') } },
       { what: 'socket path a directory', env: { LISTEN_SOCKET: join(dir, 'a-directory') } },

@@ -7,7 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseCaFile } from '../../src/net/tls-material.js';
-import type { CredentialStore, StoredToken } from '../../src/store/token-store.js';
+import type { CredentialSlot, StoredToken } from '../../src/store/contract.js';
 import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
 import { FakeLog } from '../helpers/fakes.js';
 import { closedPort, pollUntil } from '../helpers/index.js';
@@ -31,11 +31,11 @@ afterEach(async () => {
 async function open(
   target: RedisTarget,
   options: Parameters<typeof openStore>[2] = {},
-): Promise<{ store: Opened; cred: CredentialStore; log: FakeLog }> {
+): Promise<{ store: Opened; cred: CredentialSlot; log: FakeLog }> {
   const log = options.log ?? new FakeLog();
   const store = openStore(target, PREFIX, { timeoutMs: GENEROUS_MS, ...options, log });
   opened.push(store);
-  return { store, cred: await store.credential(CREDENTIAL), log };
+  return { store, cred: await store.slot(CREDENTIAL), log };
 }
 
 function token(): StoredToken {
@@ -145,6 +145,16 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store that
       expect((log.at('error')[0]!.obj as { detail: string }).detail).toContain(`the password in ${setting}`);
       expect(log.text()).not.toContain(wrong);
     }
+  });
+
+  it('counts a store without the function library TOKEN_STORE_SCRIPTS=functions calls as unusable, naming how to load it', async () => {
+    await server.cli('ACL', 'SETUSER', USER.name, '+fcall');
+    const { store, cred, log } = await open({ ...target, scripts: 'functions' });
+    expect(await cred.read()).toMatchObject({ kind: 'unavailable', detail: expect.stringContaining('store-functions') });
+    expect(store.up).toBe(false);
+    expect((log.at('error')[0]!.obj as { detail: string }).detail).toContain('TOKEN_STORE_SCRIPTS=functions');
+    expect(await store.probe()).toMatchObject({ kind: 'unavailable', detail: expect.stringContaining('function library') });
+    await server.cli('ACL', 'SETUSER', USER.name, '-fcall');
   });
 
   it('asks for a password, naming TOKEN_STORE_PASSWORD_FILE, when none is given and the store wants one', async () => {
@@ -260,7 +270,7 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store that
     const log = new FakeLog();
     const store = openStore(target, 'elsewhere:', { timeoutMs: GENEROUS_MS, log });
     opened.push(store);
-    const cred = await store.credential(CREDENTIAL);
+    const cred = await store.slot(CREDENTIAL);
     expect(await cred.read()).toMatchObject({ kind: 'unavailable', reason: 'error', detail: expect.stringMatching(/NOPERM.*ACL/) });
     expect(await cred.read()).toMatchObject({ kind: 'unavailable', reason: 'error' });
     expect(log.at('error')).toHaveLength(1);

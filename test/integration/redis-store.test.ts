@@ -6,6 +6,7 @@
 import type { Cluster, Redis } from 'iovalkey';
 import { afterAll, afterEach, beforeAll, describe } from 'vitest';
 import { parseCaFile } from '../../src/net/tls-material.js';
+import { functionLibrary } from '../../src/store/scripts.js';
 import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
 import { adminClient, redisHarness, type RedisTarget } from '../helpers/redis-harness.js';
 import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../helpers/redis-server.js';
@@ -58,6 +59,29 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`the token store on
         adminTls: { ca: ca.cert, ...client },
       },
       stop: () => server.stop(),
+    };
+  });
+
+  contractOn('standalone, TOKEN_STORE_SCRIPTS=functions, as a user with FCALL and no EVAL', async () => {
+    const server: RedisServer = await startRedis({ user: { ...USER, scripts: 'functions' } });
+    await server.cli('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
+    return {
+      target: { url: `redis://${USER.name}@127.0.0.1:${server.port}`, mode: 'standalone', password: USER.password, scripts: 'functions' },
+      stop: () => server.stop(),
+    };
+  });
+
+  contractOn('a three-node cluster, TOKEN_STORE_SCRIPTS=functions loaded on every primary', async () => {
+    const cluster: RedisCluster = await startRedisCluster({ user: { ...USER, scripts: 'functions' } });
+    for (const node of cluster.nodes) await node.cli('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
+    return {
+      target: {
+        url: cluster.nodes.map((n) => `redis://${USER.name}@127.0.0.1:${n.port}`).join(','),
+        mode: 'cluster',
+        password: USER.password,
+        scripts: 'functions',
+      },
+      stop: () => cluster.stop(),
     };
   });
 

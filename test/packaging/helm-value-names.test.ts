@@ -49,6 +49,7 @@ const SETTING_VALUES: SettingValue[] = [
   ['tokenStore.mode', 'cluster', 'TOKEN_STORE_MODE', { tokenStore: { url: 'redis://probe-redis:6379' } }],
   ['tokenStore.prefix', 'probe:', 'TOKEN_STORE_PREFIX', { tokenStore: { url: 'redis://probe-redis:6379' } }],
   ['tokenStore.timeoutMs', 321, 'TOKEN_STORE_TIMEOUT_MS', { tokenStore: { url: 'redis://probe-redis:6379' } }],
+  ['tokenStore.scripts', 'functions', 'TOKEN_STORE_SCRIPTS', { tokenStore: { url: 'redis://probe-redis:6379' } }],
   // Secretless: the client id is a value, and the assertion type a setting.
   [
     'clientId',

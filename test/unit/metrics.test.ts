@@ -335,7 +335,21 @@ describe('the token store metrics', () => {
       ticket_auth_proxy_token_store_up: 'gauge',
       ticket_auth_proxy_token_store_operations_total: 'counter',
       ticket_auth_proxy_token_adoptions_total: 'counter',
+      ticket_auth_proxy_token_store_anomalies_total: 'counter',
     });
+  });
+
+  it('show every kind of anomaly at 0 from the start, and count each by its kind', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry, { tokenStore: true });
+    metrics.tokenStore!.onAnomaly!('lease_too_long');
+    metrics.tokenStore!.onAnomaly!('lease_too_long');
+    const kinds = (await scrape(registry)).samples
+      .filter((s) => s.name === 'ticket_auth_proxy_token_store_anomalies_total')
+      .map((s) => `${s.labels.kind}:${s.value}`);
+    expect(kinds.sort()).toEqual(
+      ['failure_too_long:0', 'invalid_entry:0', 'invalid_failure:0', 'lease_too_long:2', 'lease_wait_exhausted:0'].sort(),
+    );
   });
 
   it("show every operation's results at 0 from the start, the store up until an operation fails, and count adoptions", async () => {

@@ -55,15 +55,17 @@ describe('pass-through token sources', () => {
     expect(t.cache.size).toBe(2);
   });
 
-  it('drops an entry that served no request for a whole token lifetime and stops its timers', async () => {
+  it('drops an entry that served no request for a whole token lifetime: no fetch after it, and its timers stop', async () => {
     const t = setup();
+    const usedAt = t.clock.now();
     expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
     await t.clock.advance(LIFETIME - 1);
     expect(t.cache.size).toBe(1);
-    await t.clock.advance(1);
+    await t.clock.advance(2 * LIFETIME);
     expect(t.cache.size).toBe(0);
     expect(t.sizes.at(-1)).toBe(0);
     expect(t.clock.pending).toBe(0);
+    expect(t.fetcher.calls.filter((c) => c.at >= usedAt + LIFETIME)).toEqual([]);
     const fetched = t.fetcher.calls.length;
     await t.clock.advance(10 * LIFETIME);
     expect(t.fetcher.calls).toHaveLength(fetched);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { CHECK_CAP_MS } from '../../src/store/health.js';
 import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
 import { scryptDeriver, sharedDeriver } from '../../src/store/store-key.js';
-import type { CredentialStore, StoredToken, TokenStore } from '../../src/store/token-store.js';
+import type { CredentialSlot, StoredToken, TokenStore } from '../../src/store/contract.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
 import { FakeLog, track } from '../helpers/fakes.js';
 
@@ -20,7 +20,7 @@ async function setup(random = () => 0.5): Promise<{
   clock: FakeClock;
   server: MemoryStoreServer;
   store: TokenStore;
-  cred: CredentialStore;
+  cred: CredentialSlot;
   log: FakeLog;
   health: boolean[];
 }> {
@@ -38,7 +38,7 @@ async function setup(random = () => 0.5): Promise<{
     observer: { onHealth: (up) => health.push(up) },
     derive,
   });
-  return { clock, server, store, cred: await store.credential(CREDENTIAL), log, health };
+  return { clock, server, store, cred: await store.slot(CREDENTIAL), log, health };
 }
 
 function token(now: number): StoredToken {
@@ -186,7 +186,7 @@ describe('the token store when its server misbehaves', () => {
       leaseMs: 11_000,
       derive: () => Promise.reject(new RangeError('Invalid scrypt params: memory limit exceeded')),
     });
-    const cred = await store.credential(CREDENTIAL);
+    const cred = await store.slot(CREDENTIAL);
     for (const answer of [await cred.read(), await cred.takeLease(), await cred.write(token(clock.now()))]) {
       expect(answer).toMatchObject({ kind: 'unavailable', reason: 'error', detail: expect.stringContaining('memory limit exceeded') });
     }

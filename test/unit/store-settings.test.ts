@@ -55,10 +55,13 @@ describe('the token store settings', () => {
       },
       prefix: 'ticket-auth-proxy:',
       timeoutMs: 250,
+      scripts: 'eval',
       password: 'store-pw',
       passwordSource: 'TOKEN_STORE_PASSWORD_FILE',
       passwordFileText: 'store-pw\n',
       keyMaterial: undefined,
+      passwordFile: PASSWORD_FILE,
+      keyFile: undefined,
     });
   });
 

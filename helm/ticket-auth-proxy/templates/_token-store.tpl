@@ -39,6 +39,10 @@ src/store/redis-url.ts).
 - name: TOKEN_STORE_TIMEOUT_MS
   value: {{ . | quote }}
 {{- end }}
+{{- with $store.scripts }}
+- name: TOKEN_STORE_SCRIPTS
+  value: {{ . | quote }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -112,7 +116,7 @@ key material) cannot be read here and are left to the proxy.
 {{- end -}}
 {{- $url := toString (index $env "TOKEN_STORE_URL" | default "") -}}
 {{- if not (hasKey $given "TOKEN_STORE_URL") -}}
-{{- range list "TOKEN_STORE_MODE" "TOKEN_STORE_PASSWORD_FILE" "TOKEN_STORE_KEY_FILE" "TOKEN_STORE_PREFIX" "TOKEN_STORE_TIMEOUT_MS" -}}
+{{- range list "TOKEN_STORE_MODE" "TOKEN_STORE_PASSWORD_FILE" "TOKEN_STORE_KEY_FILE" "TOKEN_STORE_PREFIX" "TOKEN_STORE_TIMEOUT_MS" "TOKEN_STORE_SCRIPTS" -}}
 {{- if hasKey $given . }}{{ $problems = append $problems (printf "%s is set without TOKEN_STORE_URL: set TOKEN_STORE_URL to share tokens through a store, or remove it" .) }}{{ end -}}
 {{- end -}}
 {{- else if $url -}}

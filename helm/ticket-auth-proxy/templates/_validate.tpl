@@ -59,6 +59,7 @@ TOKEN_STORE_PASSWORD_FILE: {type: path}
 TOKEN_STORE_KEY_FILE: {type: path}
 TOKEN_STORE_PREFIX: {type: string}
 TOKEN_STORE_TIMEOUT_MS: {type: int, min: 1}
+TOKEN_STORE_SCRIPTS: {type: enum, values: [eval, functions]}
 SHUTDOWN_DELAY_S: {type: number, min: 0}
 SHUTDOWN_TIMEOUT_S: {type: number, min: 0}
 LOG_LEVEL: {type: enum, values: [fatal, error, warn, info, debug, trace, silent]}
@@ -378,6 +379,7 @@ TOKEN_STORE_PASSWORD_FILE: tokenStore.existingSecret
 TOKEN_STORE_KEY_FILE: tokenStore.keyFileKey
 TOKEN_STORE_PREFIX: tokenStore.prefix
 TOKEN_STORE_TIMEOUT_MS: tokenStore.timeoutMs
+TOKEN_STORE_SCRIPTS: tokenStore.scripts
 {{- end -}}
 
 {{/* Chart values named back after a problem whose remedy is a setting the chart sets. */}}

@@ -1,7 +1,7 @@
 import { SETTINGS } from '../../config/config.js';
 
 export interface CliArgs {
-  command: 'run' | 'check' | 'help' | 'version';
+  command: 'run' | 'check' | 'help' | 'version' | 'store-functions';
   configFile: string | undefined;
 }
 
@@ -22,6 +22,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
       configFile = arg.slice('--config='.length);
       if (configFile === '') throw new Error('--config needs a file name');
     } else if (arg === 'check' && !check) check = true;
+    else if (arg === 'store-functions') command = command === 'run' ? 'store-functions' : command;
     else throw new Error(`unknown argument ${JSON.stringify(arg)}; see --help`);
   }
   // --help and --version win wherever they stand, as they do after `check`.
@@ -52,6 +53,7 @@ Forwards local calls to the Ticket Service gateway with an OAuth 2.0 access toke
 Usage:
   ticket-auth-proxy [--config FILE]          run the proxy
   ticket-auth-proxy check [--config FILE]    fetch one token, print its lifetime, exit
+  ticket-auth-proxy store-functions          print the token store's function library (TOKEN_STORE_SCRIPTS=functions)
   ticket-auth-proxy --help | --version
 
 Settings come from the environment, which overrides the optional YAML file (--config FILE or

@@ -2,11 +2,15 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { TokenUnavailableError } from '../../src/core/errors.js';
 import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
-import type { CredentialKeyInput, StoreOperation, StoreResult } from '../../src/store/token-store.js';
+import type { CredentialKeyInput, StoreOperation, StoreResult } from '../../src/store/contract.js';
 import { TokenFetchError } from '../../src/token/errors.js';
-import { sharedSupply, SharedFailureError } from '../../src/token/shared-token.js';
-import { StoreNamespace } from '../../src/token/store-credential.js';
+import { storeSupply, RecordedFailureError } from '../../src/token/from-store/store-supply.js';
+import { StoreNamespace } from '../../src/token/from-store/credential-namespace.js';
 import { TokenSource } from '../../src/token/token-source.js';
+import { sealFailure } from '../../src/store/entry.js';
+import { deriveStoreKey } from '../../src/store/store-key.js';
+import { BACKOFF_CAP_MS, backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
+import { fetchingSupply, SupplyFailure } from '../../src/token/token-supply.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
 
@@ -67,8 +71,16 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
       waitTimeoutMs: options.waitTimeoutMs ?? 5_000,
       log,
       observer: { onAdopt: () => counts.adoptions++, onFetch: () => counts.fetches++ },
-      share: (own) =>
-        sharedSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, clock, random, firstUseWithinMs: extra.firstUseWithinMs }),
+      withStore: (own, backoff) =>
+        storeSupply(own, {
+          store,
+          namespace,
+          fetchTimeoutMs: FETCH_TIMEOUT,
+          backoff,
+          clock,
+          random,
+          firstUseWithinMs: extra.firstUseWithinMs,
+        }),
     });
     const p = { source, namespace, operations, counts };
     proxies.push(p);
@@ -227,7 +239,7 @@ describe('a token shared through a store: failures', () => {
     f.fetcher.last.fail(new TokenFetchError('rate_limited', 'token endpoint answered 429', { status: 429, retryAfterMs: 60_000 }));
     await f.clock.advance(59_000);
     expect(f.fetcher.calls).toHaveLength(1);
-    expect(b.source.lastError).toBeInstanceOf(SharedFailureError);
+    expect(b.source.lastError).toBeInstanceOf(RecordedFailureError);
     expect(b.source.lastError?.outcome).toBe('rate_limited');
     expect(b.counts.fetches).toBe(0);
     f.fetcher.answer = () => ({ accessToken: 'tok-2', lifetimeMs: LIFETIME });
@@ -235,6 +247,59 @@ describe('a token shared through a store: failures', () => {
     expect(f.fetcher.calls).toHaveLength(2);
     expect(a.source.current()).toBe('tok-2');
     expect(b.source.current()).toBe('tok-2');
+    f.stop();
+  });
+
+  it('settles a failed attempt under the lease only once its failure is recorded and the lease given back', async () => {
+    const f = fleet();
+    const store = createMemoryTokenStore({
+      server: f.server,
+      clock: f.clock,
+      random: () => 0.5,
+      log: f.log,
+      leaseMs: FETCH_TIMEOUT + 1_000,
+      derive: fastDerive,
+    });
+    const namespace = new StoreNamespace(store, f.clock);
+    namespace.use(KEY);
+    const backoff = backoffPolicy(DEFAULT_SCHEDULE, () => 0.5);
+    const own = fetchingSupply(f.fetcher.fetchToken, { clock: f.clock, backoff, schedule: DEFAULT_SCHEDULE });
+    const supply = storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, backoff, clock: f.clock, random: () => 0.5 });
+    f.fetcher.answer = () => new TokenFetchError('rate_limited', 'token endpoint answered 429', { status: 429, retryAfterMs: 60_000 });
+    const attempt = supply.obtain({
+      credential: CREDENTIAL,
+      held: undefined,
+      failures: 0,
+      rejected: [],
+      signal: new AbortController().signal,
+    });
+    const failure = await attempt.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(SupplyFailure);
+    expect((failure as SupplyFailure).nextAttemptAtMs).toBe(f.clock.now() + 60_000);
+    // When the attempt settles, the store holds the failure record and no lease: nothing is left for another object to finish.
+    const keys = f.server.dump().map((k) => k.key);
+    expect(keys.some((k) => k.endsWith(':lease'))).toBe(false);
+    expect(keys.some((k) => k.endsWith(':failure'))).toBe(true);
+  });
+
+  it('honours a failure record sealed for a day no longer than its own backoff could wait, counts it, and then fetches', async () => {
+    const f = fleet();
+    const a = f.proxy();
+    const key = await deriveStoreKey({ ...KEY, prefix: 'ticket-auth-proxy:', derive: fastDerive });
+    // Sealed under the credential's key (a holder of it), for a day, with a day to live.
+    f.server.put(key.failureKey, sealFailure(key, { outcome: 'timeout', nextAttemptAtMs: f.clock.now() + 86_400_000 }), 86_400_000);
+    a.source.start();
+    await f.clock.advance(BACKOFF_CAP_MS - 1_000);
+    expect(f.fetcher.calls).toHaveLength(0);
+    expect(a.operations).not.toContain('lease:ok');
+    f.numberTokens();
+    await f.clock.advance(2_000);
+    expect(f.fetcher.calls).toHaveLength(1);
+    expect(a.source.current()).toBe('tok-1');
+    expect(f.log.lines.filter((l) => (l.obj as { kind?: string }).kind === 'failure_too_long')).toHaveLength(1);
     f.stop();
   });
 
@@ -413,7 +478,7 @@ describe('a token shared through a store: clocks that disagree', () => {
       log: f.log,
       leaseMs: 11_000,
       derive: fastDerive,
-    }).credential(KEY);
+    }).slot(KEY);
     const issued = ahead.now();
     await writer.write({
       accessToken: 'tok-ahead',

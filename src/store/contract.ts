@@ -28,6 +28,12 @@
  * same again, never adopting the rejected token.
  */
 
+/**
+ * The longest lease any proxy takes: `TOKEN_FETCH_TIMEOUT_MS` is at most 120 s, and a lease lasts
+ * a second longer. A lease with more time to live than this was not taken by a proxy.
+ */
+export const LEASE_LIMIT_MS = 121_000;
+
 /** A token as the store holds it, decrypted. Times are Unix milliseconds by the writer's clock. */
 export interface StoredToken {
   readonly accessToken: string;
@@ -45,9 +51,15 @@ export interface StoredToken {
  * A failed fetch another proxy recorded: no proxy fetches before `nextAttemptAtMs` while the store
  * is healthy, so a throttling identity provider sees one retry per backoff step from the fleet.
  */
-export interface SharedFailure {
-  /** When the next attempt may start, by the reader's clock (the record's time to live in the store). */
+export interface FailureRecord {
+  /**
+   * When the next attempt may start, by the reader's clock: the lesser of the time sealed in the
+   * record and the record's time to live in the store (a record replayed or stretched with
+   * `PEXPIRE` waits no longer than its writer asked).
+   */
   readonly nextAttemptAtMs: number;
+  /** The next attempt's time as sealed (the writer's clock): the same record read again has the same. */
+  readonly sealedAtMs: number;
   /** The failed fetch's outcome as the recording proxy gave it (`rate_limited`, `server_error`, ...). */
   readonly outcome: string;
 }
@@ -80,12 +92,12 @@ export interface StoreUnavailable {
  *   (at least), and lives `expiresAtMs - issuedAtMs` in all.
  * - `miss`: no usable entry. `invalid` is true when an entry was there but did not decrypt or
  *   parse (written under another key, or overwritten with garbage): it is never served, and the
- *   next {@link CredentialStore.write} replaces it.
+ *   next {@link CredentialSlot.write} replaces it.
  * Both carry the shared failure, if one is recorded: do not fetch before its `nextAttemptAtMs`.
  */
 export type ReadResult =
-  | { readonly kind: 'hit'; readonly token: StoredToken; readonly remainingMs: number; readonly failure: SharedFailure | undefined }
-  | { readonly kind: 'miss'; readonly invalid: boolean; readonly failure: SharedFailure | undefined }
+  | { readonly kind: 'hit'; readonly token: StoredToken; readonly remainingMs: number; readonly failure: FailureRecord | undefined }
+  | { readonly kind: 'miss'; readonly invalid: boolean; readonly failure: FailureRecord | undefined }
   | StoreUnavailable;
 
 /**
@@ -111,10 +123,12 @@ export interface Lease {
 
 /**
  * What taking the lease found.
- * - `acquired`: fetch, then {@link CredentialStore.write} (or {@link CredentialStore.recordFailure}),
+ * - `acquired`: fetch, then {@link CredentialSlot.write} (or {@link CredentialSlot.recordFailure}),
  *   then {@link Lease.release}.
  * - `taken`: another proxy is fetching: keep reading the entry (polling with jitter) up to the
- *   fetch timeout, then try for the lease again.
+ *   fetch timeout, then try for the lease again. A lease found with a time to live longer than any
+ *   proxy's settings allow ({@link LEASE_LIMIT_MS}), or none, is cut to this proxy's lease length
+ *   first (and counted as `lease_too_long`).
  */
 export type LeaseResult = { readonly kind: 'acquired'; readonly lease: Lease } | { readonly kind: 'taken' } | StoreUnavailable;
 
@@ -129,10 +143,10 @@ export type RecordResult = { readonly kind: 'recorded' } | StoreUnavailable;
 
 /**
  * One credential's entry, lease and shared failure, under the key derived for it. Obtained from
- * {@link TokenStore.credential}; a rotated secret, private key or key file is a new credential
+ * {@link TokenStore.slot}; a rotated secret, private key or key file is a new credential
  * (a new namespace: nothing written under the old key is read under the new one).
  */
-export interface CredentialStore {
+export interface CredentialSlot {
   /** Reads the entry and the shared failure in one round trip. */
   read(): Promise<ReadResult>;
   /**
@@ -159,7 +173,7 @@ export interface CredentialStore {
   recordFailure(failure: { nextAttemptAtMs: number; outcome: string }): Promise<RecordResult>;
 }
 
-/** What {@link TokenStore.credential} needs: what the credential is, and what its key is made from. */
+/** What {@link TokenStore.slot} needs: what the credential is, and what its key is made from. */
 export interface CredentialKeyInput {
   /**
    * Everything that makes two proxies' credentials the same (token URL, client id, authentication
@@ -175,6 +189,25 @@ export interface CredentialKeyInput {
    */
   readonly keyMaterial: Uint8Array;
 }
+
+/**
+ * Something in the store no proxy of the fleet writes, as counted by
+ * `ticket_auth_proxy_token_store_anomalies_total`'s `kind` label: someone else writes the prefix.
+ * - `lease_too_long`: a lease with a time to live longer than any proxy's settings allow (or none), cut;
+ * - `lease_wait_exhausted`: a proxy waited a whole lease length for other proxies' fetches while leases kept being taken;
+ * - `failure_too_long`: a failure record asking for a wait longer than this proxy's own backoff could give;
+ * - `invalid_entry`: an entry that does not decrypt or parse (never served);
+ * - `invalid_failure`: a failure record that does not decrypt or parse (ignored).
+ */
+export type AnomalyKind = 'lease_too_long' | 'lease_wait_exhausted' | 'failure_too_long' | 'invalid_entry' | 'invalid_failure';
+
+export const ANOMALY_KINDS: readonly AnomalyKind[] = [
+  'lease_too_long',
+  'lease_wait_exhausted',
+  'failure_too_long',
+  'invalid_entry',
+  'invalid_failure',
+];
 
 /** An operation as counted by `ticket_auth_proxy_token_store_operations_total`'s `operation` label. */
 export type StoreOperation = 'read' | 'write' | 'lease' | 'delete';
@@ -198,6 +231,8 @@ export interface TokenStoreObserver {
    * background check succeeded. Called with the first outcome, then on each change.
    */
   onHealth?(up: boolean): void;
+  /** Once per anomaly seen, by the store or by a user of it ({@link TokenStore.anomaly}). */
+  onAnomaly?(kind: AnomalyKind): void;
 }
 
 /** The store itself: one per process, shared by the configured credential and pass-through ones. */
@@ -210,7 +245,7 @@ export interface TokenStore {
    * again when the material changes (a new namespace). Never rejects: should the derivation fail,
    * the credential's operations all answer `unavailable` (logged once).
    */
-  credential(input: CredentialKeyInput): Promise<CredentialStore>;
+  slot(input: CredentialKeyInput): Promise<CredentialSlot>;
   /**
    * Tells the store it is about to be needed (start, a refresh moment, a gateway 401, waiting for
    * another proxy's fetch, a pass-through credential's first use): it opens its connection now,
@@ -220,6 +255,12 @@ export interface TokenStore {
   need(): void;
   /** True unless the store counts as down (operations would answer `unavailable` at once). */
   readonly up: boolean;
+  /**
+   * Tells of an anomaly a user of the store saw (a lease wait exhausted, a failure record past its
+   * own backoff's bound): counted, and logged at `warn` at most once per kind per 10 minutes,
+   * naming the store and the kind, never a key or a value.
+   */
+  anomaly(kind: AnomalyKind): void;
   /**
    * Checks the store now (connect, authenticate, `PING`), within the store timeout, whatever its
    * state: for `check`, which says whether the store is reachable and accepts the password.

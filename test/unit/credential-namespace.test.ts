@@ -3,7 +3,7 @@ import { clientAssertionFile } from '../../src/token/client-auth/client-assertio
 import { clientSecretBasic } from '../../src/token/client-auth/client-secret-basic.js';
 import { clientSecretPost } from '../../src/token/client-auth/client-secret-post.js';
 import { tlsClientAuth } from '../../src/token/client-auth/tls-client-auth.js';
-import { storeIdentity, type StoreCredentialOptions } from '../../src/token/store-credential.js';
+import { storeIdentity, type StoreCredentialOptions } from '../../src/token/from-store/credential-namespace.js';
 import { clientCert, createCa } from '../helpers/certs.js';
 
 const BASE: StoreCredentialOptions = {

@@ -1,11 +1,12 @@
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
 import type { TlsMaterial } from '../net/tls-material.js';
+import type { TokenStore, TokenStoreObserver } from './contract.js';
 import { createRedisBackend } from './redis-backend.js';
+import { createSealedStore } from './sealed-store.js';
 import type { StoreSettings } from './settings.js';
-import { createTokenStore } from './store.js';
+import { watchStoreFiles } from './store-files.js';
 import type { KeyDeriver } from './store-key.js';
-import type { TokenStore, TokenStoreObserver } from './token-store.js';
 
 /** A lease lasts the fetch it guards, plus this: a fetch that ends at its timeout still writes under it. */
 export const LEASE_MARGIN_MS = 1_000;
@@ -23,61 +24,97 @@ export interface OpenStoreOptions {
   derive?: KeyDeriver | undefined;
   /** How long an unused connection stays open; 30 s unless given (tests). */
   idleMs?: number | undefined;
+  /**
+   * Watch `TOKEN_STORE_PASSWORD_FILE` and `TOKEN_STORE_KEY_FILE` while open (the running proxy);
+   * `check`, which opens the store once, does not.
+   */
+  watchFiles?: boolean | undefined;
 }
 
 /** The store on Redis or Valkey, with what the wiring changes when a watched file does. */
 export interface RedisTokenStore extends TokenStore {
+  /** `TOKEN_STORE_TIMEOUT_MS`. */
+  readonly timeoutMs: number;
   /** A new `TOKEN_STORE_PASSWORD_FILE` password: the connection is made anew with it. */
   setPassword(password: string): void;
   /** New TLS material (`CA_FILE`, the client certificate): new connections use it. */
   setTls(material: TlsMaterial): void;
+  /** `TOKEN_STORE_KEY_FILE`'s content now, if set. */
+  keyFile(): Uint8Array | undefined;
+  /** Called when `TOKEN_STORE_KEY_FILE` changes (a new namespace for every credential). */
+  onKeyFile(listener: () => void): void;
 }
 
 /**
  * Opens the token store `TOKEN_STORE_URL` names: starts loading the Redis client library (only
  * now: a proxy without a store never loads it), which goes on while the configured credential's
- * key is derived ({@link TokenStore.credential}), and connects on first use or {@link TokenStore.need}.
- * Never connects here.
+ * key is derived ({@link TokenStore.slot}), and connects on first use or {@link TokenStore.need}.
+ * Never connects here. With `watchFiles`, follows the password and key files until closed.
  */
 export function openRedisTokenStore(options: OpenStoreOptions): RedisTokenStore {
-  const { settings } = options;
+  const { settings, clock, log } = options;
   let password = settings.password;
   let tls = options.tls;
+  let keyFile = settings.keyMaterial;
+  const listeners: (() => void)[] = [];
   const backend = createRedisBackend({
     endpoint: settings.endpoint,
     password: () => password,
     passwordSource: settings.passwordSource,
     tls: () => tls,
     timeoutMs: settings.timeoutMs,
-    clock: options.clock,
+    clock,
     idleMs: options.idleMs,
+    scripts: settings.scripts,
   });
-  const store = createTokenStore({
+  const store = createSealedStore({
     backend,
     prefix: settings.prefix,
     timeoutMs: settings.timeoutMs,
     leaseMs: options.fetchTimeoutMs + LEASE_MARGIN_MS,
-    clock: options.clock,
+    clock,
     random: options.random,
-    log: options.log,
+    log,
     observer: options.observer,
     where: settings.endpoint.shown,
     derive: options.derive,
   });
+  const setPassword = (next: string): void => {
+    password = next;
+    backend.reset();
+  };
+  const stopWatching = options.watchFiles
+    ? watchStoreFiles({
+        passwordFile: settings.passwordFile,
+        keyFile: settings.keyFile,
+        initial: settings,
+        onPassword: setPassword,
+        onKeyMaterial: (material) => {
+          keyFile = material;
+          for (const listener of listeners) listener();
+        },
+        clock,
+        log,
+      })
+    : () => undefined;
   return {
-    credential: (input) => store.credential(input),
+    timeoutMs: settings.timeoutMs,
+    slot: (input) => store.slot(input),
+    anomaly: (kind) => store.anomaly(kind),
     need: () => store.need(),
     get up() {
       return store.up;
     },
     probe: () => store.probe(),
-    close: () => store.close(),
-    setPassword(next) {
-      password = next;
-      backend.reset();
+    async close() {
+      stopWatching();
+      await store.close();
     },
+    setPassword,
     setTls(material) {
       tls = material;
     },
+    keyFile: () => keyFile,
+    onKeyFile: (listener) => void listeners.push(listener),
   };
 }

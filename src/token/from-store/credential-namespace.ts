@@ -5,10 +5,10 @@
  * token only when both are equal, so nothing written under one credential is read under another.
  */
 import { createHash } from 'node:crypto';
-import type { Config } from '../config/config.js';
-import type { Clock } from '../core/clock.js';
-import { describeCredential, type CredentialKeyInput, type CredentialStore, type TokenStore } from '../store/index.js';
-import type { AuthMethod, CredentialMaterial } from './client-auth/index.js';
+import type { Config } from '../../config/config.js';
+import type { Clock } from '../../core/clock.js';
+import { describeCredential, type CredentialKeyInput, type CredentialSlot, type TokenStore } from '../../store/index.js';
+import type { AuthMethod, CredentialMaterial } from '../client-auth/index.js';
 
 /** What a credential is made of beside its method's own material. */
 export interface StoreCredentialOptions {
@@ -87,8 +87,8 @@ function lengthPrefix(n: number): Buffer {
  */
 export class StoreNamespace {
   private id: string | undefined;
-  private pending: Promise<CredentialStore | undefined> = Promise.resolve(undefined);
-  private derived: CredentialStore | undefined;
+  private pending: Promise<CredentialSlot | undefined> = Promise.resolve(undefined);
+  private derived: CredentialSlot | undefined;
 
   constructor(
     private readonly store: TokenStore,
@@ -101,10 +101,10 @@ export class StoreNamespace {
     if (id === this.id) return false;
     this.id = id;
     this.derived = undefined;
-    const pending: Promise<CredentialStore | undefined> =
+    const pending: Promise<CredentialSlot | undefined> =
       input === undefined
         ? Promise.resolve(undefined)
-        : this.store.credential(input).then((derived) => {
+        : this.store.slot(input).then((derived) => {
             if (this.pending === pending) this.derived = derived;
             return derived;
           });
@@ -118,12 +118,12 @@ export class StoreNamespace {
   }
 
   /** The part derived for the current credential, if its derivation is done. */
-  get ready(): CredentialStore | undefined {
+  get ready(): CredentialSlot | undefined {
     return this.derived;
   }
 
   /** The current part, once derived; waiting at most `withinMs` when given (undefined after that). */
-  current(withinMs?: number): Promise<CredentialStore | undefined> {
+  current(withinMs?: number): Promise<CredentialSlot | undefined> {
     if (this.derived !== undefined || withinMs === undefined)
       return this.derived !== undefined ? Promise.resolve(this.derived) : this.pending;
     return new Promise((resolve) => {

@@ -3,20 +3,21 @@
  * configured credential's namespace derived from what it is made of now and derived anew when its
  * secret, key, certificate, DPoP key or the store key file changes; a pass-through credential's
  * derived on its first use from its own secret. Each token source is handed the supply that
- * consults the store (shared-token.ts).
+ * consults the store (store-supply.ts).
  */
-import type { Config } from '../config/config.js';
-import type { Clock } from '../core/clock.js';
-import type { Log } from '../core/log.js';
-import type { TokenStore } from '../store/index.js';
-import type { AuthMethod, Credential, CredentialMaterial, CredentialTarget } from './client-auth/index.js';
-import type { DpopClient } from './dpop/index.js';
-import { sharedSupply } from './shared-token.js';
-import { StoreNamespace, storeIdentity, type StoreIdentity } from './store-credential.js';
-import type { TokenSupply } from './token-supply.js';
+import type { Config } from '../../config/config.js';
+import type { Clock } from '../../core/clock.js';
+import type { Log } from '../../core/log.js';
+import type { TokenStore } from '../../store/index.js';
+import type { AuthMethod, Credential, CredentialMaterial, CredentialTarget } from '../client-auth/index.js';
+import type { DpopClient } from '../dpop/index.js';
+import { storeSupply } from './store-supply.js';
+import { StoreNamespace, storeIdentity, type StoreIdentity } from './credential-namespace.js';
+import type { BackoffPolicy } from '../refresh-schedule.js';
+import type { TokenSupply } from '../token-supply.js';
 
 /** What every shared credential of a process has in common. */
-export interface SharingOptions {
+export interface StoreUseOptions {
   store: TokenStore;
   settings: Pick<Config, 'tokenUrl' | 'issuerUrl' | 'tokenScope' | 'tokenParams' | 'dpop' | 'tokenFetchTimeoutMs' | 'dpopKeyFile'>;
   /** `TOKEN_STORE_TIMEOUT_MS`: the longest a pass-through credential's first use waits for its key. */
@@ -29,26 +30,26 @@ export interface SharingOptions {
   log: Log;
 }
 
-/** The supply a token source is given: the store's, around its own fetch. */
-export type Share = (own: TokenSupply) => TokenSupply;
+/** The supply a token source is given: the store's, around its own fetch, with the source's backoff. */
+export type WithStore = (own: TokenSupply, backoff: BackoffPolicy) => TokenSupply;
 
-function dpopKeyOf(o: SharingOptions): { thumbprint: string; fromFile: boolean } | undefined {
+function dpopKeyOf(o: StoreUseOptions): { thumbprint: string; fromFile: boolean } | undefined {
   return o.dpop === undefined ? undefined : { thumbprint: o.dpop.prover.key().thumbprint, fromFile: o.settings.dpopKeyFile !== undefined };
 }
 
-function share(o: SharingOptions, namespace: StoreNamespace, firstUseWithinMs?: number): Share {
+function withStore(o: StoreUseOptions, namespace: StoreNamespace, firstUseWithinMs?: number): WithStore {
   const { store, clock, random, dpop } = o;
-  return (own) =>
-    sharedSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, clock, random, dpop, firstUseWithinMs });
+  return (own, backoff) =>
+    storeSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, backoff, clock, random, dpop, firstUseWithinMs });
 }
 
 /** A token source as the configured credential's watches reach it. */
-export interface SharedTarget extends CredentialTarget {
+export interface StoreUseTarget extends CredentialTarget {
   /** The token to use now, if a valid one is held. */
   current(): string | undefined;
 }
 
-type ConfiguredOptions = SharingOptions & { method: AuthMethod; clientId: string; material: () => CredentialMaterial };
+type ConfiguredOptions = StoreUseOptions & { method: AuthMethod; clientId: string; material: () => CredentialMaterial };
 
 function configuredIdentity(o: ConfiguredOptions): StoreIdentity {
   return storeIdentity({
@@ -65,22 +66,22 @@ function configuredIdentity(o: ConfiguredOptions): StoreIdentity {
  * The configured credential shared through the store, or undefined when its tokens cannot be
  * shared (a method without a secret and no key file, a DPoP key generated here): said once.
  */
-export function configuredSharing(o: ConfiguredOptions): ConfiguredSharing | undefined {
+export function configuredStoreUse(o: ConfiguredOptions): ConfiguredStoreUse | undefined {
   const identity = configuredIdentity(o);
-  if (identity.shared) return new ConfiguredSharing(o);
+  if (identity.shared) return new ConfiguredStoreUse(o);
   o.log.warn({ credential: 'configured', reason: identity.reason }, 'the token store is not used for this credential');
   return undefined;
 }
 
 /** The configured credential shared through the store. */
-export class ConfiguredSharing {
+export class ConfiguredStoreUse {
   private readonly namespace: StoreNamespace;
   /** The supply its token source is given. */
-  readonly share: Share;
+  readonly withStore: WithStore;
 
   constructor(private readonly o: ConfiguredOptions) {
     this.namespace = new StoreNamespace(o.store, o.clock);
-    this.share = share(o, this.namespace);
+    this.withStore = withStore(o, this.namespace);
     this.update();
   }
 
@@ -96,7 +97,7 @@ export class ConfiguredSharing {
    * as it was (a rotated client assertion, which the store key is not derived from) fetches
    * nothing while a valid token is held: that token is the fleet's, and stays good.
    */
-  target(source: SharedTarget): CredentialTarget {
+  target(source: StoreUseTarget): CredentialTarget {
     return {
       setCredential: (credential) => {
         this.update();
@@ -113,15 +114,22 @@ export class ConfiguredSharing {
   }
 }
 
+/** Pass-through credentials' store keys derived at most this many a minute (each costs scrypt's work). */
+export const DERIVATIONS_PER_MINUTE = 10;
+
 /**
  * The supply of each pass-through credential, keyed by its own secret (a wrong secret derives
  * another key, and finds nothing); undefined when they are not shared (tokens bound to a DPoP key
  * generated here, said once). A credential's key is derived on its first use; that use waits for
- * it at most the store timeout, then fetches alone.
+ * it at most the store timeout, then fetches alone. At most {@link DERIVATIONS_PER_MINUTE}
+ * derivations start a minute: past that a credential fetches alone, as without a store, and its key
+ * is derived at a later attempt (its refresh) if it is still in use. A credential the token endpoint
+ * rejected derives nothing while the rejection is remembered: the cache answers it before it gets
+ * here.
  */
-export function passthroughSharing(
-  o: SharingOptions & { method: AuthMethod },
-): ((credential: Credential) => Share | undefined) | undefined {
+export function passthroughStoreUse(
+  o: StoreUseOptions & { method: AuthMethod },
+): ((credential: Credential) => WithStore | undefined) | undefined {
   const dpopKey = dpopKeyOf(o);
   const probe = storeIdentity({
     settings: o.settings,
@@ -135,6 +143,15 @@ export function passthroughSharing(
     o.log.warn({ credential: 'passthrough', reason: probe.reason }, 'the token store is not used for pass-through credentials');
     return undefined;
   }
+  /** When the derivations of the last minute started. */
+  const started: number[] = [];
+  const mayDerive = (): boolean => {
+    const now = o.clock.now();
+    while (started.length > 0 && started[0]! <= now - 60_000) started.shift();
+    if (started.length >= DERIVATIONS_PER_MINUTE) return false;
+    started.push(now);
+    return true;
+  };
   return (credential) => {
     const identity = storeIdentity({
       settings: o.settings,
@@ -145,8 +162,17 @@ export function passthroughSharing(
       keyFile: undefined,
     });
     if (!identity.shared) return undefined;
+    const { input } = identity;
     const namespace = new StoreNamespace(o.store, o.clock);
-    namespace.use(identity.input);
-    return share(o, namespace, o.storeTimeoutMs);
+    const supplyWith = withStore(o, namespace, o.storeTimeoutMs);
+    return (own, backoff) => {
+      const supply = supplyWith(own, backoff);
+      return {
+        obtain(request) {
+          if (!namespace.shared && mayDerive()) namespace.use(input);
+          return supply.obtain(request);
+        },
+      };
+    };
   };
 }

@@ -1,0 +1,266 @@
+/**
+ * Where a token comes from when a shared token store is configured (docs/token-store.md): the
+ * supply a token source consults, around this proxy's own fetch. It changes where a token comes
+ * from, never the rules for using it (token-source.ts keeps those). In the order of
+ * {@link StoreSupply.obtain}:
+ *
+ * 1. read first: the store's entry is read, and a usable token there is adopted instead of fetched
+ *    (at a refresh, only one usable at least a second longer than the token held; never one the
+ *    gateway rejected);
+ * 2. a failure another proxy recorded, whose next attempt is still ahead, is waited for as the
+ *    fleet does, but never longer than this proxy's own backoff could wait, and once: looked at
+ *    again when that wait ends, the same record is passed by;
+ * 3. lease: otherwise the proxy takes the lease, fetches, writes the entry and releases the lease;
+ *    when its fetch fails, it records the failure with its next attempt's time (this proxy's
+ *    backoff) and then releases the lease, before the attempt ends;
+ * 4. wait: a proxy that finds the lease taken reads the entry again (polling with jitter) for up
+ *    to the fetch timeout, then tries for the lease again; one lease length in all from the moment
+ *    it first found the lease taken, however many leases it finds meanwhile, then it fetches
+ *    itself (what it reads cannot hold it longer);
+ * 5. delete by fingerprint: the newest token the gateway rejected is deleted from the store first,
+ *    if it is still there;
+ * 6. whenever the store cannot be used (down, slow, refusing), the proxy fetches alone, as without
+ *    a store.
+ *
+ * The store's operations are `store/contract.ts`; the credential's part of the store (its
+ * namespace) is `credential-namespace.ts`; how the wiring hands this supply to each token source
+ * is `store-use.ts`.
+ */
+import type { Clock } from '../../core/clock.js';
+import {
+  LEASE_MARGIN_MS,
+  type CredentialSlot,
+  type FailureRecord,
+  type Lease,
+  type ReadResult,
+  type TokenStore,
+} from '../../store/index.js';
+import type { DpopClient } from '../dpop/index.js';
+import { TokenFetchError, type FetchOutcome } from '../errors.js';
+import { STORE_SCHEDULE, type BackoffPolicy } from '../refresh-schedule.js';
+import { SupplyFailure, type HeldToken, type SuppliedToken, type SupplyRequest, type TokenSupply } from '../token-supply.js';
+import type { StoreNamespace } from './credential-namespace.js';
+
+/** A token from the store replaces the one held at a refresh only when usable at least this much longer. */
+export const ADOPT_MARGIN_MS = 1_000;
+/** The first read while another proxy holds the lease comes after about this; later ones twice as late each, up to the cap. */
+export const POLL_FIRST_MS = 100;
+export const POLL_CAP_MS = 1_000;
+
+export interface StoreSupplyOptions {
+  store: TokenStore;
+  /** The credential's part of the store. */
+  namespace: StoreNamespace;
+  /** `TOKEN_FETCH_TIMEOUT_MS`: how long another proxy's fetch is waited for before the lease is tried again. */
+  fetchTimeoutMs: number;
+  /** The token source's backoff: the next attempt's time a failed fetch under the lease records. */
+  backoff: BackoffPolicy;
+  /**
+   * A pass-through credential's first use: its key is derived on first use, and a request waits
+   * for the derivation no longer than this (the store timeout) before its token is fetched alone.
+   */
+  firstUseWithinMs?: number | undefined;
+  clock: Clock;
+  random: () => number;
+  /** With DPoP from DPOP_KEY_FILE: a DPoP-bound token from the store is proven with its key. */
+  dpop?: DpopClient | undefined;
+}
+
+/** A failed fetch another proxy recorded: no attempt before its time. Not a fetch of this proxy's, so not counted as one. */
+export class RecordedFailureError extends TokenFetchError {}
+
+const OUTCOMES: readonly string[] = ['rejected', 'rate_limited', 'server_error', 'network_error', 'timeout', 'invalid_response'];
+
+/** What the wait for another proxy's fetch ended in. */
+type Awaited = SuppliedToken | 'lease' | 'alone';
+
+/** The supply of a credential shared through `options.store`, around `own` (this proxy's fetch). */
+export function storeSupply(own: TokenSupply, options: StoreSupplyOptions): TokenSupply {
+  return new StoreSupply(own, options);
+}
+
+class StoreSupply implements TokenSupply {
+  /** The newest rejected token deleted from the store, so each is deleted once. */
+  private deleted: string | undefined;
+  /** The sealed time of the last failure record waited for: the same record is not waited for twice. */
+  private honoured: number | undefined;
+  private firstUse: boolean;
+
+  constructor(
+    private readonly own: TokenSupply,
+    private readonly o: StoreSupplyOptions,
+  ) {
+    this.firstUse = o.firstUseWithinMs !== undefined;
+  }
+
+  async obtain(request: SupplyRequest): Promise<SuppliedToken> {
+    // The connection is opened while the key may still be derived.
+    if (this.o.namespace.shared) this.o.store.need();
+    const slot = await this.o.namespace.current(this.firstUse ? this.o.firstUseWithinMs : undefined);
+    this.firstUse = false;
+    if (slot === undefined) return this.own.obtain(request);
+    await this.deleteRejected(slot, request.rejected);
+    /** When the lease was first found taken: other proxies' fetches are waited for one lease length in all from then. */
+    let waitingSince: number | undefined;
+    for (;;) {
+      const read = await slot.read();
+      if (read.kind === 'unavailable') return this.alone(request);
+      const adopted = this.adoptable(read, request);
+      if (adopted !== undefined) return adopted;
+      this.throwIfFailing(read, request);
+      const taken = await slot.takeLease();
+      if (taken.kind === 'unavailable') return this.alone(request);
+      if (taken.kind === 'acquired') return this.fetchUnder(slot, taken.lease, request);
+      const now = this.o.clock.now();
+      waitingSince ??= now;
+      const waitUntil = waitingSince + this.o.fetchTimeoutMs + LEASE_MARGIN_MS;
+      if (now >= waitUntil) {
+        // Leases kept being taken for a whole lease length: no fetch of another proxy's is that
+        // long, so this one fetches itself and writes what it gets, as the lease holder would.
+        this.o.store.anomaly('lease_wait_exhausted');
+        return this.fetchUnder(slot, undefined, request);
+      }
+      const awaited = await this.awaitEntry(slot, request, Math.min(now + this.o.fetchTimeoutMs, waitUntil));
+      if (awaited === 'alone') return this.alone(request);
+      if (awaited !== 'lease') return awaited;
+    }
+  }
+
+  /** The newest token the gateway rejected, deleted only if the entry still holds it: a newer token another proxy wrote stays. */
+  private async deleteRejected(slot: CredentialSlot, rejected: readonly string[]): Promise<void> {
+    const newest = rejected.at(-1);
+    if (newest === undefined || newest === this.deleted) return;
+    this.deleted = newest;
+    await slot.deleteIfSame(newest);
+  }
+
+  /** This proxy's own fetch without the lease, as without a store: the store cannot be reached now. */
+  private alone(request: SupplyRequest): Promise<SuppliedToken> {
+    return this.own.obtain({ ...request, held: undefined });
+  }
+
+  /**
+   * Fetches under the lease (or, once waiting for leases is exhausted, without one); the token is
+   * used at once, written, then the lease released. A failed fetch under the lease is recorded with
+   * its next attempt's time, then the lease released, before the attempt ends: a proxy that takes
+   * the lease next finds the failure first.
+   */
+  private async fetchUnder(slot: CredentialSlot, lease: Lease | undefined, request: SupplyRequest): Promise<SuppliedToken> {
+    let supplied: SuppliedToken;
+    try {
+      supplied = await this.own.obtain(request);
+    } catch (err) {
+      if (lease === undefined) throw err;
+      if (err instanceof SupplyFailure) {
+        const outcome = err.cause instanceof TokenFetchError ? err.cause.outcome : 'network_error';
+        await slot.recordFailure({ nextAttemptAtMs: err.nextAttemptAtMs, outcome });
+      }
+      await lease.release();
+      throw err;
+    }
+    const { grant } = supplied;
+    const token = {
+      accessToken: grant.accessToken,
+      tokenType: grant.tokenType ?? 'Bearer',
+      issuedAtMs: supplied.issuedAtMs,
+      expiresAtMs: supplied.expiresAtMs,
+      usableUntilMs: supplied.usableUntilMs,
+    };
+    // The token is used at once; the write and the release follow on their own, each bounded by the store timeout.
+    void slot
+      .write(token)
+      .then(() => lease?.release())
+      .catch(() => undefined);
+    return { ...supplied, schedule: STORE_SCHEDULE };
+  }
+
+  /**
+   * Another proxy holds the lease: reads the entry again after about 100 ms, twice as late each
+   * time up to a second, each wait with jitter, until its token is there, its failure is
+   * recorded, or `until` has passed (then the lease is tried again).
+   */
+  private async awaitEntry(slot: CredentialSlot, request: SupplyRequest, until: number): Promise<Awaited> {
+    const { clock, random } = this.o;
+    for (let step = POLL_FIRST_MS; ; step = Math.min(POLL_CAP_MS, step * 2)) {
+      const left = until - clock.now();
+      if (left <= 0) return 'lease';
+      await this.sleep(Math.min(left, step * (0.5 + random())), request.signal);
+      const read = await slot.read();
+      if (read.kind === 'unavailable') return 'alone';
+      const adopted = this.adoptable(read, request);
+      if (adopted !== undefined) return adopted;
+      this.throwIfFailing(read, request);
+    }
+  }
+
+  /** The stored token as a supplied one, when it may be taken: usable, never rejected, and at a refresh usable longer than the held one. */
+  private adoptable(read: ReadResult, request: SupplyRequest): SuppliedToken | undefined {
+    if (read.kind !== 'hit') return undefined;
+    const stored = read.token;
+    if (request.rejected.includes(stored.accessToken)) return undefined;
+    const dpopKey = stored.tokenType === 'DPoP' ? this.o.dpop?.prover.key() : undefined;
+    if (stored.tokenType === 'DPoP' && dpopKey === undefined) return undefined;
+    const usableUntil = this.o.clock.now() + read.remainingMs;
+    const held: HeldToken | undefined = request.held;
+    if (held !== undefined && usableUntil < held.usableUntilMs + ADOPT_MARGIN_MS) return undefined;
+    // By durations only, from this proxy's clock: the writer's may disagree. Where the store's own
+    // time to live cut the remaining life short, the token reads as older, and is refreshed sooner.
+    const lifetime = stored.expiresAtMs - stored.issuedAtMs;
+    const issuedAt = usableUntil - (stored.usableUntilMs - stored.issuedAtMs);
+    return {
+      grant: { accessToken: stored.accessToken, lifetimeMs: lifetime, tokenType: stored.tokenType, ...(dpopKey && { dpopKey }) },
+      issuedAtMs: issuedAt,
+      lifetimeMs: lifetime,
+      expiresAtMs: issuedAt + lifetime,
+      usableUntilMs: usableUntil,
+      fetchMs: undefined,
+      schedule: STORE_SCHEDULE,
+    };
+  }
+
+  /**
+   * A failure another proxy recorded whose next attempt is still ahead: wait for it, as the fleet
+   * does, for the least of its time (sealed, and its time to live: the store bounds both) and the
+   * longest wait this proxy's own backoff could give now; a record already waited for once is
+   * passed by, so whatever it says, it holds this proxy no longer than its own backoff would.
+   */
+  private throwIfFailing(read: ReadResult, request: SupplyRequest): void {
+    const failure = read.kind === 'unavailable' ? undefined : read.failure;
+    const now = this.o.clock.now();
+    if (failure === undefined || failure.nextAttemptAtMs <= now || failure.sealedAtMs === this.honoured) return;
+    const held = request.held;
+    const validForMs = held !== undefined && held.usableUntilMs > now ? held.usableUntilMs - now : 0;
+    const longestMs = this.o.backoff.longestMs(validForMs, failure.outcome === 'rate_limited' || failure.outcome === 'server_error');
+    if (failure.nextAttemptAtMs - now > longestMs) this.o.store.anomaly('failure_too_long');
+    const waitMs = Math.min(failure.nextAttemptAtMs - now, longestMs);
+    this.honoured = failure.sealedAtMs;
+    // Spread by up to a tenth (at most a second), so that the fleet's reads do not all come at once.
+    const spread = this.o.random() * Math.min(POLL_CAP_MS, waitMs / 10);
+    throw new SupplyFailure(recordedFailure(failure, waitMs), now + Math.ceil(Math.min(longestMs, waitMs + spread)));
+  }
+
+  private sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(new Error('the token source stopped'));
+      const stop = (): void => {
+        this.o.clock.clearTimeout(timer);
+        reject(new Error('the token source stopped'));
+      };
+      const timer = this.o.clock.setTimeout(() => {
+        signal.removeEventListener('abort', stop);
+        resolve();
+      }, ms);
+      signal.addEventListener('abort', stop, { once: true });
+    });
+  }
+}
+
+/** The error a recorded failure is met with: its outcome as the recording proxy saw it. */
+function recordedFailure(failure: FailureRecord, waitMs: number): RecordedFailureError {
+  const outcome = (OUTCOMES.includes(failure.outcome) ? failure.outcome : 'server_error') as Exclude<FetchOutcome, 'success'>;
+  return new RecordedFailureError(
+    outcome,
+    `the token endpoint failed for another proxy sharing the token store (${outcome}); no proxy tries again for ` +
+      `${Math.ceil(waitMs / 1000)} s`,
+  );
+}

@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
+import { clientSecretBasic } from '../../src/token/client-auth/client-secret-basic.js';
+import { DERIVATIONS_PER_MINUTE, passthroughStoreUse } from '../../src/token/from-store/store-use.js';
+import { backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
+import type { SuppliedToken, TokenSupply } from '../../src/token/token-supply.js';
+import { FakeClock, settle } from '../helpers/fake-clock.js';
+import { FakeLog } from '../helpers/fakes.js';
+
+const SETTINGS = {
+  tokenUrl: 'https://idp.example/oauth2/token',
+  issuerUrl: undefined,
+  tokenScope: undefined,
+  tokenParams: [],
+  dpop: 'off' as const,
+  tokenFetchTimeoutMs: 10_000,
+  dpopKeyFile: undefined,
+};
+
+/** This proxy's own fetch, answering at once and counting. */
+function ownFetch(clock: FakeClock): TokenSupply & { fetches: number } {
+  const own = {
+    fetches: 0,
+    obtain(): Promise<SuppliedToken> {
+      own.fetches++;
+      const now = clock.now();
+      return Promise.resolve({
+        grant: { accessToken: `tok-${own.fetches}`, lifetimeMs: 100_000 },
+        issuedAtMs: now,
+        lifetimeMs: 100_000,
+        expiresAtMs: now + 100_000,
+        usableUntilMs: now + 90_000,
+        fetchMs: 0,
+        schedule: DEFAULT_SCHEDULE,
+      });
+    },
+  };
+  return own;
+}
+
+describe('pass-through credentials sharing through a store', () => {
+  it('derives at most ten keys a minute for a burst of new credentials, fetching the rest alone, and derives again a minute later', async () => {
+    const clock = new FakeClock();
+    const derived: string[] = [];
+    const store = createMemoryTokenStore({
+      server: new MemoryStoreServer(clock),
+      clock,
+      random: () => 0.5,
+      log: new FakeLog(),
+      leaseMs: 11_000,
+      derive: (material) => {
+        derived.push(Buffer.from(material).toString());
+        return Promise.resolve(Buffer.alloc(32, derived.length));
+      },
+    });
+    const forCredential = passthroughStoreUse({
+      store,
+      settings: SETTINGS,
+      storeTimeoutMs: 250,
+      dpop: undefined,
+      keyFile: () => undefined,
+      clock,
+      random: () => 0.5,
+      log: new FakeLog(),
+      method: clientSecretBasic,
+    })!;
+    const backoff = backoffPolicy(DEFAULT_SCHEDULE, () => 0.5);
+    const own = ownFetch(clock);
+    const attempt = (i: number) =>
+      forCredential({ clientId: `caller-${i}`, clientSecret: `wrong-${i}` })!(own, backoff).obtain({
+        credential: { clientId: `caller-${i}`, clientSecret: `wrong-${i}` },
+        held: undefined,
+        failures: 0,
+        rejected: [],
+        signal: new AbortController().signal,
+      });
+    const tokens = await Promise.all(Array.from({ length: 30 }, (_, i) => attempt(i)));
+    await settle();
+    expect(tokens).toHaveLength(30);
+    expect(derived).toHaveLength(DERIVATIONS_PER_MINUTE);
+    expect(own.fetches).toBe(30);
+    await clock.advance(60_000);
+    await attempt(30);
+    await settle();
+    expect(derived).toHaveLength(DERIVATIONS_PER_MINUTE + 1);
+  });
+});
