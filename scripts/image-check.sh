@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # npm run image:check: builds the Dockerfile for real with buildah (scripts/lib/image-build.sh: on
 # a stand-in for the Node base built from this machine's Node) and runs the built image's command,
-# as the image's user, on a read-only root filesystem, against the mock Ticket Service. It prints
+# as the image's user, on a read-only root filesystem, against the mock Ticket Service (podman
+# runs it, as the pod check does, with runc and a containers.conf of its own). It prints
 # what it proved at the end. scripts/pod-check.sh plays the chart's pods with the same image.
 #
-# Needs root (buildah, debootstrap, mount namespaces), the npm registry (npm ci in the build
+# Needs root (buildah, debootstrap, podman), the npm registry (npm ci in the build
 # stages) and Debian's packages (the stand-in, and apt-get in the Dockerfile).
 # Everything it stores lives in a temporary folder removed at the end, but the stand-in's cache.
 set -euo pipefail
@@ -38,8 +39,12 @@ mnt=$("${bah[@]}" mount "$ctr")
 [ -d "$mnt/app/node_modules/undici" ] || fail "the image has no production dependencies"
 [ ! -d "$mnt/app/node_modules/vitest" ] || fail "the image carries dev dependencies (vitest)"
 [ ! -d "$mnt/app/src" ] || fail "the image carries the TypeScript sources"
+"${bah[@]}" umount "$ctr" >/dev/null
 
 # --- 2. The image's command, as its user, on a read-only root -----------------------------------
+# Run by podman as the image says (its entrypoint and command, its user), on the host's network:
+# nothing in the image but its own command is run, so an image without a shell passes too.
+image_build_podman
 npm run build --silent
 port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 node --input-type=module -e "
@@ -48,58 +53,45 @@ node --input-type=module -e "
 " &
 pids+=($!)
 printf 'image-check-secret\n' >"$work/client-secret"
-mkdir -p "$mnt/run/secrets" "$mnt/proc"
-touch "$mnt/run/secrets/client-secret"
+chmod 0444 "$work/client-secret"
 proxy_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 admin_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-# The image's LD_PRELOAD is for the image's node, not for this machine's unshare and chroot: it is
-# set by /usr/bin/env inside the image's root.
-host_env=() preload=
-for e in "${image_env[@]}"; do
-  case "$e" in LD_PRELOAD=*) preload=$e ;; *) host_env+=("$e") ;; esac
-done
 say "starting the image's command (read-only root, user $user)"
-env -i "${host_env[@]}" \
-  BASE_URL="http://127.0.0.1:$port" CLIENT_ID=image-check CLIENT_SECRET_FILE=/run/secrets/client-secret \
-  LISTEN_PORT="$proxy_port" ADMIN_PORT="$admin_port" ADMIN_HOST=127.0.0.1 \
-  unshare --mount --pid --fork --propagation private /bin/sh -c '
-    set -e
-    chroot=$1; mnt=$2; secret=$3; user=$4; workdir=$5; preload=$6; shift 6
-    mount --bind "$mnt" "$mnt"
-    mount --bind "$secret" "$mnt/run/secrets/client-secret"
-    mount -t proc proc "$mnt/proc"
-    mount -o remount,bind,ro "$mnt"
-    exec "$chroot" --userspec="$user" "$mnt" /usr/bin/env ${preload:+"$preload"} /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$workdir" "$@"
-  ' sh "$(command -v chroot)" "$mnt" "$work/client-secret" "$user" "$workdir" "$preload" "${cmd[@]}" >"$work/proxy.log" 2>&1 &
-proxy_pid=$!
-pids+=("$proxy_pid")
+"${pod[@]}" run --detach --name image-check --read-only --read-only-tmpfs=false --network host --cap-drop ALL \
+  --security-opt no-new-privileges --volume "$work/client-secret:/run/secrets/client-secret:ro" \
+  --env BASE_URL="http://127.0.0.1:$port" --env CLIENT_ID=image-check --env CLIENT_SECRET_FILE=/run/secrets/client-secret \
+  --env LISTEN_PORT="$proxy_port" --env ADMIN_PORT="$admin_port" --env ADMIN_HOST=127.0.0.1 \
+  localhost/ticket-auth-proxy:check >/dev/null
+logs() { "${pod[@]}" logs image-check 2>&1; }
 
-deadline=$(($(date +%s) + 30))
+deadline=$(($(date +%s) + 60))
 until [ "$(node -e "fetch('http://127.0.0.1:$admin_port/readyz').then(r=>console.log(r.status),()=>console.log(0))")" = 200 ]; do
-  kill -0 "$proxy_pid" 2>/dev/null || { cat "$work/proxy.log"; fail "the image's command exited"; }
-  [ "$(date +%s)" -lt "$deadline" ] || { cat "$work/proxy.log"; fail "/readyz did not answer 200 within 30 s"; }
+  [ "$("${pod[@]}" inspect --format '{{.State.Running}}' image-check)" = true ] || { logs; fail "the image's command exited"; }
+  [ "$(date +%s)" -lt "$deadline" ] || { logs; fail "/readyz did not answer 200 within 60 s"; }
   sleep 0.2
 done
 livez=$(node -e "fetch('http://127.0.0.1:$admin_port/livez').then(r=>console.log(r.status),()=>console.log(0))")
 [ "$livez" = 200 ] || fail "/livez answered $livez"
 tickets=$(node -e "fetch('http://127.0.0.1:$proxy_port/api/v1/tickets').then(async r=>console.log(r.status, (await r.text()).length),()=>console.log(0))")
-case "$tickets" in 200\ *) ;; *) cat "$work/proxy.log"; fail "GET /api/v1/tickets through the proxy answered $tickets" ;; esac
-# node is PID 1 of its own PID namespace, as in a container: it must handle SIGTERM itself.
-node_pid=$(pgrep -P "$proxy_pid" | head -1)
+case "$tickets" in 200\ *) ;; *) logs; fail "GET /api/v1/tickets through the proxy answered $tickets" ;; esac
+# node is PID 1 of the container's PID namespace: it must handle SIGTERM itself.
+node_pid=$("${pod[@]}" inspect --format '{{.State.Pid}}' image-check)
 argv0=$(tr '\0' '\n' <"/proc/$node_pid/cmdline" | head -1)
-[ "$argv0" = node ] || fail "PID 1 of the namespace is $argv0, not node"
+[ "$(basename "$argv0")" = node ] || fail "PID 1 of the container is $argv0, not node"
+uid=$(awk '/^Uid:/ { print $3 }' "/proc/$node_pid/status")
+[ "$uid" = "${user%%:*}" ] || fail "node runs as uid $uid, not the image's user $user"
+preload=$(printf '%s\n' "${image_env[@]}" | sed -n 's/^LD_PRELOAD=//p')
 if [ -n "$preload" ]; then
-  grep -q "${preload#LD_PRELOAD=}" "/proc/$node_pid/maps" || fail "node runs without ${preload#LD_PRELOAD=} ($preload is set)"
-  allocator="node runs with ${preload#LD_PRELOAD=} preloaded; "
+  grep -q "$preload" "/proc/$node_pid/maps" || fail "node runs without $preload (LD_PRELOAD=$preload is set)"
+  allocator="node runs with $preload preloaded; "
 fi
-kill -TERM "$node_pid"
-code=0
-wait "$proxy_pid" || code=$?
-grep -q EROFS "$work/proxy.log" && { cat "$work/proxy.log"; fail "the proxy tried to write to the read-only root"; }
-[ "$code" = 0 ] || { cat "$work/proxy.log"; fail "exit status $code after SIGTERM"; }
+"${pod[@]}" stop --time 20 image-check >/dev/null
+code=$("${pod[@]}" inspect --format '{{.State.ExitCode}}' image-check)
+logs | grep -q EROFS && { logs; fail "the proxy tried to write to the read-only root"; }
+[ "$code" = 0 ] || { logs; fail "exit status $code after SIGTERM"; }
 
 say "OK in $(($(date +%s) - started)) s:"
 say "  the Dockerfile builds as written (multi-stage, npm ci from the lockfile, tsc) on a stand-in base;"
 say "  the image holds production dependencies only;"
 say "  its CMD ran as $user on a read-only root: /livez 200, /readyz 200 (a token fetched from the"
-say "  mock), GET /api/v1/tickets 200 through it; ${allocator:-}SIGTERM to node as PID 1 of its namespace: exit 0."
+say "  mock), GET /api/v1/tickets 200 through it; ${allocator:-}SIGTERM to node as PID 1 of its container: exit 0."

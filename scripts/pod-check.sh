@@ -22,33 +22,8 @@ fail() { say "FAILED: $*"; exit 1; }
 started=$(date +%s)
 work=$(mktemp -d /tmp/pod-check.XXXXXX)
 image_build_init "$work"
-missing=()
-for tool in podman runc catatonit nsenter; do command -v "$tool" >/dev/null || missing+=("$tool"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing Debian's podman, runc and catatonit (missing: ${missing[*]})"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman runc catatonit util-linux >/dev/null ||
-    fail "apt-get install podman runc catatonit"
-fi
-# podman 4.3 runs pods on these machines only with runc and explicit ulimits (crun and the default
-# ulimits fail on setrlimit): a containers.conf of the check's own, its state in the work folder.
-mkdir -p "$work/tmp"
-cat >"$work/containers.conf" <<EOF
-[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$work/events.log"
-tmp_dir = "$work/tmp"
-EOF
-export CONTAINERS_CONF="$work/containers.conf"
-cleanup() {
-  # The pods first: their containers hold the image's layers.
-  podman --root "$work/storage" --runroot "$work/run" --storage-driver vfs pod rm --all --force >/dev/null 2>&1 || true
-  image_build_cleanup
-}
-trap cleanup EXIT
+image_build_podman
+trap image_build_cleanup EXIT
 
 image_build_standin
 image_build_dockerfile

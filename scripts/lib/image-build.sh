@@ -11,6 +11,7 @@
 #   image_build_init WORK   root and tools checked; buildah's storage in WORK (bah=(buildah ...))
 #   image_build_standin     localhost/node-standin:$node_major in that storage
 #   image_build_dockerfile  the Dockerfile built on it: localhost/ticket-auth-proxy:check
+#   image_build_podman      podman over the same storage (pod=(podman ...)), to run what was built
 # and image_build_cleanup at exit.
 
 image_cache="${XDG_CACHE_HOME:-$HOME/.cache}/ticket-auth-proxy-ci/image"
@@ -27,10 +28,16 @@ image_build_init() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah >/dev/null
   fi
   chmod 755 "$image_work"
+  pod=()
   bah=(buildah --root "$image_work/storage" --runroot "$image_work/run" --storage-driver vfs)
 }
 
 image_build_cleanup() {
+  # The pods and containers first: they hold the image's layers.
+  if [ ${#pod[@]} -gt 0 ]; then
+    "${pod[@]}" pod rm --all --force >/dev/null 2>&1 || true
+    "${pod[@]}" rm --all --force >/dev/null 2>&1 || true
+  fi
   "${bah[@]}" rm --all >/dev/null 2>&1 || true
   # vfs layers are plain directories; some are read-only copies of read-only trees.
   chmod -R u+w "$image_work" 2>/dev/null || true
@@ -108,4 +115,30 @@ image_build_dockerfile() {
   "${bah[@]}" build --isolation chroot --pull=never --quiet \
     --build-arg NODE_IMAGE=localhost/node-standin:"$node_major" \
     -t localhost/ticket-auth-proxy:check -f Dockerfile . >/dev/null
+}
+
+# Debian's podman over the storage buildah built into. podman 4.3 runs containers on these machines
+# only with runc and explicit ulimits (crun and the default ulimits fail on setrlimit): a
+# containers.conf of the caller's own, podman's state in the work folder.
+image_build_podman() {
+  local tool missing=()
+  for tool in podman runc catatonit nsenter; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "installing Debian's podman, runc and catatonit (missing: ${missing[*]})"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman runc catatonit util-linux >/dev/null ||
+      fail "apt-get install podman runc catatonit"
+  fi
+  mkdir -p "$image_work/tmp"
+  cat >"$image_work/containers.conf" <<CONF
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "$image_work/events.log"
+tmp_dir = "$image_work/tmp"
+CONF
+  export CONTAINERS_CONF="$image_work/containers.conf"
+  pod=(podman --root "$image_work/storage" --runroot "$image_work/run" --storage-driver vfs)
 }
