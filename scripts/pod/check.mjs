@@ -89,7 +89,8 @@ async function checkForm(form) {
           .run(['container', 'inspect', proxy, '--format', '{{.State.Status}} {{.State.ExitCode}} {{.RestartCount}}'])
           .trim()
           .split(' ');
-        expect(status !== 'exited' && restarts === '0', `the proxy starts (it exited with status ${code}; its output is below)`);
+        const exited = status === 'exited' ? `exited with status ${code}` : `exited and was restarted ${restarts} times`;
+        expect(status !== 'exited' && restarts === '0', `the proxy starts (it ${exited}; its output is above)`);
         return probe('/readyz').status === 200;
       },
       90_000,
