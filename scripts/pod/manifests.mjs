@@ -3,7 +3,7 @@
 // `standIns`, which the check prints; the rendered securityContext of every container and of the
 // pod is never touched.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
@@ -48,7 +48,12 @@ export function render(form, { root, helm, image }) {
     set = [...base, ...form.set];
   }
   const args = ['template', 'check', chart, ...(form.chart === 'standalone' ? ['-f', join(chart, 'ci', 'standalone-values.yaml')] : [])];
-  const out = execFileSync(helm, [...args, ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
+  let out;
+  try {
+    out = execFileSync(helm, [...args, ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
+  } finally {
+    if (form.chart === 'parent') rmSync(join(chart, '..', '..'), { recursive: true, force: true });
+  }
   // YAML 1.1, as Kubernetes reads it: defaultMode 0444 is octal there.
   return parseAllDocuments(out, { version: '1.1' })
     .map((d) => d.toJS())
