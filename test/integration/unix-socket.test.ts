@@ -2,19 +2,32 @@
  * The proxy listener on a Unix-domain socket (`LISTEN_SOCKET`), through the real process and
  * real clients: curl `--unix-socket`, Node's http with `socketPath`, Python's http.client over a
  * connected AF_UNIX socket, and raw bytes. The file's mode, what may be at its path when the proxy
- * starts, its removal at shutdown, and every forwarding behaviour of the TCP listener.
+ * starts, its removal at shutdown, and every forwarding behaviour of the TCP listener. The socket's
+ * directory on a mount of its own under a read-only root, as in a pod (a mount namespace of the
+ * proxy's own, `unshare -m`), and a file put at the path while the proxy replaces a stale socket.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect } from 'vitest';
 import { rawUntilClose, run, statuses } from '../helpers/clients.js';
-import { freePort, pollUntil, rawBody, rawRequest, runCli } from '../helpers/index.js';
+import { freePort, MAIN, pollUntil, rawBody, rawRequest, runCli } from '../helpers/index.js';
 import { sharedStack, test } from '../helpers/stack.js';
-import { lacks, skipNote } from '../helpers/tools.js';
+import { inCi, lacks, skipNote } from '../helpers/tools.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tap-sock-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -392,4 +405,159 @@ describe('what LISTEN_SOCKET refuses at start (exit 2, naming it)', () => {
     expect(modeAlone.code).toBe(2);
     expect(modeAlone.stderr).toContain('LISTEN_SOCKET_MODE is set without LISTEN_SOCKET');
   });
+});
+
+/** Leaves a socket no process answers on at `path`, as a proxy killed with SIGKILL does. */
+function leaveStaleSocket(path: string): void {
+  spawnSync(process.execPath, ['-e', STALE_SOCKET, path]);
+  expect(lstatSync(path).isSocket()).toBe(true);
+}
+const STALE_SOCKET = "require('net').createServer().listen(process.argv[1], () => process.kill(process.pid, 'SIGKILL'))";
+
+/** Why the proxy cannot be given mounts of its own here (a mount namespace, as root), or undefined. */
+function mountNamespaceProblem(): string | undefined {
+  if (process.getuid?.() !== 0) return 'a mount namespace of its own (unshare -m) needs root';
+  const probe = spawnSync('unshare', ['-m', '--propagation', 'private', 'mount', '-t', 'tmpfs', 'tmpfs', dir], { encoding: 'utf8' });
+  if (probe.status === 0) return undefined;
+  return `unshare -m cannot mount a tmpfs here (${(probe.stderr || probe.error?.message || `exit ${probe.status}`).trim()})`;
+}
+const mountsProblem = mountNamespaceProblem();
+/** Under CI nothing is skipped: where the namespace cannot be made, the tests run and fail. */
+const lacksMounts = !inCi() && mountsProblem !== undefined;
+const mountsNote = lacksMounts ? ` [skipped: ${mountsProblem}]` : '';
+
+interface Mounts {
+  /** The parent of the socket's directory read-only, as a pod's root filesystem is. */
+  readOnlyParent: boolean;
+  /** The socket's directory itself read-only. */
+  readOnlySocketDir?: boolean;
+  /** A stale socket left at `<socketDir>/proxy.sock` before the proxy starts. */
+  stale?: boolean;
+}
+
+/**
+ * The command prefix that starts the proxy in a mount namespace of its own in which `socketDir` is
+ * a tmpfs of its own, as a pod's `emptyDir` volume is a mount of its own. The test reaches the
+ * files there through `/proc/<pid>/root` ({@link inside}).
+ */
+function ownMounts(socketDir: string, mounts: Mounts): string[] {
+  const script = [
+    'set -e',
+    mounts.readOnlyParent ? 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1"' : ':',
+    `mount -t tmpfs -o mode=0755,size=1m${mounts.readOnlySocketDir === true ? ',ro' : ''} tmpfs "$2"`,
+    // $3 is node, which the stack appends: it leaves the stale socket as a killed proxy would.
+    mounts.stale === true ? `"$3" -e "${STALE_SOCKET}" "$2/proxy.sock" || true` : ':',
+    'shift 2',
+    'exec "$@"',
+  ].join('\n');
+  return ['unshare', '-m', '--propagation', 'private', 'sh', '-c', script, 'sh', dirname(socketDir), socketDir];
+}
+
+function killIfAlive(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone already
+  }
+}
+
+/** `path` as the process `pid` sees it, in its own mount namespace. */
+const inside = (pid: number | undefined, path: string): string => `/proc/${pid}/root${path}`;
+
+describe(`the socket's directory on a mount of its own, as a pod's volume${mountsNote}`, () => {
+  test.skipIf(lacksMounts).for([
+    ['a read-only parent, as in a pod', true],
+    ['a writable parent', false],
+  ] as const)('is made and serves, on a tmpfs of its own under %s, leaving nothing else there', async ([, readOnlyParent], { stack }) => {
+    const socketDir = join(dir, String(made++), 'run');
+    mkdirSync(socketDir, { recursive: true });
+    const path = join(socketDir, 'proxy.sock');
+    const { proxy, clientId } = await stack({ env: { LISTEN_SOCKET: path }, wrap: ownMounts(socketDir, { readOnlyParent }) });
+    const there = inside(proxy.child.pid, path);
+    const answer = await viaSocket(there, '/api/v1/tickets');
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toMatchObject({ workspace: clientId });
+    expect(mode(there)).toBe('0660');
+    expect(readdirSync(inside(proxy.child.pid, socketDir))).toEqual(['proxy.sock']);
+    // Nothing was written beside the socket's directory either.
+    expect(readdirSync(inside(proxy.child.pid, dirname(socketDir)))).toEqual([basename(socketDir)]);
+  });
+
+  test.skipIf(lacksMounts)('replaces a stale socket there', async ({ stack }) => {
+    const socketDir = join(dir, String(made++), 'run');
+    mkdirSync(socketDir, { recursive: true });
+    const path = join(socketDir, 'proxy.sock');
+    const { proxy } = await stack({ env: { LISTEN_SOCKET: path }, wrap: ownMounts(socketDir, { readOnlyParent: true, stale: true }) });
+    expect(proxy.lines().some((l) => l.msg?.startsWith('LISTEN_SOCKET: replaced a socket no process answered on'))).toBe(true);
+    expect((await viaSocket(inside(proxy.child.pid, path), '/api/v1/tickets')).status).toBe(200);
+  });
+
+  test.skipIf(lacksMounts)('refuses a socket directory it cannot write to, naming that directory', async ({ mock }) => {
+    const gateway = await mock();
+    const socketDir = join(dir, String(made++), 'run');
+    mkdirSync(socketDir, { recursive: true });
+    const path = join(socketDir, 'proxy.sock');
+    const [command, ...prefix] = ownMounts(socketDir, { readOnlyParent: true, readOnlySocketDir: true });
+    const out = spawnSync(command!, [...prefix, process.execPath, MAIN], {
+      env: { PATH: process.env.PATH, BASE_URL: gateway.url, CLIENT_ID: 'c', CLIENT_SECRET: 's', ADMIN_PORT: '0', LISTEN_SOCKET: path },
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    expect(out.status).toBe(2);
+    expect(out.stderr).toContain(`LISTEN_SOCKET ${path} cannot be made in ${socketDir} (EROFS; the proxy runs as uid 0)`);
+    expect(gateway.tokenRequests).toEqual([]);
+  });
+});
+
+describe('a file put at the path while a stale socket is replaced', () => {
+  test.skipIf(lacks('strace'))(
+    `is left in place, and the start refused${skipNote('strace')}`,
+    async ({ mock }) => {
+      const gateway = await mock();
+      const path = socketPath();
+      leaveStaleSocket(path);
+      // strace stops the proxy (SIGSTOP) once it has bound its socket, its first bind: after it
+      // found the stale socket, before it removes it. The test puts its file there meanwhile.
+      const trace = join(dirname(path), '..', `${basename(dirname(path))}.strace`);
+      const child = spawn(
+        'strace',
+        ['-f', '-qq', '-o', trace, '-e', 'trace=bind', '-e', 'inject=bind:signal=SIGSTOP:when=1', process.execPath, MAIN],
+        {
+          env: { PATH: process.env.PATH, BASE_URL: gateway.url, CLIENT_ID: 'c', CLIENT_SECRET: 's', ADMIN_PORT: '0', LISTEN_SOCKET: path },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let stderr = '';
+      let stdout = '';
+      child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+      child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+      let code: number | null | undefined;
+      const exited = new Promise<void>((resolve) => child.once('exit', (c) => resolve(void (code = c))));
+      const traced = (): string => (existsSync(trace) ? readFileSync(trace, 'utf8') : '');
+      let proxyPid = 0;
+      try {
+        // strace writes this line once the proxy has stopped (a group stop, until SIGCONT).
+        await pollUntil(() => traced().includes('--- stopped by SIGSTOP ---'), { timeoutMs: 15_000 }).catch((err: Error) => {
+          throw new Error(`the proxy did not stop at its bind: ${err.message}; strace:\n${traced()}\nits output:\n${stderr}`);
+        });
+        proxyPid = Number(/^(\d+)\s+bind\(/m.exec(traced())![1]);
+        writeFileSync(`${path}.new`, 'keep me');
+        renameSync(`${path}.new`, path);
+        process.kill(proxyPid, 'SIGCONT');
+        // It refuses and exits, or (the bug) goes on to replace the file and start.
+        await pollUntil(() => code !== undefined || stdout.includes('"listeners up"'), { timeoutMs: 15_000 });
+        expect(existsSync(path) && lstatSync(path).isFile() ? readFileSync(path, 'utf8') : 'not a regular file any more').toBe('keep me');
+        await pollUntil(() => code !== undefined, { timeoutMs: 15_000 });
+        expect(code, stderr).toBe(2);
+        expect(stderr).toContain(`LISTEN_SOCKET ${path} changed while the proxy was starting`);
+        expect(readdirSync(dirname(path))).toEqual([basename(path)]);
+        expect(gateway.tokenRequests).toEqual([]);
+      } finally {
+        child.kill('SIGKILL');
+        if (proxyPid > 0) killIfAlive(proxyPid);
+        await exited;
+      }
+    },
+    40_000,
+  );
 });

@@ -86,10 +86,10 @@ describe('LISTEN_SOCKET', () => {
     expect(problems({ LISTEN_SOCKET: `${dir}/${'é'.repeat(40)}` })[0]).toMatch(/^LISTEN_SOCKET is 126 bytes long/);
   });
 
-  it('refuses a directory too long to make the socket beside its path first', () => {
+  it('refuses a directory too long to make the socket in a private directory inside it first', () => {
     const dir = `/${'d'.repeat(SOCKET_PATH_MAX_BYTES - 8)}`;
     expect(problems({ LISTEN_SOCKET: `${dir}/s` })).toEqual([
-      `LISTEN_SOCKET's directory is too long: the socket is made in a private directory beside its path first (${dir.length + 10} bytes ` +
+      `LISTEN_SOCKET's directory is too long: the socket is made in a private directory inside it first (${dir.length + 10} bytes ` +
         `in all), and a Unix socket path holds at most ${SOCKET_PATH_MAX_BYTES} bytes here; choose a shorter directory`,
     ]);
   });

@@ -1,5 +1,5 @@
-import type { Stats } from 'node:fs';
-import { chmod, link, lstat, mkdtemp, rm, unlink } from 'node:fs/promises';
+import { constants, type Stats } from 'node:fs';
+import { access, chmod, link, lstat, mkdtemp, rm, stat, unlink } from 'node:fs/promises';
 import { connect, type Server } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ConfigError } from '../../core/errors.js';
@@ -12,8 +12,8 @@ import type { Log } from '../../core/log.js';
 export const SOCKET_PATH_MAX_BYTES = (process.platform === 'linux' ? 108 : 104) - 1;
 
 /**
- * The socket is first bound in a private directory made beside its path (`mkdtemp`, mode 0700):
- * `<dir>/.XXXXXX/s`, this many bytes longer than the directory's own path.
+ * The socket is first bound in a private directory made inside its own directory (`mkdtemp`, mode
+ * 0700): `<dir>/.XXXXXX/s`, this many bytes longer than the directory's own path.
  */
 const PRIVATE_PATH_EXTRA_BYTES = '/.XXXXXX/s'.length;
 
@@ -27,7 +27,7 @@ export function socketPathProblem(path: string, name: string): string | undefine
   const privateBytes = Buffer.byteLength(dirname(path)) + PRIVATE_PATH_EXTRA_BYTES;
   if (privateBytes > max) {
     return (
-      `${name}'s directory is too long: the socket is made in a private directory beside its path first ` +
+      `${name}'s directory is too long: the socket is made in a private directory inside it first ` +
       `(${privateBytes} bytes in all), and a Unix socket path holds at most ${max} bytes here; choose a shorter directory`
     );
   }
@@ -53,15 +53,17 @@ export interface SocketTarget {
 
 /**
  * Opens `server` on a Unix-domain socket at `target.path` with exactly `target.mode`, never more
- * open for an instant:
+ * open for an instant, writing nothing outside the socket's own directory (in a pod the root
+ * filesystem is read-only and that directory is a volume of its own, docs/unix-socket.md):
  *
- * 1. What is at the path already is examined without following a link: nothing, or a socket no
- *    process answers on (a connection is tried: a killed process's leftover), may go; a socket a
- *    process answers on, a symbolic link or any other file is refused (a {@link ConfigError}
- *    naming `LISTEN_SOCKET`).
- * 2. The socket is bound in a private directory made beside the path (mode 0700: no one else can
- *    reach it there, whatever the umask or a default ACL would give a new file), given its mode,
- *    and only then linked in at the path; `link` never replaces a file, so one that appeared
+ * 1. {@link claimSocketPath} examines the path and its directory; what it refuses is a
+ *    {@link ConfigError} naming `LISTEN_SOCKET`.
+ * 2. The socket is bound in a private directory made inside the socket's directory (mode 0700: no
+ *    one else can reach it there), under a umask that leaves exactly the mode: the file never has
+ *    another, and nothing follows a link to give it one.
+ * 3. A stale socket found in step 1 is removed only while it is still that file (same device and
+ *    inode), checked right before the unlink: a file put at the path since is refused, not removed.
+ * 4. The socket is linked in at the path; `link` never replaces a file, so one that appeared
  *    meanwhile is refused, not overwritten. The private name goes at once.
  *
  * The file is removed by {@link SocketFile.remove}, and only while it is still this one: Node
@@ -69,33 +71,36 @@ export interface SocketTarget {
  * so a socket another process has put at the path since is left alone.
  */
 export async function listenOnSocket(server: Server, target: SocketTarget, log: Log): Promise<SocketFile> {
-  const { path, mode } = target;
-  const replacedStale = await claim(path);
+  const { path } = target;
+  const mode = Number.parseInt(target.mode, 8);
+  const stale = await claimSocketPath(path);
   let privateDir: string | undefined;
   try {
-    privateDir = await mkdtemp(join(dirname(path), '.'));
+    // `<dir>/.XXXXXX`, in the socket's own directory: the same mount as the path it is linked to,
+    // and the one directory the proxy may write to. (`join` would drop a bare '.'.)
+    privateDir = await mkdtemp(join(dirname(path), '.x').slice(0, -1));
     const privatePath = join(privateDir, 's');
-    await bind(server, privatePath);
-    await chmod(privatePath, Number.parseInt(mode, 8));
-    if (replacedStale) await unlink(path).catch(ignoreCode('ENOENT'));
+    await bindWithMode(server, privatePath, mode);
+    if (stale !== undefined) await removeStale(path, stale);
     await link(privatePath, path);
     await unlink(privatePath);
   } catch (err) {
     if (server.listening) server.close();
-    throw cannotMake(path, err);
+    throw err instanceof ConfigError ? err : cannotMake(path, err);
   } finally {
     if (privateDir !== undefined) await rm(privateDir, { recursive: true, force: true });
   }
   const made = await lstat(path);
-  if (replacedStale) log.info({ socket: path }, 'LISTEN_SOCKET: replaced a socket no process answered on (a stopped process left it)');
+  if (stale !== undefined)
+    log.info({ socket: path }, 'LISTEN_SOCKET: replaced a socket no process answered on (a stopped process left it)');
   return {
     path,
-    mode,
-    replacedStale,
+    mode: target.mode,
+    replacedStale: stale !== undefined,
     remove: async () => {
       const now = await lstat(path).catch(() => undefined);
       if (now === undefined) return;
-      if (now.dev !== made.dev || now.ino !== made.ino) {
+      if (!sameFile(now, made)) {
         log.info({ socket: path }, 'LISTEN_SOCKET is another file now: left in place');
         return;
       }
@@ -105,15 +110,19 @@ export async function listenOnSocket(server: Server, target: SocketTarget, log: 
 }
 
 /**
- * Whether the path may be taken: resolves true when a socket no process answers on is there (to
- * be replaced), false when nothing is; throws a {@link ConfigError} for anything else.
+ * Whether the proxy may take `path`, as the start sees it: its directory must exist and be
+ * writable by this process; at the path itself, nothing (resolves undefined) or a socket no
+ * process answers on, a killed process's leftover (resolves its stats, to be replaced while it is
+ * still that file). Anything else throws a {@link ConfigError} naming `LISTEN_SOCKET`: a socket a
+ * process answers on, a symbolic link, a directory, any other file. Nothing is changed.
  */
-async function claim(path: string): Promise<boolean> {
+export async function claimSocketPath(path: string): Promise<Stats | undefined> {
+  await checkDirectory(path);
   let found: Stats;
   try {
     found = await lstat(path);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw refused(path, `cannot be examined (${codeOf(err)})`);
   }
   if (found.isSymbolicLink()) {
@@ -129,9 +138,65 @@ async function claim(path: string): Promise<boolean> {
     );
   }
   const answer = await tryConnect(path);
-  if (answer === 'refused' || answer === 'gone') return answer === 'refused';
+  if (answer === 'refused') return found;
+  if (answer === 'gone') return undefined;
   if (answer === 'answered') throw refused(path, 'is in use: another process answers on it; stop that process or choose another path');
   throw refused(path, `is a socket, but whether a process answers on it cannot be told (${answer}); remove it if it is a leftover`);
+}
+
+/** Refuses a socket directory that is missing, not a directory, or not writable by this process. */
+async function checkDirectory(path: string): Promise<void> {
+  const dir = dirname(path);
+  try {
+    // Followed if a link (`/var/run` is one to `/run`): the directory is the administrator's choice.
+    if (!(await stat(dir)).isDirectory()) throw refused(path, `cannot be made: ${dir} is not a directory`);
+    await access(dir, constants.W_OK | constants.X_OK);
+  } catch (err) {
+    throw err instanceof ConfigError ? err : cannotMake(path, err);
+  }
+}
+
+/**
+ * Binds `server` at `path` with exactly `mode`. The umask is set for the bind alone: it is a
+ * property of the whole process, and `listen` binds synchronously before returning, so no other
+ * file creation of this process (it makes none elsewhere) falls under it. A default ACL on the
+ * directory takes precedence over the umask: the mode is then set on the file in the private
+ * directory, where no other user can put a link in its place.
+ */
+async function bindWithMode(server: Server, path: string, mode: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    const umask = process.umask(0o777 & ~mode);
+    try {
+      server.listen(path, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    } finally {
+      process.umask(umask);
+    }
+  });
+  if (((await lstat(path)).mode & 0o777) !== mode) await chmod(path, mode);
+}
+
+/** Removes the stale socket `found` at `path`, unless another file has taken the path since. */
+async function removeStale(path: string, found: Stats): Promise<void> {
+  const now = await lstat(path).catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (now === undefined) return;
+  if (!sameFile(now, found)) {
+    throw refused(
+      path,
+      'changed while the proxy was starting (another file took the place of the stale socket): it is left in place; start again',
+    );
+  }
+  await unlink(path).catch(ignoreCode('ENOENT'));
+}
+
+function sameFile(a: Stats, b: Stats): boolean {
+  return a.dev === b.dev && a.ino === b.ino;
 }
 
 /** How a connection to the socket at `path` went: answered, refused (no listener), gone, or another error's code. */
@@ -149,16 +214,6 @@ function tryConnect(path: string): Promise<'answered' | 'refused' | 'gone' | str
     socket.once('error', (err: NodeJS.ErrnoException) => {
       const code = err.code ?? err.message;
       done(code === 'ECONNREFUSED' ? 'refused' : code === 'ENOENT' ? 'gone' : code === 'EAGAIN' ? 'answered' : code);
-    });
-  });
-}
-
-function bind(server: Server, path: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(path, () => {
-      server.off('error', reject);
-      resolve();
     });
   });
 }
