@@ -2,9 +2,9 @@
 # npm run image:check: builds the Dockerfile for real with buildah and runs the built image's
 # command, as the image's user, on a read-only root filesystem, against the mock Ticket Service.
 #
-# No registry image can be pulled here, so the Dockerfile's base (NODE_IMAGE) is a stand-in:
-# Debian's minimal root (debootstrap, from the mirror this machine uses) with this machine's own
-# Node (>= 22) and npm in /usr/local, as node:24-slim is built. It prints what it proved at the end.
+# No registry image can be pulled here, so the Dockerfile's bases (NODE_IMAGE, RUNTIME_IMAGE) are
+# stand-ins of the same shapes, made from this machine's own Node (>= 22) by
+# scripts/lib/stand-in-bases.sh. It prints what it proved at the end.
 #
 # Needs root (buildah, debootstrap, mount namespaces), the npm registry (npm ci in the build
 # stages) and Debian's packages (the stand-in, and apt-get in the Dockerfile).
@@ -37,64 +37,19 @@ cleanup() {
 trap cleanup EXIT
 started=$(date +%s)
 
-# --- 1. A stand-in for node:24-slim from this machine's Node ------------------------------------
-# node:24-slim is Debian's minimal root with Node in /usr/local: so is the stand-in, a debootstrap
-# of this machine's Debian release from its own mirror (kept in .cache/image-check for the next
-# run), with this machine's node and npm copied in. apt-get works in it as in the real base.
-rootfs="$work/rootfs"
-suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
-mirror=$(grep -hoE '^URIs: *https?://[^ ]+' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1 | sed 's/^URIs: *//')
-mirror=${mirror:-$(grep -hoE '^deb +https?://[^ ]+' /etc/apt/sources.list 2>/dev/null | grep -v security | head -1 | sed 's/^deb *//')}
-[ -n "$mirror" ] || fail "no Debian mirror found in /etc/apt/sources.list(.d) for the stand-in's debootstrap"
-cached="$PWD/.cache/image-check/debian-$suite-minbase.tar"
-if [ ! -f "$cached" ]; then
-  command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-  say "debootstrap of Debian $suite (minbase) from $mirror, once (kept in $cached)"
-  mkdir -p "$rootfs" "$(dirname "$cached")"
-  debootstrap --variant=minbase "$suite" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; fail "debootstrap"; }
-  rm -rf "$rootfs"/var/cache/apt/archives/*.deb
-  tar -C "$rootfs" -cf "$cached.partial" . && mv "$cached.partial" "$cached"
-else
-  mkdir -p "$rootfs" && tar -C "$rootfs" -xf "$cached"
-fi
-# The stand-in reaches the packages the way this machine does (its sources and apt settings).
-if ls /etc/apt/sources.list.d/*.sources >/dev/null 2>&1; then
-  rm -f "$rootfs/etc/apt/sources.list"
-  cp /etc/apt/sources.list.d/*.sources "$rootfs/etc/apt/sources.list.d/"
-fi
-cp /etc/apt/apt.conf.d/99* "$rootfs/etc/apt/apt.conf.d/" 2>/dev/null || true
-say "adding $(command -v node) ($(node --version)) and npm to the stand-in"
-node_bin=$(readlink -f "$(command -v node)")
-npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
-mkdir -p "$rootfs"/{usr/local/bin,usr/local/lib/node_modules,run/secrets}
-cp "$node_bin" "$rootfs/usr/local/bin/node"
-cp -a "$npm_dir" "$rootfs/usr/local/lib/node_modules/npm"
-ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
-for lib in $(ldd "$node_bin" | grep -o '/[^ ]*'); do
-  cp --parents -L -n "$lib" "$rootfs/"
-done
-base_env=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
-# A machine that reaches the registry through a TLS-inspecting proxy trusts its CA through
-# NODE_EXTRA_CA_CERTS: the stand-in trusts it the same way, or npm ci cannot fetch.
-if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
-  mkdir -p "$rootfs/etc/ssl/certs"
-  cp "$NODE_EXTRA_CA_CERTS" "$rootfs/etc/ssl/certs/extra-ca.pem"
-  base_env+=(--env NODE_EXTRA_CA_CERTS=/etc/ssl/certs/extra-ca.pem)
-fi
-base=$("${bah[@]}" from scratch)
-"${bah[@]}" copy "$base" "$rootfs/" / >/dev/null
-"${bah[@]}" config "${base_env[@]}" --cmd node "$base"
-"${bah[@]}" commit --quiet "$base" localhost/node-standin:"$node_major" >/dev/null
+# --- 1. Stand-ins for the Dockerfile's two bases (scripts/lib/stand-in-bases.sh) --------------
+. scripts/lib/stand-in-bases.sh
+stand_in_bases "$(dpkg --print-architecture)"
 
 # --- 2. The real Dockerfile, built as written ---------------------------------------------------
 say "building the Dockerfile (npm ci from the registry in the build stages)"
 "${bah[@]}" build --isolation chroot --pull=never --quiet \
-  --build-arg NODE_IMAGE=localhost/node-standin:"$node_major" \
+  --build-arg NODE_IMAGE="$stand_in_node_image" --build-arg RUNTIME_IMAGE="$stand_in_runtime_image-$(dpkg --print-architecture)" \
   -t localhost/ticket-auth-proxy:check -f Dockerfile . >/dev/null
 config=$("${bah[@]}" inspect --type image localhost/ticket-auth-proxy:check | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>console.log(JSON.stringify(JSON.parse(s).OCIv1.config)))')
 user=$(node -e 'console.log(JSON.parse(process.argv[1]).User)' "$config")
 workdir=$(node -e 'console.log(JSON.parse(process.argv[1]).WorkingDir)' "$config")
-mapfile -t cmd < <(node -e 'for (const a of JSON.parse(process.argv[1]).Cmd) console.log(a)' "$config")
+mapfile -t cmd < <(node -e 'const c = JSON.parse(process.argv[1]); for (const a of [...(c.Entrypoint ?? []), ...(c.Cmd ?? [])]) console.log(a)' "$config")
 mapfile -t image_env < <(node -e 'for (const e of JSON.parse(process.argv[1]).Env ?? []) console.log(e)' "$config")
 say "built: user $user, workdir $workdir, cmd ${cmd[*]}, env ${image_env[*]}"
 ctr=$("${bah[@]}" from localhost/ticket-auth-proxy:check)
@@ -116,8 +71,10 @@ mkdir -p "$mnt/run/secrets" "$mnt/proc"
 touch "$mnt/run/secrets/client-secret"
 proxy_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 admin_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-# The image's LD_PRELOAD is for the image's node, not for this machine's unshare and chroot: it is
-# set by /usr/bin/env inside the image's root.
+# The image has no shell and no env: unshare (with no namespace of its own) enters its root, its
+# working directory and its user and runs its command. The image's LD_PRELOAD is for the image's
+# node: this machine's unshare, which it reaches first, preloads this machine's jemalloc too (or,
+# with none here, ignores it with one line on stderr).
 host_env=() preload=
 for e in "${image_env[@]}"; do
   case "$e" in LD_PRELOAD=*) preload=$e ;; *) host_env+=("$e") ;; esac
@@ -128,13 +85,13 @@ env -i "${host_env[@]}" \
   LISTEN_PORT="$proxy_port" ADMIN_PORT="$admin_port" ADMIN_HOST=127.0.0.1 \
   unshare --mount --pid --fork --propagation private /bin/sh -c '
     set -e
-    chroot=$1; mnt=$2; secret=$3; user=$4; workdir=$5; preload=$6; shift 6
+    enter=$1; mnt=$2; secret=$3; user=$4; workdir=$5; preload=$6; shift 6
     mount --bind "$mnt" "$mnt"
     mount --bind "$secret" "$mnt/run/secrets/client-secret"
     mount -t proc proc "$mnt/proc"
     mount -o remount,bind,ro "$mnt"
-    exec "$chroot" --userspec="$user" "$mnt" /usr/bin/env ${preload:+"$preload"} /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$workdir" "$@"
-  ' sh "$(command -v chroot)" "$mnt" "$work/client-secret" "$user" "$workdir" "$preload" "${cmd[@]}" >"$work/proxy.log" 2>&1 &
+    exec env ${preload:+"$preload"} "$enter" --root="$mnt" --wd="$workdir" --setuid="${user%%:*}" --setgid="${user##*:}" "$@"
+  ' sh "$(command -v unshare)" "$mnt" "$work/client-secret" "$user" "$workdir" "$preload" "${cmd[@]}" >"$work/proxy.log" 2>&1 &
 proxy_pid=$!
 pids+=("$proxy_pid")
 
@@ -151,7 +108,7 @@ case "$tickets" in 200\ *) ;; *) cat "$work/proxy.log"; fail "GET /api/v1/ticket
 # node is PID 1 of its own PID namespace, as in a container: it must handle SIGTERM itself.
 node_pid=$(pgrep -P "$proxy_pid" | head -1)
 argv0=$(tr '\0' '\n' <"/proc/$node_pid/cmdline" | head -1)
-[ "$argv0" = node ] || fail "PID 1 of the namespace is $argv0, not node"
+[ "${argv0##*/}" = node ] || fail "PID 1 of the namespace is $argv0, not node"
 if [ -n "$preload" ]; then
   grep -q "${preload#LD_PRELOAD=}" "/proc/$node_pid/maps" || fail "node runs without ${preload#LD_PRELOAD=} ($preload is set)"
   allocator="node runs with ${preload#LD_PRELOAD=} preloaded; "
