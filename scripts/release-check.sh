@@ -83,9 +83,13 @@ image=localhost/ticket-auth-proxy:$version
 "${bah[@]}" manifest create "$image" >/dev/null
 for arch in amd64 arm64; do
   say "building the Dockerfile for linux/$arch"
-  "${bah[@]}" build --isolation chroot --pull=never --quiet --platform "linux/$arch" \
+  # This buildah sets no BUILDPLATFORM (BuildKit does): it is given, with TARGETARCH. --layers:
+  # the arm64 build reuses the build stages of the amd64 one, which run on the same platform.
+  "${bah[@]}" build --isolation chroot --pull=never --quiet --layers --platform "linux/$arch" \
+    --build-arg BUILDPLATFORM=linux/amd64 --build-arg TARGETARCH="$arch" \
     --build-arg NODE_IMAGE="$stand_in_node_image" --build-arg RUNTIME_IMAGE="$stand_in_runtime_image-$arch" \
-    --build-arg VERSION="$version" -t "$image-$arch" -f Dockerfile . >/dev/null
+    --build-arg VERSION="$version" -t "$image-$arch" -f Dockerfile . >"$work/build-$arch.log" 2>&1 ||
+    { tail -40 "$work/build-$arch.log"; fail "building linux/$arch"; }
   "${bah[@]}" manifest add "$image" "containers-storage:$image-$arch" >/dev/null
 done
 
@@ -153,6 +157,10 @@ for arch in amd64 arm64; do
   config=$("${pulled[@]}" inspect --type container "$ctr" | json 'JSON.stringify(v.OCIv1.config)')
   got_arch=$("${pulled[@]}" inspect --type container "$ctr" | json 'v.OCIv1.architecture')
   [ "$got_arch" = "$arch" ] || fail "pulled for linux/$arch, got a $got_arch image"
+  # The machine a binary is built for: its ELF header's e_machine (0x3e x86-64, 0xb7 AArch64).
+  entry=$(json 'v.Entrypoint?.[0] ?? ""' <<<"$config")
+  machine=$(node -e 'const b = require("fs").readFileSync(process.argv[1]); console.log({ 0x3e: "amd64", 0xb7: "arm64" }[b.readUInt16LE(18)] ?? "other")' "$mnt$entry")
+  [ "$machine" = "$arch" ] || fail "the linux/$arch image's $entry is built for $machine"
 
   out=$(run_image "$mnt" "$config" -- --version 2>"$work/run.err") || { cat "$work/run.err"; fail "--version on linux/$arch"; }
   [[ "$out" == *"$version"* ]] || fail "--version on linux/$arch printed '$out', not $version"
