@@ -1,27 +1,71 @@
 # syntax=docker/dockerfile:1
+# check=skip=RedundantTargetPlatform
 # ticket-auth-proxy: the authenticating sidecar for the Ticket Service.
 #   docker build -t ticket-auth-proxy .
-# NODE_IMAGE names the Node.js base of both stages (the current LTS).
-ARG NODE_IMAGE=node:24-slim
+#   docker buildx build --platform linux/amd64,linux/arm64 -t ticket-auth-proxy .
+# Two bases, each named once, by tag (Renovate pins and moves their digests: docs/releases.md,
+# "Base images and actions"):
+# NODE_IMAGE, the build stages' base, has npm and apt; it is Node's current LTS on the same Debian
+# release as the runtime base, so that the jemalloc taken from that release matches its C library.
+ARG NODE_IMAGE=node:24-bookworm-slim
+# RUNTIME_IMAGE, the runtime layer's base, holds Node and the C and C++ libraries it needs, and no
+# package manager, no npm and no shell; its entrypoint is node; :nonroot runs as uid 65532.
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
 
-# --- build: dev dependencies, TypeScript to dist/ -------------------------------------------------
-FROM ${NODE_IMAGE} AS build
+# The build stages run on the machine's own platform ($BUILDPLATFORM): the proxy has no native
+# addon, so node_modules and dist/ are the same on every architecture, and an arm64 image needs no
+# emulated npm. Only jemalloc is taken for the target architecture ($TARGETARCH). The stages on
+# the runtime base name $TARGETPLATFORM, BuildKit's default, because Debian 12's buildah (the
+# checks of docs/releases.md, "Checking a release here") otherwise keeps the platform of the
+# build stage built last (the check line above lets BuildKit accept the repetition).
+
+# --- build: dev dependencies, TypeScript to dist/, the npm part of the SBOM ---------------------
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
-COPY scripts/bundle.mjs ./scripts/
+COPY scripts/bundle.mjs scripts/sbom.mjs ./scripts/
 COPY src ./src
-RUN npm run build
+RUN npm run build && npm run sbom -- /sbom/npm.cdx.json
 
 # --- production dependencies only ----------------------------------------------------------------
-FROM ${NODE_IMAGE} AS deps
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
+# --- jemalloc of the target architecture, from the build base's Debian release --------------------
+# Downloaded and unpacked, not installed: nothing runs on the target architecture. Its package's
+# control fields go where the runtime base lists its packages (/var/lib/dpkg/status.d), so that the
+# SBOM and image scanners see it.
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS jemalloc
+ARG TARGETARCH
+WORKDIR /jemalloc
+RUN dpkg --add-architecture "${TARGETARCH}" \
+    && apt-get update \
+    && apt-get download "libjemalloc2:${TARGETARCH}" \
+    && dpkg-deb -x libjemalloc2_*.deb unpacked \
+    && mkdir -p out/usr/lib out/var/lib/dpkg/status.d \
+    && cp -L unpacked/usr/lib/*/libjemalloc.so.2 out/usr/lib/libjemalloc.so.2 \
+    && dpkg-deb -f libjemalloc2_*.deb >out/var/lib/dpkg/status.d/libjemalloc2 \
+    && rm -rf /var/lib/apt/lists/*
+
+# --- the runtime base's package list -------------------------------------------------------------
+# Its files are only read (COPY --from), so nothing of it runs here.
+FROM --platform=$TARGETPLATFORM ${RUNTIME_IMAGE} AS runtime-base
+
+# --- the SBOM of the runtime image: the npm packages and the Debian packages -----------------------
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS sbom
+WORKDIR /sbom
+COPY --from=build /sbom/npm.cdx.json ./
+COPY scripts/sbom-image.mjs ./
+COPY --from=runtime-base /var/lib/dpkg/status.d ./status.d
+COPY --from=jemalloc /jemalloc/out/var/lib/dpkg/status.d ./status.d
+RUN node sbom-image.mjs npm.cdx.json status.d sbom.cdx.json
+
 # --- runtime ------------------------------------------------------------------------------------
-FROM ${NODE_IMAGE}
+FROM --platform=$TARGETPLATFORM ${RUNTIME_IMAGE}
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="ticket-auth-proxy" \
       org.opencontainers.image.description="Authenticating sidecar: obtains and refreshes an OAuth 2.0 client-credentials token and forwards local calls to the Ticket Service with it." \
@@ -39,9 +83,10 @@ LABEL org.opencontainers.image.title="ticket-auth-proxy" \
 # lg_extent_max_active_fit:10 lets a socket's 64 KB read buffer be cut from a large freed extent;
 # without it jemalloc returned those extents to the system and took fresh pages for every read, a
 # page fault each (about 15 % more CPU per request with 64 KB and 1 MB bodies).
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libjemalloc2 \
-    && rm -rf /var/lib/apt/lists/*
+# It lives at one path on every architecture, /usr/lib/libjemalloc.so.2 (Debian's package puts it
+# under /usr/lib/<multiarch triplet>/): the dynamic linker searches /usr/lib on every Debian
+# architecture, so LD_PRELOAD names it as a host with Debian's libjemalloc2 does.
+COPY --from=jemalloc /jemalloc/out/ /
 # NODE_OPTIONS caps V8's young generation: without it, on a large host, it grows to 128 MB under
 # load (bench/README.md). --expose-gc gives the proxy V8's collector for the young-generation
 # collection its read budget runs (docs/performance.md, "Memory under large bodies"); without it
@@ -56,8 +101,11 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY config ./config
+# What the image holds, as CycloneDX 1.6 JSON (docs/releases.md, "The SBOM").
+COPY --from=sbom /sbom/sbom.cdx.json ./sbom.cdx.json
 # A numeric user: the kubelet can check runAsNonRoot only against a uid.
 USER 65532:65532
 EXPOSE 8180 8181
-# Exec form: node is PID 1 and handles SIGTERM itself (docs/operations.md, "Shutdown").
-CMD ["node", "dist/main.js"]
+# Exec form, run by the base's entrypoint (node): node is PID 1 and handles SIGTERM itself
+# (docs/operations.md, "Shutdown").
+CMD ["dist/main.js"]

@@ -5,6 +5,10 @@
 # runs it, as the pod check does, with runc and a containers.conf of its own). It prints
 # what it proved at the end. scripts/pod-check.sh plays the chart's pods with the same image.
 #
+# No registry image can be pulled here, so the Dockerfile's bases (NODE_IMAGE, RUNTIME_IMAGE) are
+# stand-ins of the same shapes, made from this machine's own Node (>= 22) by
+# scripts/lib/stand-in-bases.sh.
+#
 # Needs root (buildah, debootstrap, podman), the npm registry (npm ci in the build
 # stages) and Debian's packages (the stand-in, and apt-get in the Dockerfile).
 # Everything it stores lives in a temporary folder removed at the end, but the stand-in's cache.
@@ -31,7 +35,7 @@ image_build_dockerfile
 config=$("${bah[@]}" inspect --type image localhost/ticket-auth-proxy:check | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>console.log(JSON.stringify(JSON.parse(s).OCIv1.config)))')
 user=$(node -e 'console.log(JSON.parse(process.argv[1]).User)' "$config")
 workdir=$(node -e 'console.log(JSON.parse(process.argv[1]).WorkingDir)' "$config")
-mapfile -t cmd < <(node -e 'for (const a of JSON.parse(process.argv[1]).Cmd) console.log(a)' "$config")
+mapfile -t cmd < <(node -e 'const c = JSON.parse(process.argv[1]); for (const a of [...(c.Entrypoint ?? []), ...(c.Cmd ?? [])]) console.log(a)' "$config")
 mapfile -t image_env < <(node -e 'for (const e of JSON.parse(process.argv[1]).Env ?? []) console.log(e)' "$config")
 say "built: user $user, workdir $workdir, cmd ${cmd[*]}, env ${image_env[*]}"
 ctr=$("${bah[@]}" from localhost/ticket-auth-proxy:check)

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { APP_CALLS, CONNECT, FETCH, IN_FLIGHT, STAT, WRITE_ROOT } from './in-pod.mjs';
 import { ENV_SECRET_SUFFIX, FORMS, MOCK, podToPlay, PROXY, render, SECRET } from './manifests.mjs';
-import { createPodman } from './podman.mjs';
+import { createPodman, IMAGE_NODE } from './podman.mjs';
 
 const [work, image, helm, ...only] = process.argv.slice(2);
 const root = resolve(import.meta.dirname, '..', '..');
@@ -181,7 +181,7 @@ async function proxied(play, ctr, probe) {
 async function drained(play, ctr) {
   const proxy = ctr(PROXY);
   const holdMs = 2000;
-  const inFlight = podman.spawn(['exec', ctr(play.app), 'node', '-e', IN_FLIGHT, String(holdMs)]);
+  const inFlight = podman.spawn(['exec', ctr(play.app), IMAGE_NODE, '-e', IN_FLIGHT, String(holdMs)]);
   let out = '';
   inFlight.stdout.setEncoding('utf8').on('data', (c) => (out += c));
   const done = new Promise((r) => inFlight.once('exit', r));

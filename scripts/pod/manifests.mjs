@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { IMAGE_NODE } from './podman.mjs';
 
 /** The three forms: the parent chart's pod with the sidecar on TCP and on a socket, and the standalone Deployment. */
 export const FORMS = [
@@ -24,7 +25,7 @@ export const SECRET = 'ticket-service-credentials';
 export const ENV_SECRET_SUFFIX = '-env';
 
 // A container that idles until SIGTERM, in node: the image has no shell and no sleep.
-const IDLE = ['node', '-e', 'process.on("SIGTERM", () => process.exit(0)); setInterval(() => {}, 1 << 30)'];
+const IDLE = [IMAGE_NODE, '-e', 'process.on("SIGTERM", () => process.exit(0)); setInterval(() => {}, 1 << 30)'];
 
 /**
  * Renders `form` with helm (the parent chart example, its dependency vendored in a copy of the
@@ -162,7 +163,7 @@ export function podToPlay(objects, form, image) {
   spec.containers.push({
     ...copy(sameAsProxy),
     name: 'mock',
-    command: ['node', 'dist/mock/main.js'],
+    command: [IMAGE_NODE, 'dist/mock/main.js'],
     env: [
       { name: 'MOCK_HOST', value: '127.0.0.1' },
       { name: 'MOCK_PORT', value: String(MOCK.port) },

@@ -4,6 +4,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
+/**
+ * Node in the proxy's image: the runtime base's (a distroless Node base) at /nodejs/bin/node, its
+ * entrypoint, and on no PATH: the image has no shell to look one up with.
+ */
+export const IMAGE_NODE = '/nodejs/bin/node';
+
 /** A podman of the check's own in `work`; `run(args)` returns stdout, throwing with stderr on failure. */
 export function createPodman(work) {
   const global = ['--root', join(work, 'storage'), '--runroot', join(work, 'run'), '--storage-driver', 'vfs'];
@@ -22,7 +28,7 @@ export function createPodman(work) {
     /** `node -e program args…` in `container`, with `options.user`; the JSON line it prints. */
     node(container, program, args = [], options = {}) {
       const user = options.user === undefined ? [] : ['--user', options.user];
-      const r = result(['exec', ...user, container, 'node', '-e', program, ...args]);
+      const r = result(['exec', ...user, container, IMAGE_NODE, '-e', program, ...args]);
       const line = r.stdout.trim().split('\n').at(-1) ?? '';
       try {
         return JSON.parse(line);

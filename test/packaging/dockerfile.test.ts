@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Arg, Cmd, Copy, DockerfileParser, Entrypoint, Env, type Instruction } from 'dockerfile-ast';
+import { Arg, Cmd, Copy, DockerfileParser, Entrypoint, Env, From, type Instruction } from 'dockerfile-ast';
 import { validate } from 'dockerfile-utils';
 import { describe, expect, it } from 'vitest';
 import { lacks, skipNote } from '../helpers/tools.js';
@@ -30,10 +30,32 @@ const envOf = (stage: Instruction[]): Map<string, string | null> =>
 
 const runs = (stage: Instruction[]): string[] => stage.filter((i) => i.getKeyword() === 'RUN').map((i) => i.getArgumentsContent() ?? '');
 
+/** The default value of each ARG declared before the first FROM. */
+function globalArgs(instructions: Instruction[]): Map<string, string> {
+  const first = instructions.findIndex((i) => i.getKeyword() === 'FROM');
+  return new Map(
+    instructions
+      .slice(0, first === -1 ? instructions.length : first)
+      .filter((i): i is Arg => i instanceof Arg)
+      .map((a) => [a.getProperty()?.getName() ?? '', a.getProperty()?.getValue() ?? ''] as const),
+  );
+}
+
+/** The image a FROM names (its last word but `AS name`), with ${ARG}s of the global defaults. */
+function baseOf(from: Instruction, args: Map<string, string>): string {
+  const words = (from.getArgumentsContent() ?? '').split(/\s+/).filter((w) => !w.startsWith('--'));
+  return (words[0] ?? '').replace(/\$\{?(\w+)\}?/g, (_m, name: string) => args.get(name) ?? '');
+}
+
+/** A distroless Node base: node is its entrypoint, it has no shell, no npm, no package manager. */
+const DISTROLESS_NODE = /^gcr\.io\/distroless\/nodejs\d+-debian\d+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$/;
+
 /**
- * What the image must be: multi-stage, a lockfile install, production
- * dependencies only at run time, a numeric non-root user, node as PID 1 in exec form, no
- * HEALTHCHECK, no secret in ENV or ARG. Returns one line per broken rule.
+ * What the image must be: multi-stage, a lockfile install, production dependencies only at run
+ * time, on a runtime base with no shell, npm or package manager (a distroless Node base) that the
+ * final stage runs nothing in, the build stages on the build platform, each base named once by an
+ * ARG, a numeric non-root user, node as PID 1 in exec form, no HEALTHCHECK, no secret in ENV or
+ * ARG. Returns one line per broken rule.
  */
 export function policyViolations(content: string): string[] {
   const violations: string[] = [];
@@ -41,7 +63,26 @@ export function policyViolations(content: string): string[] {
   const instructions = parsed.getInstructions();
   const all = stages(instructions);
   const final = all.at(-1) ?? [];
+  const args = globalArgs(instructions);
   if (all.length < 2) violations.push('not multi-stage: the build must not ship its dev dependencies');
+
+  const stageNames = new Set(all.map((s) => /\sAS\s+(\S+)$/i.exec(s[0]?.getArgumentsContent() ?? '')?.[1]).filter((n) => n !== undefined));
+  for (const stage of all) {
+    const from = stage[0];
+    if (from === undefined) continue;
+    const named = (from.getArgumentsContent() ?? '').split(/\s+/).find((w) => !w.startsWith('--')) ?? '';
+    if (stageNames.has(named)) continue;
+    if (!/^\$\{?(NODE_IMAGE|RUNTIME_IMAGE)\}?$/.test(named))
+      violations.push(`FROM ${named} names a base directly (each base is named once, by ARG NODE_IMAGE or ARG RUNTIME_IMAGE)`);
+    const runsHere = runs(stage).length > 0;
+    const platform = from instanceof From ? (from.getPlatformFlag()?.getValue() ?? '') : '';
+    if (stage !== final && runsHere && !/^\$\{?BUILDPLATFORM\}?$/.test(platform))
+      violations.push(`the stage FROM ${named} runs commands on the target platform (an arm64 build would emulate them)`);
+  }
+  const runtimeBase = final[0] === undefined ? '' : baseOf(final[0], args);
+  const distroless = DISTROLESS_NODE.test(runtimeBase);
+  if (!distroless) violations.push(`the runtime base ${runtimeBase} is not a distroless Node base (it would ship a shell, npm and apt)`);
+  if (runs(final).length > 0) violations.push('the final stage runs commands (its base has no shell)');
 
   const users = final.filter((i) => i.getKeyword() === 'USER');
   const user = users.at(-1)?.getArgumentsContent()?.trim();
@@ -54,11 +95,13 @@ export function policyViolations(content: string): string[] {
   if (cmd === undefined) violations.push('the final stage has no CMD');
   else if (cmd.getOpeningBracket() === null) violations.push('CMD is in shell form (a shell would be PID 1 and swallow SIGTERM)');
   else {
+    // A distroless Node base's entrypoint is node: the CMD is its arguments.
+    const expected = distroless ? ['dist/main.js'] : ['node', 'dist/main.js'];
     const argv = cmd.getJSONStrings().map((s) => s.getJSONValue());
-    if (JSON.stringify(argv) !== JSON.stringify(['node', 'dist/main.js']))
-      violations.push(`CMD is ${JSON.stringify(argv)}, not ["node","dist/main.js"]`);
+    if (JSON.stringify(argv) !== JSON.stringify(expected))
+      violations.push(`CMD is ${JSON.stringify(argv)}, not ${JSON.stringify(expected)}`);
   }
-  if (final.some((i) => i instanceof Entrypoint)) violations.push('the final stage has an ENTRYPOINT (node must be PID 1)');
+  if (final.some((i) => i instanceof Entrypoint)) violations.push("the final stage has an ENTRYPOINT (the base's node must be PID 1)");
   if (instructions.some((i) => i.getKeyword() === 'HEALTHCHECK')) violations.push('HEALTHCHECK (Kubernetes ignores it; probes do the job)');
 
   const allRuns = all.flatMap(runs);
@@ -164,16 +207,18 @@ function ignoredByDockerignore(path: string, content: string): boolean {
 }
 
 describe('the image policy', () => {
-  const good = `FROM node:24-slim AS build
+  const good = `ARG NODE_IMAGE=node:24-bookworm-slim
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
+FROM --platform=$BUILDPLATFORM \${NODE_IMAGE} AS build
 RUN npm ci
-FROM node:24-slim AS deps
+FROM --platform=$BUILDPLATFORM \${NODE_IMAGE} AS deps
 RUN npm ci --omit=dev
-FROM node:24-slim
+FROM \${RUNTIME_IMAGE}
 ENV NODE_ENV=production
 COPY --from=deps /app/node_modules ./node_modules
 USER 65532:65532
 EXPOSE 8180 8181
-CMD ["node", "dist/main.js"]
+CMD ["dist/main.js"]
 `;
 
   it('accepts a small Dockerfile that follows it', () => {
@@ -181,12 +226,32 @@ CMD ["node", "dist/main.js"]
   });
 
   it.each([
-    ['a single stage', good.split('\n').slice(4).join('\n').replace('ENV', 'RUN npm ci --omit=dev\nENV'), /not multi-stage/],
+    [
+      'a single stage',
+      good
+        .split('\n')
+        .filter((l) => !/^(FROM --platform|RUN npm ci$|RUN npm ci --omit)/.test(l))
+        .join('\n'),
+      /not multi-stage/,
+    ],
+    ['a slim runtime base', good.replace('gcr.io/distroless/nodejs24-debian12:nonroot', 'node:24-slim'), /not a distroless Node base/],
+    [
+      'a base named in FROM',
+      good.replace('FROM ${RUNTIME_IMAGE}', 'FROM gcr.io/distroless/nodejs24-debian12:nonroot'),
+      /names a base directly/,
+    ],
+    [
+      'npm run on the target platform',
+      good.replace('FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS deps', 'FROM ${NODE_IMAGE} AS deps'),
+      /target platform/,
+    ],
+    ['a RUN in the runtime stage', good.replace('USER 65532', 'RUN rm -rf /tmp\nUSER 65532'), /final stage runs commands/],
     ['a named user', good.replace('USER 65532:65532', 'USER node'), /not numeric/],
     ['root', good.replace('USER 65532:65532', 'USER 0:0'), /root/],
     ['no user', good.replace('USER 65532:65532\n', ''), /no USER/],
-    ['a shell-form CMD', good.replace('CMD ["node", "dist/main.js"]', 'CMD node dist/main.js'), /shell form/],
-    ['another command', good.replace('dist/main.js', 'dist/demo.js'), /not \["node","dist\/main.js"\]/],
+    ['a shell-form CMD', good.replace('CMD ["dist/main.js"]', 'CMD dist/main.js'), /shell form/],
+    ['another command', good.replace('dist/main.js', 'dist/demo.js'), /not \["dist\/main.js"\]/],
+    ['node twice', good.replace('CMD ["dist/main.js"]', 'CMD ["node", "dist/main.js"]'), /not \["dist\/main.js"\]/],
     ['an ENTRYPOINT', good.replace('CMD', 'ENTRYPOINT ["/bin/sh", "-c"]\nCMD'), /ENTRYPOINT/],
     ['a HEALTHCHECK', good.replace('CMD', 'HEALTHCHECK CMD node -e 1\nCMD'), /HEALTHCHECK/],
     ['npm install', good.replace('RUN npm ci\n', 'RUN npm install\n'), /npm install/],
@@ -196,11 +261,7 @@ CMD ["node", "dist/main.js"]
       good.replace('ENV NODE_ENV=production', 'ENV NODE_ENV=production CLIENT_SECRET=s3cr3t'),
       /CLIENT_SECRET looks like a secret/,
     ],
-    [
-      'a token in ARG',
-      good.replace('FROM node:24-slim AS build', 'FROM node:24-slim AS build\nARG NPM_TOKEN'),
-      /NPM_TOKEN looks like a secret/,
-    ],
+    ['a token in ARG', good.replace('AS build', 'AS build\nARG NPM_TOKEN'), /NPM_TOKEN looks like a secret/],
     ['no NODE_ENV', good.replace('ENV NODE_ENV=production\n', ''), /NODE_ENV=production/],
     ['a port missing', good.replace('EXPOSE 8180 8181', 'EXPOSE 8180'), /port 8181/],
   ])('refuses %s', (_name, content, message) => {

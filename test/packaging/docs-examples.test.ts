@@ -200,7 +200,8 @@ describe('the Compose example', () => {
     function healthcheck(port: number): Promise<number | null> {
       const [kind, command, ...args] = proxy.healthcheck.test as string[];
       expect(kind).toBe('CMD');
-      expect(command).toBe('node');
+      // The image's node: the distroless base's, on no PATH (the image has no shell to find one).
+      expect(command).toBe('/nodejs/bin/node');
       const child = spawn(
         process.execPath,
         args.map((a) => a.replace('127.0.0.1:8181', `127.0.0.1:${port}`)),
