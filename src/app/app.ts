@@ -17,7 +17,7 @@ import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/client-auth/index.js';
 import type { TokenEndpoint } from '../token/discovery/index.js';
 import { listen } from './listen.js';
-import { createMemoryBound } from './memory.js';
+import { createMemoryControl } from '../overload/memory-control.js';
 import { Readiness } from './readiness.js';
 import { shutdown, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
@@ -83,7 +83,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   );
 
   const recorder = new Recorder(metrics, log, config.accessLog);
-  const memory = createMemoryBound({ memoryLimitMb: config.memoryLimitMb, clock, log });
+  const memory = createMemoryControl({ memoryLimitMb: config.memoryLimitMb, clock, log });
   stops.add(memory.stop);
   const forward = createForwarder({
     pool: dispatchers.gateway,

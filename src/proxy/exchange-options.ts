@@ -5,7 +5,7 @@
 import type { Dispatcher } from 'undici';
 import type { Log } from '../core/log.js';
 import type { Authorization } from '../token/authorization.js';
-import type { ReadBudget } from './memory.js';
+import type { ReadBudget } from '../overload/read-budget.js';
 import type { Recorder } from './observer.js';
 
 /** A token source as forwarding uses it (token/token-source.ts is one): the proxy owns this interface. */
@@ -30,7 +30,7 @@ export interface ExchangeOptions {
   /** `UPSTREAM_IDLE_TIMEOUT_MS`: the longest silence inside a request or response body. */
   upstreamIdleTimeoutMs: number;
   replayBodyLimitBytes: number;
-  /** Where the body bytes read into the process are reported (memory.ts). */
+  /** Where the body bytes read into the process are reported (overload/read-budget.ts). */
   budget: ReadBudget;
   recorder: Recorder;
   log: Log;

@@ -6,7 +6,7 @@ import { answerProblem, upstreamError } from './answer-problem.js';
 import { callerResponseHeaders, flatHeaders, setAuthorization } from './headers.js';
 import type { ParsedHeaders, RawHeaders, RequestHeaders } from './headers.js';
 import type { Authorizer, Shared } from './exchange-options.js';
-import { meterUpload } from './memory.js';
+import { meterUpload } from '../overload/read-budget.js';
 import * as resend from './resend.js';
 
 const kExchange = Symbol('exchange');

@@ -7,7 +7,7 @@ import { answerProblem } from './answer-problem.js';
 import { Exchange } from './exchange.js';
 import { type Authorizer, type ExchangeOptions, shareOptions } from './exchange-options.js';
 import { readRequestHeaders, type RequestHeaders } from './headers.js';
-import type { LoadShedding } from './memory.js';
+import type { LoadShedding } from '../overload/overload-guard.js';
 import { checkTarget } from './path-guard.js';
 
 /** Which token source serves a request, or the error to answer it with. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startOverloadGuard } from '../../src/telemetry/overload-guard.js';
+import { startOverloadGuard } from '../../src/overload/overload-guard.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeLog } from '../helpers/fakes.js';
 

@@ -1,16 +1,25 @@
 /**
  * Load shedding near the memory limit, as Envoy's overload manager does it: a sampler measures
  * the process's memory as the kernel counts it for the kill (memory-limit.ts) and, above 90 % of
- * the limit, sets the flag the request path reads for every new request (proxy/memory.ts): new
+ * the limit, sets the flag the request path reads for every new request (`LoadShedding`): new
  * requests are answered `503 overloaded` until memory falls below 80 %, while the requests in
  * flight continue and the admin listener answers as ever. When shedding starts the heap is
- * compacted at once, and again every second while it lasts: shed requests are requests, so the
- * release after a quiet moment (memory-release.ts) would never come, and the memory the burst
- * left would keep the proxy shedding (docs/operations.md, "When memory runs short").
+ * compacted at once, and again every second while it lasts (when the process has V8's `gc()`:
+ * v8-collector.ts): shed requests are requests, so the release after a quiet moment
+ * (memory-release.ts) would never come, and the memory the burst left would keep the proxy
+ * shedding (docs/operations.md, "When memory runs short").
  */
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
-import type { LoadShedding } from '../proxy/memory.js';
+
+/** Whether the process is near its memory limit: asked once for each new request. */
+export interface LoadShedding {
+  /** True while new requests are answered `503 overloaded`; a field read, set by a sampler. */
+  readonly shedding: boolean;
+}
+
+/** A process never shed: no limit, `MEMORY_LIMIT_MB=0`, and tests that need no guard. */
+export const NEVER_SHED: LoadShedding = { shedding: false };
 
 /** New requests are shed above this share of the limit... */
 export const SHED_ABOVE = 0.9;
@@ -28,8 +37,8 @@ export interface OverloadGuardOptions {
   limitBytes: number;
   /** Memory in use now, as the kernel counts it for the kill, in bytes. */
   usage: () => number;
-  /** A full, compacting collection (v8-collector.ts). */
-  compact: () => void;
+  /** A full, compacting collection (v8-collector.ts); undefined without `--expose-gc`. */
+  compact: (() => void) | undefined;
   clock: Clock;
   log: Log;
 }
@@ -64,7 +73,7 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
       guard.shedding = false;
       log.info({ usedMb: mb(used), limitMb: mb(limitBytes) }, 'memory below 80 % of its limit: new requests are served again');
     }
-    if (guard.shedding && clock.now() - lastCompact >= COMPACT_EVERY_MS) {
+    if (guard.shedding && compact !== undefined && clock.now() - lastCompact >= COMPACT_EVERY_MS) {
       lastCompact = clock.now();
       compact();
     }

@@ -1,56 +1,59 @@
 import type { Server } from 'node:http';
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
-import { type LoadShedding, NEVER_SHED, type ReadBudget } from '../proxy/memory.js';
-import { mallocKeepsFreedMemory, readContainerMemory, type ContainerMemory } from '../telemetry/memory-limit.js';
-import { startMemoryRelease } from '../telemetry/memory-release.js';
-import { SHED_ABOVE, startOverloadGuard } from '../telemetry/overload-guard.js';
-import { createReadBudget } from '../telemetry/read-budget.js';
-import { v8Collector } from '../telemetry/v8-collector.js';
-import type { Stop } from './shutdown.js';
+import { mallocKeepsFreedMemory, readContainerMemory, type ContainerMemory } from './memory-limit.js';
+import { startMemoryRelease } from './memory-release.js';
+import { type LoadShedding, NEVER_SHED, SHED_ABOVE, startOverloadGuard } from './overload-guard.js';
+import { createReadBudget, NO_BUDGET, type ReadBudget } from './read-budget.js';
+import { v8Collector } from './v8-collector.js';
 
-export interface MemoryBoundOptions {
+export interface MemoryControlOptions {
   /** `MEMORY_LIMIT_MB`: unset for the container's limit, 0 for no shedding. */
   memoryLimitMb: number | undefined;
   clock: Clock;
   log: Log;
   /** The container's memory as its cgroup tells it; read from the running system by default. */
   container?: ContainerMemory;
+  /** V8's `gc()` as the process was given it; `globalThis` by default. */
+  global?: { gc?: unknown };
 }
 
 /** What the request path is handed, and how the rest starts and stops. */
-export interface MemoryBound {
+export interface MemoryControl {
   budget: ReadBudget;
   load: LoadShedding;
   /** Starts the release after bursts, counting the listener's requests; returns how to stop it. */
-  watch(proxyServer: Server): Stop;
+  watch(proxyServer: Server): () => void;
   /** Stops the shedding guard's sampling. */
-  stop: Stop;
+  stop(): void;
 }
 
 const MB = 1024 * 1024;
 
 /**
- * The proxy's memory bound (docs/performance.md, "Memory under large bodies"; docs/operations.md,
+ * The proxy's memory control (docs/performance.md, "Memory under large bodies"; docs/operations.md,
  * "When memory runs short"): the read budget the request path spends, the release of memory after
- * a burst, and the shedding guard near the limit, which starts sampling at once.
+ * a burst, and the shedding guard near the limit, which starts sampling at once. The first two,
+ * and the compaction while shedding, need V8's `gc()` (`--expose-gc`): without it memory is left
+ * to V8 alone, and the proxy says so once at start.
  */
-export function createMemoryBound(options: MemoryBoundOptions): MemoryBound {
+export function createMemoryControl(options: MemoryControlOptions): MemoryControl {
   const { clock, log } = options;
-  const collector = v8Collector();
-  if (!collector.exposed) {
+  const collector = v8Collector(options.global);
+  if (collector === undefined) {
     log.info(
       {},
-      "started without --expose-gc: once bodies of 16 KiB or more pass, the read budget takes V8's gc() from a second V8 context, " +
-        'which costs up to half again the CPU of each 64 KB upload; start with NODE_OPTIONS=--expose-gc as the image, the chart ' +
-        'and npm start do (docs/performance.md, "Memory under large bodies")',
+      'started without --expose-gc: memory is left to V8 alone (no read budget, no compaction after a burst or while ' +
+        'shedding), so large bodies may take the proxy tens of MB higher; start with NODE_OPTIONS=--expose-gc as the image, ' +
+        'the chart and npm start do (docs/performance.md, "Memory under large bodies")',
     );
   }
-  const guard = startGuard(options, collector.full);
+  const guard = startGuard(options, collector?.full);
   return {
-    budget: createReadBudget(collector.young),
+    budget: collector === undefined ? NO_BUDGET : createReadBudget(collector.young),
     load: guard ?? NEVER_SHED,
     watch(proxyServer) {
+      if (collector === undefined) return () => {};
       let served = 0;
       proxyServer.on('request', () => {
         served += 1;
@@ -63,7 +66,7 @@ export function createMemoryBound(options: MemoryBoundOptions): MemoryBound {
 }
 
 /** The shedding guard, or undefined when there is no limit or `MEMORY_LIMIT_MB=0` turns it off. */
-function startGuard(options: MemoryBoundOptions, compact: () => void): (LoadShedding & { stop(): void }) | undefined {
+function startGuard(options: MemoryControlOptions, compact: (() => void) | undefined): (LoadShedding & { stop(): void }) | undefined {
   const { memoryLimitMb, clock, log } = options;
   if (memoryLimitMb === 0) return undefined;
   const container = options.container ?? readContainerMemory();
