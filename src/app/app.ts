@@ -11,6 +11,7 @@ import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
 import { createForwarder, createSourceSelector } from '../proxy/forward.js';
 import { Recorder } from '../proxy/observer.js';
 import { createProxyServer } from '../proxy/server.js';
+import { createStalledCallers } from '../proxy/stalled-callers.js';
 import { createMetrics } from '../telemetry/metrics.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
 import type { DpopStartup } from '../token/dpop/index.js';
@@ -83,7 +84,8 @@ export async function startApp(deps: AppDeps): Promise<App> {
   );
 
   const recorder = new Recorder(metrics, log, config.accessLog);
-  const memory = createMemoryControl({ memoryLimitMb: config.memoryLimitMb, clock, log });
+  const callers = createStalledCallers({ sendTimeoutMs: config.upstreamIdleTimeoutMs, recorder, clock });
+  const memory = createMemoryControl({ memoryLimitMb: config.memoryLimitMb, action: callers, clock, log });
   stops.add(memory.stop);
   const forward = createForwarder({
     pool: dispatchers.gateway,
@@ -96,6 +98,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     budget: memory.budget,
     load: memory.load,
     recorder,
+    callers,
     log,
     listenOrigin: listenOrigin(config),
   });

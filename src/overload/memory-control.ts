@@ -3,7 +3,7 @@ import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
 import { mallocKeepsFreedMemory, readContainerMemory, type ContainerMemory } from './memory-limit.js';
 import { startMemoryRelease } from './memory-release.js';
-import { type LoadShedding, NEVER_SHED, SHED_ABOVE, startOverloadGuard } from './overload-guard.js';
+import { type LoadShedding, NEVER_SHED, type OverloadAction, SHED_ABOVE, startOverloadGuard } from './overload-guard.js';
 import { createReadBudget, NO_BUDGET, type ReadBudget } from './read-budget.js';
 import { v8Collector } from './v8-collector.js';
 
@@ -14,6 +14,8 @@ export interface MemoryControlOptions {
   log: Log;
   /** The container's memory as its cgroup tells it; read from the running system by default. */
   container?: ContainerMemory;
+  /** What the guard may end while it sheds: the exchanges whose callers take nothing. */
+  action?: OverloadAction;
   /** V8's `gc()` as the process was given it; `globalThis` by default. */
   global?: { gc?: unknown };
 }
@@ -67,7 +69,7 @@ export function createMemoryControl(options: MemoryControlOptions): MemoryContro
 
 /** The shedding guard, or undefined when there is no limit or `MEMORY_LIMIT_MB=0` turns it off. */
 function startGuard(options: MemoryControlOptions, compact: (() => void) | undefined): (LoadShedding & { stop(): void }) | undefined {
-  const { memoryLimitMb, clock, log } = options;
+  const { memoryLimitMb, action, clock, log } = options;
   if (memoryLimitMb === 0) return undefined;
   const container = options.container ?? readContainerMemory();
   const limitBytes = memoryLimitMb === undefined ? container.limitBytes : memoryLimitMb * MB;
@@ -77,7 +79,7 @@ function startGuard(options: MemoryControlOptions, compact: (() => void) | undef
   }
   // Memory as the kernel counts it for the kill: the cgroup's when it has a limit, else the resident set.
   const usage = (): number => container.usageBytes() ?? process.memoryUsage.rss();
-  const guard = startOverloadGuard({ limitBytes, usage, compact, clock, log });
+  const guard = startOverloadGuard({ limitBytes, usage, compact, action, clock, log });
   const from = memoryLimitMb === undefined ? container.source : 'MEMORY_LIMIT_MB';
   log.info({ limitMb: Math.round(limitBytes / MB), from }, `memory limit: new requests are shed above ${SHED_ABOVE * 100} % of it`);
   if (mallocKeepsFreedMemory() === true) {

@@ -3,7 +3,8 @@
  * the process's memory as the kernel counts it for the kill (memory-limit.ts) and, above 90 % of
  * the limit, sets the flag the request path reads for every new request (`LoadShedding`): new
  * requests are answered `503 overloaded` until memory falls below 80 %, while the requests in
- * flight continue and the admin listener answers as ever. When shedding starts the heap is
+ * flight continue, but for those whose callers have taken nothing of their answer for 5 s, which
+ * are ended (`OverloadAction`), and the admin listener answers as ever. When shedding starts the heap is
  * compacted at once, and again every second while it lasts (when the process has V8's `gc()`:
  * v8-collector.ts): shed requests are requests, so the release after a quiet moment
  * (memory-release.ts) would never come, and the memory the burst left would keep the proxy
@@ -20,6 +21,21 @@ export interface LoadShedding {
 
 /** A process never shed: no limit, `MEMORY_LIMIT_MB=0`, and tests that need no guard. */
 export const NEVER_SHED: LoadShedding = { shedding: false };
+
+/**
+ * What the guard may do to the requests in flight while it sheds (Envoy's
+ * `reset_high_memory_stream`): the request path implements it (proxy/stalled-callers.ts).
+ */
+export interface OverloadAction {
+  /**
+   * Ends the exchanges whose callers have taken no byte of their answer for `idleMs`, those
+   * holding the most unsent answer first, until those ended held `bytes`; returns how many.
+   */
+  endStalled(bytes: number, idleMs: number): number;
+}
+
+/** While shedding, exchanges whose callers have taken nothing for this long are ended. */
+export const RESET_IDLE_MS = 5_000;
 
 /** New requests are shed above this share of the limit... */
 export const SHED_ABOVE = 0.9;
@@ -39,6 +55,8 @@ export interface OverloadGuardOptions {
   usage: () => number;
   /** A full, compacting collection (v8-collector.ts); undefined without `--expose-gc`. */
   compact: (() => void) | undefined;
+  /** The overload action, taken at every sample while shedding lasts. */
+  action?: OverloadAction;
   clock: Clock;
   log: Log;
 }
@@ -51,9 +69,11 @@ const MB = 1024 * 1024;
 
 /** Starts sampling at once; the timer never keeps the process alive. */
 export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard {
-  const { limitBytes, usage, compact, clock, log } = options;
+  const { limitBytes, usage, compact, action, clock, log } = options;
   let timer: unknown;
   let lastCompact = -Infinity;
+  /** The overload action is logged once a shedding period: its count is in the metrics. */
+  let actionLogged = false;
   const guard = {
     shedding: false,
     stop: () => clock.clearTimeout(timer),
@@ -65,6 +85,7 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
     const share = used / limitBytes;
     if (!guard.shedding && share > SHED_ABOVE) {
       guard.shedding = true;
+      actionLogged = false;
       log.warn(
         { usedMb: mb(used), limitMb: mb(limitBytes) },
         'memory above 90 % of its limit: new requests are answered 503 overloaded until it falls below 80 %',
@@ -72,6 +93,18 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
     } else if (guard.shedding && share < SERVE_BELOW) {
       guard.shedding = false;
       log.info({ usedMb: mb(used), limitMb: mb(limitBytes) }, 'memory below 80 % of its limit: new requests are served again');
+    }
+    if (guard.shedding && action !== undefined) {
+      const ended = action.endStalled(used - SERVE_BELOW * limitBytes, RESET_IDLE_MS);
+      if (ended > 0 && !actionLogged) {
+        actionLogged = true;
+        log.warn(
+          { ended, usedMb: mb(used), limitMb: mb(limitBytes) },
+          `memory above 80 % of its limit while shedding: ending the exchanges whose callers have taken nothing for ${RESET_IDLE_MS / 1000} s`,
+        );
+      }
+      // What they held is freed once their sockets close: compacted at the next sample.
+      if (ended > 0) lastCompact = -Infinity;
     }
     if (guard.shedding && compact !== undefined && clock.now() - lastCompact >= COMPACT_EVERY_MS) {
       lastCompact = clock.now();

@@ -215,10 +215,12 @@ export class Exchange implements Dispatcher.DispatchHandler {
     // the head when it has not gone yet, rather than a write and an end.
     if (this.remaining === 0) {
       this.res.end(chunk);
+      if (this.res.writableLength !== 0) this.ctx.callers.blocked(this.req, this.res);
       return;
     }
     if (this.res.write(chunk)) return;
     controller.pause();
+    this.ctx.callers.blocked(this.req, this.res);
     if (!this.waitingForDrain) {
       this.waitingForDrain = true;
       this.res.on('drain', onCallerDrain);
