@@ -66,6 +66,8 @@ export interface OverloadGuard extends LoadShedding {
 }
 
 const MB = 1024 * 1024;
+const RESET_MESSAGE =
+  'memory above 80 % of its limit while shedding: ending the exchanges whose callers have taken nothing for ' + `${RESET_IDLE_MS / 1000} s`;
 
 /** Starts sampling at once; the timer never keeps the process alive. */
 export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard {
@@ -98,10 +100,7 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
       const ended = action.endStalled(used - SERVE_BELOW * limitBytes, RESET_IDLE_MS);
       if (ended > 0 && !actionLogged) {
         actionLogged = true;
-        log.warn(
-          { ended, usedMb: mb(used), limitMb: mb(limitBytes) },
-          `memory above 80 % of its limit while shedding: ending the exchanges whose callers have taken nothing for ${RESET_IDLE_MS / 1000} s`,
-        );
+        log.warn({ ended, usedMb: mb(used), limitMb: mb(limitBytes) }, RESET_MESSAGE);
       }
       // What they held is freed once their sockets close: compacted at the next sample.
       if (ended > 0) lastCompact = -Infinity;
