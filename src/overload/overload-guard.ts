@@ -76,6 +76,7 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
   let lastCompact = -Infinity;
   /** The overload action is logged once a shedding period: its count is in the metrics. */
   let actionLogged = false;
+  let endedSinceCompact = false;
   const guard = {
     shedding: false,
     stop: () => clock.clearTimeout(timer),
@@ -96,18 +97,18 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
       guard.shedding = false;
       log.info({ usedMb: mb(used), limitMb: mb(limitBytes) }, 'memory below 80 % of its limit: new requests are served again');
     }
+    if (guard.shedding && compact !== undefined && (endedSinceCompact || clock.now() - lastCompact >= COMPACT_EVERY_MS)) {
+      lastCompact = clock.now();
+      compact();
+    }
     if (guard.shedding && action !== undefined) {
       const ended = action.endStalled(used - SERVE_BELOW * limitBytes, RESET_IDLE_MS);
       if (ended > 0 && !actionLogged) {
         actionLogged = true;
         log.warn({ ended, usedMb: mb(used), limitMb: mb(limitBytes) }, RESET_MESSAGE);
       }
-      // What they held is freed once their sockets close: compacted at the next sample.
-      if (ended > 0) lastCompact = -Infinity;
-    }
-    if (guard.shedding && compact !== undefined && clock.now() - lastCompact >= COMPACT_EVERY_MS) {
-      lastCompact = clock.now();
-      compact();
+      // What they held is freed once their sockets have closed: compacted at the next sample.
+      endedSinceCompact = ended > 0;
     }
     timer = clock.setTimeout(sample, share > WATCH_CLOSELY_ABOVE ? FAST_SAMPLE_MS : SLOW_SAMPLE_MS);
   };

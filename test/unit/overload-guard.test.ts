@@ -6,7 +6,7 @@ import { FakeLog } from '../helpers/fakes.js';
 const MB = 1024 * 1024;
 
 /** A guard over a 100 MB limit whose memory the test sets, counting samples and compactions. */
-function guarded(startMb = 50) {
+function guarded(startMb = 50, endStalled?: (bytes: number, idleMs: number) => number) {
   const clock = new FakeClock();
   const log = new FakeLog();
   const state = { usedMb: startMb, samples: 0, compactions: 0, afterCompactMb: undefined as number | undefined };
@@ -20,6 +20,7 @@ function guarded(startMb = 50) {
       state.compactions += 1;
       if (state.afterCompactMb !== undefined) state.usedMb = state.afterCompactMb;
     },
+    action: endStalled === undefined ? undefined : { endStalled },
     clock,
     log,
   });
@@ -103,5 +104,34 @@ describe('the overload guard', () => {
     const before = state.samples;
     await clock.advance(10_000);
     expect(state.samples).toBe(before);
+  });
+
+  it('asks, at each sample while shedding, to end the exchanges idle 5 s until what they hold covers memory above 80 %', async () => {
+    const asked: [number, number][] = [];
+    const { clock, log, state, guard } = guarded(50, (bytes, idleMs) => {
+      asked.push([bytes / MB, idleMs]);
+      return asked.length <= 2 ? 3 : 0;
+    });
+    await clock.advance(5_000);
+    expect(asked).toEqual([]);
+    state.usedMb = 95;
+    await clock.advance(1_000);
+    await clock.advance(100);
+    await clock.advance(100);
+    expect(asked).toEqual([
+      [15, 5_000],
+      [15, 5_000],
+      [15, 5_000],
+    ]);
+    // Logged once for the shedding period; the count is the metrics'.
+    expect(log.at('warn').filter((l) => String(l.msg).startsWith('memory above 80 %'))).toMatchObject([{ obj: { ended: 3 } }]);
+    // What was ended is compacted at the next sample, not a second later.
+    expect(state.compactions).toBe(3);
+    state.usedMb = 70;
+    await clock.advance(100);
+    expect(guard.shedding).toBe(false);
+    await clock.advance(5_000);
+    expect(asked).toHaveLength(3);
+    guard.stop();
   });
 });
