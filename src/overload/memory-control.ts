@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
+import { heldMemory } from './held-memory.js';
 import { mallocKeepsFreedMemory, readContainerMemory, type ContainerMemory } from './memory-limit.js';
 import { startMemoryRelease } from './memory-release.js';
 import { type LoadShedding, NEVER_SHED, type OverloadAction, SHED_ABOVE, startOverloadGuard } from './overload-guard.js';
@@ -77,18 +78,21 @@ function startGuard(options: MemoryControlOptions, compact: (() => void) | undef
     log.debug({}, 'no memory limit (no MEMORY_LIMIT_MB, no cgroup limit): nothing is shed');
     return undefined;
   }
-  // Memory as the kernel counts it for the kill: the cgroup's when it has a limit, else the resident set.
-  const usage = (): number => container.usageBytes() ?? process.memoryUsage.rss();
-  const guard = startOverloadGuard({ limitBytes, usage, compact, action, clock, log });
+  // Memory as the kernel counts it for the kill: the cgroup's when it has a limit, else the resident
+  // set; on a malloc that keeps what is freed, shedding ends on what the process holds (held-memory.ts).
+  const kernel = (): number => container.usageBytes() ?? process.memoryUsage.rss();
+  const keeps = mallocKeepsFreedMemory() === true;
+  const held = keeps ? heldMemory(() => ({ ...process.memoryUsage(), kernel: kernel() })) : undefined;
+  const guard = startOverloadGuard({ limitBytes, usage: kernel, held, compact, action, clock, log });
   const from = memoryLimitMb === undefined ? container.source : 'MEMORY_LIMIT_MB';
-  log.info({ limitMb: Math.round(limitBytes / MB), from }, `memory limit: new requests are shed above ${SHED_ABOVE * 100} % of it`);
-  if (mallocKeepsFreedMemory() === true) {
-    log.warn(
-      {},
-      "this process's malloc (glibc's) keeps the memory it frees: after a burst past the limit, memory may not fall below 80 % " +
-        'and new requests may be shed until a restart; preload jemalloc as the image does (docs/operations.md, "When memory runs short")',
-    );
-  }
+  log.info(
+    {
+      limitMb: Math.round(limitBytes / MB),
+      from,
+      endsOn: keeps ? 'memory held, less what malloc keeps' : 'memory as the kernel counts it',
+    },
+    `memory limit: new requests are shed above ${SHED_ABOVE * 100} % of it`,
+  );
   if (guard.shedding) {
     log.warn(
       { limitMb: Math.round(limitBytes / MB) },

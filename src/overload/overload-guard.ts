@@ -41,6 +41,8 @@ export const RESET_IDLE_MS = 5_000;
 export const SHED_ABOVE = 0.9;
 /** ...until memory falls below this one. */
 export const SERVE_BELOW = 0.8;
+/** How far above where shedding ended on what is held the kernel's count may grow before it starts again. */
+const KEPT_MARGIN = 0.02;
 /** Above this share memory is sampled ten times a second, below it once. */
 export const WATCH_CLOSELY_ABOVE = 0.7;
 const SLOW_SAMPLE_MS = 1_000;
@@ -53,6 +55,11 @@ export interface OverloadGuardOptions {
   limitBytes: number;
   /** Memory in use now, as the kernel counts it for the kill, in bytes. */
   usage: () => number;
+  /**
+   * Memory the process holds, less what its malloc keeps for reuse (held-memory.ts): given when
+   * the malloc keeps what is freed (glibc's), and then shedding also ends when it falls below 80 %.
+   */
+  held?: () => number;
   /** A full, compacting collection (v8-collector.ts); undefined without `--expose-gc`. */
   compact: (() => void) | undefined;
   /** The overload action, taken at every sample while shedding lasts. */
@@ -71,12 +78,18 @@ const RESET_MESSAGE =
 
 /** Starts sampling at once; the timer never keeps the process alive. */
 export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard {
-  const { limitBytes, usage, compact, action, clock, log } = options;
+  const { limitBytes, usage, held, compact, action, clock, log } = options;
   let timer: unknown;
   let lastCompact = -Infinity;
   /** The overload action is logged once a shedding period: its count is in the metrics. */
   let actionLogged = false;
   let endedSinceCompact = false;
+  /**
+   * After shedding ended on what is held, the kernel's count it ended at, plus a margin: the
+   * malloc reuses what it keeps before it asks the system for more, so the count grows past it
+   * only once the process holds more again, and shedding starts again there.
+   */
+  let keptFloor = 0;
   const guard = {
     shedding: false,
     stop: () => clock.clearTimeout(timer),
@@ -86,7 +99,8 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
   const sample = (): void => {
     const used = usage();
     const share = used / limitBytes;
-    if (!guard.shedding && share > SHED_ABOVE) {
+    if (share < SERVE_BELOW) keptFloor = 0;
+    if (!guard.shedding && share > SHED_ABOVE && used > keptFloor) {
       guard.shedding = true;
       actionLogged = false;
       log.warn(
@@ -96,6 +110,13 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
     } else if (guard.shedding && share < SERVE_BELOW) {
       guard.shedding = false;
       log.info({ usedMb: mb(used), limitMb: mb(limitBytes) }, 'memory below 80 % of its limit: new requests are served again');
+    } else if (guard.shedding && held !== undefined && held() < SERVE_BELOW * limitBytes) {
+      guard.shedding = false;
+      keptFloor = used + KEPT_MARGIN * limitBytes;
+      log.info(
+        { usedMb: mb(used), heldMb: mb(held()), limitMb: mb(limitBytes) },
+        'memory held below 80 % of its limit (the rest is kept by malloc for reuse): new requests are served again',
+      );
     }
     if (guard.shedding && compact !== undefined && (endedSinceCompact || clock.now() - lastCompact >= COMPACT_EVERY_MS)) {
       lastCompact = clock.now();

@@ -157,16 +157,16 @@ describe('memory that does not grow with what passes through', () => {
 });
 
 /**
- * The allocators the image and a plain `node dist/main.js` run the proxy with, and whether each
- * gives memory back once it is freed: jemalloc does within seconds, glibc's malloc keeps it for
- * reuse (docs/operations.md, "When memory runs short").
+ * The allocators the image and a plain `node dist/main.js` run the proxy with: jemalloc gives
+ * memory back within seconds once it is freed, glibc's malloc keeps it for reuse, and shedding
+ * must end on both (docs/operations.md, "When memory runs short").
  */
 const host = thisHost();
 /** The image's node flags (`--expose-gc` among them): the compaction while shedding needs V8's gc(). */
 const IMAGE_NODE = { NODE_OPTIONS: host.imageNodeOptions() };
-const allocators: [string, Record<string, string>, boolean][] = [['glibc', IMAGE_NODE, false]];
+const allocators: [string, Record<string, string>][] = [['glibc', IMAGE_NODE]];
 const image = host.imageAllocatorEnv({});
-if (image.env.LD_PRELOAD !== undefined) allocators.unshift([`the image's (${image.description})`, { ...IMAGE_NODE, ...image.env }, true]);
+if (image.env.LD_PRELOAD !== undefined) allocators.unshift([`the image's (${image.description})`, { ...IMAGE_NODE, ...image.env }]);
 
 /** A reader that takes 64 KiB of its answer every 50 ms from the start: never a caller that stopped reading. */
 function steadyReader(port: number, path: string): SlowCaller & { stop(): void } {
@@ -176,7 +176,7 @@ function steadyReader(port: number, path: string): SlowCaller & { stop(): void }
   return Object.assign(c, { stop: () => clearInterval(timer) });
 }
 
-describe.each(allocators)('shedding near the memory limit, with %s allocator', (_name, allocator, givesMemoryBack) => {
+describe.each(allocators)('shedding near the memory limit, with %s allocator', (_name, allocator) => {
   /** The idle footprint of this build and allocator: a proxy without a limit, after the same warm-up. */
   const warmUp = async (s: Stack): Promise<void> => {
     for (let i = 0; i < 3; i++) await (await fetch(`${s.proxy.proxyUrl}/api/v1/download?bytes=${4 * MB}`)).arrayBuffer();
@@ -243,12 +243,23 @@ describe.each(allocators)('shedding near the memory limit, with %s allocator', (
         const answers = (await Promise.all(readers.map((c) => c.ended))).map(parseAnswer);
         // A request was either shed before it started or carried through whole.
         expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
-        expect(answers.filter((a) => a.status === 200 && (!a.complete || a.length !== BURST_ANSWER))).toEqual([]);
+        const warnings = (): string =>
+          JSON.stringify(
+            s.proxy
+              .lines()
+              .filter((l) => l.level >= 40)
+              .map((l) => l.msg),
+          );
+        expect(
+          answers.filter((a) => a.status === 200 && (!a.complete || a.length !== BURST_ANSWER)),
+          warnings(),
+        ).toEqual([]);
         expect(answers.filter((a) => a.status === 200).length).toBeGreaterThan(0);
 
-        // Service returns once memory has fallen: the heap is compacted while shedding lasts, and
-        // jemalloc returns what the burst freed. glibc's malloc keeps it (the proxy warns at start).
-        if (givesMemoryBack) await servedAgain(s);
+        // Shedding ends once memory has fallen: the heap is compacted while shedding lasts;
+        // jemalloc returns what the burst freed, and what glibc's malloc keeps for reuse is not
+        // counted as held.
+        await servedAgain(s);
         expect(await s.metric(/ticket_auth_proxy_overload_shed_total (\d+)/)).toBeGreaterThan(0);
         expect(s.proxy.child.exitCode).toBeNull();
         expect(livez.length).toBeGreaterThan(0);
@@ -257,7 +268,7 @@ describe.each(allocators)('shedding near the memory limit, with %s allocator', (
         const changes = s.proxy.lines().filter((l) => /new requests are (answered 503 overloaded|served again)/.test(String(l.msg)));
         expect(changes.length).toBeGreaterThan(0);
         expect(changes.map((l) => l.level)).toEqual(changes.map((_, i) => (i % 2 === 0 ? 40 : 30)));
-        if (givesMemoryBack) expect(changes.at(-1)!.level).toBe(30);
+        expect(changes.at(-1)!.level).toBe(30);
       } finally {
         clearInterval(watch);
       }
@@ -274,21 +285,23 @@ describe.each(allocators)('shedding near the memory limit, with %s allocator', (
       // A hundred callers that ask for an answer larger than the socket buffers take, and never read.
       const stopped = Array.from({ length: 100 }, () => slowCaller(s.proxy.proxyPort, path));
       await firstShed(s);
-      // Nobody hangs up: shedding ends because the proxy ends the callers that took nothing.
+      // Nobody hangs up: shedding ends because the proxy ends the callers that took nothing, or,
+      // on glibc's malloc, because what they hold is not counted as memory held.
       await servedAgain(s);
-      const reset = await s.metric(/ticket_auth_proxy_overload_reset_total (\d+)/);
-      expect(reset).toBeGreaterThan(0);
-      expect(reset).toBeLessThanOrEqual(100);
+      const reset = (): Promise<number> => s.metric(/ticket_auth_proxy_overload_reset_total (\d+)/);
+      const endedOnHeld = s.proxy.lines().some((l) => String(l.msg).startsWith('memory held below 80 %'));
+      if (!endedOnHeld) expect(await reset()).toBeGreaterThan(0);
       const actions = s.proxy.lines().filter((l) => String(l.msg).includes('ending the exchanges whose callers have taken nothing'));
-      expect(actions.length).toBeGreaterThan(0);
+      expect(actions.length > 0).toBe((await reset()) > 0);
       // The readers were never cut: each reads its answer whole.
       for (const c of readers) c.drain();
       const answers = (await Promise.all(readers.map((c) => c.ended))).map(parseAnswer);
       expect(answers).toEqual(readers.map(() => ({ status: 200, length: BURST_ANSWER, complete: true })));
-      // The callers that were ended find their answers cut short when they read again.
+      // The callers that were ended, and only they, find their answers cut short when they read
+      // again (reading them all at once may take the proxy past its limit again: counted at the end).
       for (const c of stopped) c.drain();
       const cut = (await Promise.all(stopped.map((c) => c.ended))).map(parseAnswer).filter((a) => !a.complete);
-      expect(cut.length).toBe(reset);
+      expect(cut.length).toBe(await reset());
     },
   );
 });

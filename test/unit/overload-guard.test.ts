@@ -6,7 +6,7 @@ import { FakeLog } from '../helpers/fakes.js';
 const MB = 1024 * 1024;
 
 /** A guard over a 100 MB limit whose memory the test sets, counting samples and compactions. */
-function guarded(startMb = 50, endStalled?: (bytes: number, idleMs: number) => number) {
+function guarded(startMb = 50, endStalled?: (bytes: number, idleMs: number) => number, heldMb?: () => number) {
   const clock = new FakeClock();
   const log = new FakeLog();
   const state = { usedMb: startMb, samples: 0, compactions: 0, afterCompactMb: undefined as number | undefined };
@@ -21,6 +21,7 @@ function guarded(startMb = 50, endStalled?: (bytes: number, idleMs: number) => n
       if (state.afterCompactMb !== undefined) state.usedMb = state.afterCompactMb;
     },
     action: endStalled === undefined ? undefined : { endStalled },
+    held: heldMb === undefined ? undefined : () => heldMb() * MB,
     clock,
     log,
   });
@@ -132,6 +133,28 @@ describe('the overload guard', () => {
     expect(guard.shedding).toBe(false);
     await clock.advance(5_000);
     expect(asked).toHaveLength(3);
+    guard.stop();
+  });
+
+  it('ends shedding on the memory held, when malloc keeps the rest, and starts again once the kernel count grows past where it ended', async () => {
+    let heldMb = 95;
+    const { clock, log, state, guard } = guarded(50, undefined, () => heldMb);
+    state.usedMb = 95;
+    await clock.advance(1_000);
+    expect(guard.shedding).toBe(true);
+    // The burst is over: the process holds 70 MB, glibc keeps the rest for reuse.
+    heldMb = 70;
+    await clock.advance(100);
+    expect(guard.shedding).toBe(false);
+    expect(log.at('info').at(-1)).toMatchObject({ obj: { usedMb: 95, heldMb: 70, limitMb: 100 } });
+    // New load first reuses what is kept: the kernel count stays, and nothing is shed.
+    heldMb = 92;
+    await clock.advance(1_000);
+    expect(guard.shedding).toBe(false);
+    // Past where it ended (and a margin), the process takes memory from the system again.
+    state.usedMb = 98;
+    await clock.advance(100);
+    expect(guard.shedding).toBe(true);
     guard.stop();
   });
 });
