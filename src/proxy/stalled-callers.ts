@@ -30,6 +30,17 @@ interface Watched {
   since: number;
   /** The unsent answer when last looked at: less later means the caller took some. */
   unsent: number;
+  /** The bytes of the write under way that the kernel had not taken, when last looked at. */
+  queued: number;
+}
+
+/**
+ * The bytes of the write under way that the kernel has not taken yet: it shrinks as a caller
+ * takes part of a write, which the unsent answer shows only once the whole write is taken. Node's
+ * own socket timeout reads the same count to tell a slow write from a stalled one.
+ */
+function queuedBytes(res: ServerResponse): number {
+  return (res.socket as { _handle?: { writeQueueSize?: number } } | null)?._handle?.writeQueueSize ?? 0;
 }
 
 const kWatched = Symbol('stalled-caller');
@@ -66,7 +77,7 @@ export function createStalledCallers(options: StalledCallersOptions): StalledCal
       const tagged = res as Tagged;
       let w = tagged[kWatched];
       if (w === undefined) {
-        w = { req, res, since: clock.now(), unsent: res.writableLength };
+        w = { req, res, since: clock.now(), unsent: res.writableLength, queued: queuedBytes(res) };
         tagged[kWatched] = w;
         watched.add(w);
         res.on('drain', onDrain).once('close', onClose).on('timeout', onSendTimeout);
@@ -74,6 +85,7 @@ export function createStalledCallers(options: StalledCallersOptions): StalledCal
         w.since = clock.now();
       }
       w.unsent = res.writableLength;
+      w.queued = queuedBytes(res);
       // The exchange may have cleared the socket's timeout once the request body was in (exchange.ts).
       if (res.socket !== null && res.socket.timeout !== sendTimeoutMs) res.setTimeout(sendTimeoutMs);
     },
@@ -83,8 +95,10 @@ export function createStalledCallers(options: StalledCallersOptions): StalledCal
       const idle: Watched[] = [];
       for (const w of watched) {
         const unsent = w.res.writableLength;
-        if (unsent < w.unsent) w.since = now;
+        const queued = queuedBytes(w.res);
+        if (unsent < w.unsent || queued !== w.queued) w.since = now;
         w.unsent = unsent;
+        w.queued = queued;
         if (w.since !== 0 && unsent > 0 && now - w.since >= idleMs) idle.push(w);
       }
       idle.sort((a, b) => b.unsent - a.unsent);
