@@ -47,7 +47,7 @@ export function createMemoryControl(options: MemoryControlOptions): MemoryContro
     log.info(
       {},
       'started without --expose-gc: memory is left to V8 alone (no read budget, no compaction after a burst or while ' +
-        'shedding), so large bodies may take the proxy tens of MB higher; start with NODE_OPTIONS=--expose-gc as the image, ' +
+        'shedding), so large bodies may take the proxy about 100 MB higher; start with NODE_OPTIONS=--expose-gc as the image, ' +
         'the chart and npm start do (docs/performance.md, "Memory under large bodies")',
     );
   }
