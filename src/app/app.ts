@@ -12,6 +12,7 @@ import { createForwarder, createSourceSelector } from '../proxy/forward.js';
 import { Recorder } from '../proxy/observer.js';
 import { createProxyServer } from '../proxy/server.js';
 import { registerBuildInfo } from '../telemetry/build-info.js';
+import { createStalledCallers } from '../proxy/stalled-callers.js';
 import { createMetrics } from '../telemetry/metrics.js';
 import { startTracing, withTracing, type TracingSettings } from '../telemetry/tracing/index.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
@@ -19,7 +20,7 @@ import type { DpopStartup } from '../token/dpop/index.js';
 import type { TokenStartup } from '../token/client-auth/index.js';
 import type { TokenEndpoint } from '../token/discovery/index.js';
 import { listen } from './listeners/listen.js';
-import { createMemoryBound } from './memory.js';
+import { createMemoryControl } from '../overload/memory-control.js';
 import { Readiness } from './readiness.js';
 import { shutdown, StopList } from './shutdown.js';
 import { createTokenSources } from './token-sources.js';
@@ -112,7 +113,8 @@ export async function startApp(deps: AppDeps): Promise<App> {
   );
 
   const recorder = new Recorder(metrics, log, config.accessLog, tracing?.requests);
-  const memory = createMemoryBound({ memoryLimitMb: config.memoryLimitMb, clock, log });
+  const callers = createStalledCallers({ sendTimeoutMs: config.upstreamIdleTimeoutMs, recorder, clock });
+  const memory = createMemoryControl({ memoryLimitMb: config.memoryLimitMb, action: callers, clock, log });
   stops.add(memory.stop);
   const forward = createForwarder({
     pool: dispatchers.gateway,
@@ -125,6 +127,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     budget: memory.budget,
     load: memory.load,
     recorder,
+    callers,
     log,
     listenOrigin: listenOrigin(config),
   });

@@ -6,10 +6,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Log } from '../core/log.js';
 import type { Authorization } from '../token/authorization.js';
-import type { ReadBudget } from './memory.js';
+import type { ReadBudget } from '../overload/read-budget.js';
 import type { Recorder } from './observer.js';
 import { RequestHeaders } from './request-headers.js';
 import { SeenHeaderNames } from './response-headers.js';
+import type { StalledCallers } from './stalled-callers.js';
 
 /** A token source as forwarding uses it (token/token-source.ts is one): the proxy owns this interface. */
 export interface Authorizer {
@@ -33,9 +34,11 @@ export interface ExchangeOptions {
   /** `UPSTREAM_IDLE_TIMEOUT_MS`: the longest silence inside a request or response body. */
   upstreamIdleTimeoutMs: number;
   replayBodyLimitBytes: number;
-  /** Where the body bytes read into the process are reported (memory.ts). */
+  /** Where the body bytes read into the process are reported (overload/read-budget.ts). */
   budget: ReadBudget;
   recorder: Recorder;
+  /** Where a caller that takes none of its answer is reported: the send timeout, the overload action. */
+  callers: StalledCallers;
   log: Log;
   /** Origin for a rewritten `Location` when the caller sent no `Host`; undefined on a Unix socket, which has none. */
   listenOrigin: string | undefined;

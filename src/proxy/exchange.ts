@@ -5,22 +5,10 @@ import type { Authorization } from '../token/authorization.js';
 import { answerProblem, upstreamError } from './answer-problem.js';
 import { reserveAuthorization, setAuthorization } from './authorization-header.js';
 import type { Authorizer, CallerRequest, ExchangeSettings } from './exchange-options.js';
-import { meterUpload } from './memory.js';
+import { meterUpload } from '../overload/read-budget.js';
+import type { Phase } from './exchange-phase.js';
 import * as resend from './resend.js';
 import { callerResponseHeaders, flatHeaders, type ParsedHeaders, type RawHeaders } from './response-headers.js';
-
-/**
- * Where an exchange stands, in the order an attempt meets them; a replay goes back to
- * `waiting-token` or `sending`, a retry to `sending`, and every path ends in `done`:
- * - `waiting-token`: no attempt in flight; a token is being fetched (first send, or a replay's);
- * - `sending`: handed to the pool, not yet to a connection: the gateway cannot have it;
- * - `awaiting-head`: on a connection, no byte of its answer yet: the gateway may have it;
- * - `interim-answer`: a 1xx head arrived, the final one has not;
- * - `dropping-401`: a 401 the request is replayed after: its body is read and dropped;
- * - `streaming-answer`: the head went to the caller; the body streams;
- * - `done`: ended, one way or another: nothing more is written or recorded.
- */
-export type Phase = 'waiting-token' | 'sending' | 'awaiting-head' | 'interim-answer' | 'dropping-401' | 'streaming-answer' | 'done';
 
 const kExchange = Symbol('exchange');
 /** A caller's response, pointing back at its exchange: the listeners below are built once. */
@@ -235,10 +223,12 @@ export class Exchange implements Dispatcher.DispatchHandler {
     // the head when it has not gone yet, rather than a write and an end.
     if (this.remaining === 0) {
       res.end(chunk);
+      if (res.writableLength !== 0) this.settings.callers.blocked(this.request.req, res);
       return;
     }
     if (res.write(chunk)) return;
     controller.pause();
+    this.settings.callers.blocked(this.request.req, res);
     if (!this.waitingForDrain) {
       this.waitingForDrain = true;
       res.on('drain', onCallerDrain);

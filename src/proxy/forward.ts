@@ -6,7 +6,7 @@ import type { Credential } from '../token/client-auth/index.js';
 import { answerProblem } from './answer-problem.js';
 import { Exchange } from './exchange.js';
 import { type Authorizer, CallerRequest, type ExchangeOptions, exchangeSettings } from './exchange-options.js';
-import type { LoadShedding } from './memory.js';
+import type { LoadShedding } from '../overload/overload-guard.js';
 import { checkTarget } from './path-guard.js';
 
 /** Which token source serves a request, or the error to answer it with. */

@@ -2,8 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Log } from '../core/log.js';
 
-/** Which body went silent: the caller's request body or the gateway's answer. */
-export type StallDirection = 'request' | 'response';
+/** Which body went silent: the caller's request body, the gateway's answer, or the caller's reading of it. */
+export type StallDirection = 'request' | 'response' | 'send';
 
 /**
  * What the proxy reports of its requests. The proxy owns this interface; the wiring hands it an
@@ -18,6 +18,8 @@ export interface ProxyObserver {
   upstreamStalled(direction: StallDirection): void;
   /** A new request was answered `503 overloaded`: memory was near its limit. */
   requestShed(): void;
+  /** While shedding, an exchange whose caller had taken nothing of its answer for a while was ended. */
+  exchangeReset(): void;
 }
 
 /** Which send of a request an attempt is: the first, a retry on a new connection, a replay after a 401. */
@@ -39,6 +41,12 @@ export interface RequestTracer {
   /** The request ended with `status`: its server span ends. */
   ended(req: IncomingMessage, status: number): void;
 }
+
+const STALL_MESSAGES: Record<StallDirection, string> = {
+  request: 'the request body went silent; closing the caller connection',
+  response: 'the gateway answer went silent; closing the caller connection',
+  send: 'the caller took none of its answer; closing the caller connection',
+};
 
 /**
  * The one place the request path reports from: every ended request goes through here to the
@@ -104,6 +112,11 @@ export class Recorder {
     this.observer.requestShed();
   }
 
+  /** An exchange ended by the overload action (stalled-callers.ts): counted; the guard logs the action. */
+  overloadReset(_req: IncomingMessage, _idleMs: number): void {
+    this.observer.exchangeReset();
+  }
+
   /**
    * A body went silent past `UPSTREAM_IDLE_TIMEOUT_MS`: counted, and a warning logged with the
    * method and the path without its query (a query may hold anything).
@@ -112,11 +125,6 @@ export class Recorder {
     this.observer.upstreamStalled(direction);
     const url = req.url!;
     const q = url.indexOf('?');
-    this.log.warn(
-      { direction, method: req.method, path: q === -1 ? url : url.slice(0, q), idleMs },
-      direction === 'response'
-        ? 'the gateway answer went silent; closing the caller connection'
-        : 'the request body went silent; closing the caller connection',
-    );
+    this.log.warn({ direction, method: req.method, path: q === -1 ? url : url.slice(0, q), idleMs }, STALL_MESSAGES[direction]);
   }
 }

@@ -71,16 +71,20 @@ export function requestMetrics(registry: Registry): ProxyObserver {
     name: 'ticket_auth_proxy_upstream_stalls_total',
     help:
       'Exchanges ended because a body stayed silent longer than UPSTREAM_IDLE_TIMEOUT_MS, by direction: ' +
-      "the caller's request body or the gateway's answer.",
+      "the caller's request body, the gateway's answer, or the caller's reading of it (send).",
     labelNames: ['direction'] as const,
     registers: [registry],
   });
-  const stallChildren = { request: stalls.labels('request'), response: stalls.labels('response') };
-  stallChildren.request.inc(0);
-  stallChildren.response.inc(0);
+  const stallChildren = { request: stalls.labels('request'), response: stalls.labels('response'), send: stalls.labels('send') };
+  for (const child of Object.values(stallChildren)) child.inc(0);
   const shed = new Counter({
     name: 'ticket_auth_proxy_overload_shed_total',
     help: 'New requests answered 503 overloaded because memory was above 90 % of its limit.',
+    registers: [registry],
+  });
+  const reset = new Counter({
+    name: 'ticket_auth_proxy_overload_reset_total',
+    help: 'Exchanges ended while shedding because their callers had taken nothing of their answer for 5 s.',
     registers: [registry],
   });
 
@@ -121,6 +125,9 @@ export function requestMetrics(registry: Registry): ProxyObserver {
     },
     requestShed() {
       shed.inc();
+    },
+    exchangeReset() {
+      reset.inc();
     },
   };
 }

@@ -1,6 +1,7 @@
 /**
  * Limits under abuse (docs/forwarding.md, "Limits under abuse"): slow-header callers are cut off, idle keep-alive
- * connections do not stop new callers, a slow reader of a large download costs bounded memory,
+ * connections do not stop new callers, a slow reader of a large download costs bounded memory, a
+ * caller that reads nothing is cut off,
  * and a flood of requests while no token can be had is answered 503 without reaching the gateway.
  */
 import { connect, type Socket } from 'node:net';
@@ -101,6 +102,38 @@ describe('limits under abuse', () => {
     s.resume();
     await pollUntil(() => received === total, { timeoutMs: 60_000, intervalMs: 50 });
     expect(head).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
+  it('a caller that takes no byte of its answer is cut off after UPSTREAM_IDLE_TIMEOUT_MS, counted and logged as a stall', async ({
+    stack,
+  }) => {
+    const { proxy } = await stack({ secret: SECRET, mock: { tokenTtlS: 60 }, env: { UPSTREAM_IDLE_TIMEOUT_MS: '1500' } });
+    const total = 256 * 1024 * 1024;
+    const s = await open(proxy.proxyPort);
+    let received = 0;
+    let closed = false;
+    s.on('close', () => (closed = true));
+    s.on('error', () => {});
+    // The request, and then nothing read: far more than the socket buffers on the way take, so
+    // the answer waits in the proxy for a caller that never takes it.
+    s.pause();
+    s.write(`GET /api/v1/download?bytes=${total} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    const stalls = (): number => proxy.lines().filter((l) => l.direction === 'send').length;
+    await pollUntil(() => stalls() > 0, { timeoutMs: 20_000, intervalMs: 100 });
+    expect(await metric(proxy, /ticket_auth_proxy_upstream_stalls_total\{direction="send"\} (\d+)/)).toBe(1);
+    const line = proxy.lines().find((l) => l.direction === 'send')!;
+    expect([line.level, line.msg, line.path]).toEqual([
+      40,
+      'the caller took none of its answer; closing the caller connection',
+      '/api/v1/download',
+    ]);
+    // Reading again, the caller finds its connection closed before the answer's end.
+    s.on('data', (c: Buffer) => (received += c.length));
+    s.resume();
+    await pollUntil(() => closed, { timeoutMs: 20_000, intervalMs: 50 });
+    expect(received).toBeLessThan(total / 4);
+    // A caller that reads is served as ever.
+    expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
   });
 
   it('a flood of requests while no token can be had is answered 503 token_unavailable and never reaches the gateway', async ({ stack }) => {

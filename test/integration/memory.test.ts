@@ -13,7 +13,7 @@ import { describe, expect } from 'vitest';
 import { thisHost } from '../../bench/run/settings.js';
 import { pollUntil } from '../helpers/index.js';
 import { startRawGateway, type RawGateway } from '../helpers/raw-gateway.js';
-import { type Stack, test as it } from '../helpers/stack.js';
+import { type Stack, type StartStack, test as it } from '../helpers/stack.js';
 
 const SECRET = 'memory-secret-7c2a';
 const MB = 1024 * 1024;
@@ -36,6 +36,8 @@ interface SlowCaller {
   readonly received: number;
   read(bytes: number): void;
   drain(): void;
+  /** Closes the connection from the caller's side. */
+  hangUp(): void;
   /** Resolves with the whole answer once the connection ends. */
   readonly ended: Promise<Buffer>;
 }
@@ -60,6 +62,7 @@ function slowCaller(port: number, path: string): SlowCaller {
     // The socket is never put in flowing mode: what is not read stays in its buffers and the kernel's.
     read: (bytes) => take(socket.read(bytes) ?? socket.read()),
     drain: () => socket.on('data', take),
+    hangUp: () => socket.destroy(),
     ended,
   };
 }
@@ -114,14 +117,15 @@ describe('memory that does not grow with what passes through', () => {
     },
   );
 
-  // With --expose-gc the read budget calls the process's gc(); without it, one from a V8 context
-  // of its own, which the proxy says at start since it costs CPU.
+  // With --expose-gc the read budget calls the process's gc(); without it there is no budget, and
+  // the proxy says so once at start, with the way to turn it on.
   it.for([
     ['with --expose-gc', { NODE_OPTIONS: '--expose-gc' }, false],
     ['without --expose-gc, saying so at start', {}, true],
   ] as const)('carries 1 MiB uploads from 40 callers at once to the gateway byte for byte, %s', async ([, env, told], { stack }) => {
     const { proxy } = await stack({ secret: SECRET, env });
-    const tellsOfGc = (): boolean => proxy.lines().some((l) => String(l.msg).startsWith('started without --expose-gc'));
+    const tellsOfGc = (): boolean =>
+      proxy.lines().filter((l) => /^started without --expose-gc: .*NODE_OPTIONS=--expose-gc/.test(String(l.msg))).length === 1;
     const bodies = Array.from({ length: 40 }, () => randomBytes(MB));
     const answers = await Promise.all(
       bodies.map(
@@ -153,33 +157,66 @@ describe('memory that does not grow with what passes through', () => {
 });
 
 /**
- * The allocators the image and a plain `node dist/main.js` run the proxy with, and whether each
- * gives memory back once it is freed: jemalloc does within seconds, glibc's malloc keeps it for
- * reuse (docs/operations.md, "When memory runs short").
+ * The allocators the image and a plain `node dist/main.js` run the proxy with: jemalloc gives
+ * memory back within seconds once it is freed, glibc's malloc keeps it for reuse, and shedding
+ * must end on both (docs/operations.md, "When memory runs short").
  */
-const allocators: [string, Record<string, string>, boolean][] = [['glibc', {}, false]];
-const image = thisHost().imageAllocatorEnv({});
-if (image.env.LD_PRELOAD !== undefined) allocators.unshift([`the image's (${image.description})`, image.env, true]);
+const host = thisHost();
+/** The image's node flags (`--expose-gc` among them): the compaction while shedding needs V8's gc(). */
+const IMAGE_NODE = { NODE_OPTIONS: host.imageNodeOptions() };
+/** Whether shedding must end after the burst below: on glibc it does in most runs, not all (docs/performance.md, "Shedding on either allocator"). */
+const allocators: [string, Record<string, string>, boolean][] = [['glibc', IMAGE_NODE, false]];
+const image = host.imageAllocatorEnv({});
+if (image.env.LD_PRELOAD !== undefined) allocators.unshift([`the image's (${image.description})`, { ...IMAGE_NODE, ...image.env }, true]);
 
-describe.each(allocators)('shedding near the memory limit, with %s allocator', (_name, allocator, givesMemoryBack) => {
+/** A reader that takes 64 KiB of its answer every 50 ms from the start: never a caller that stopped reading. */
+function steadyReader(port: number, path: string): SlowCaller & { stop(): void } {
+  const c = slowCaller(port, path);
+  const timer = setInterval(() => c.read(64 * 1024), 50);
+  void c.ended.then(() => clearInterval(timer));
+  return Object.assign(c, { stop: () => clearInterval(timer) });
+}
+
+describe.each(allocators)('shedding near the memory limit, with %s allocator', (_name, allocator, endsAfterEveryBurst) => {
+  /** The idle footprint of this build and allocator: a proxy without a limit, after the same warm-up. */
+  const warmUp = async (s: Stack): Promise<void> => {
+    for (let i = 0; i < 3; i++) await (await fetch(`${s.proxy.proxyUrl}/api/v1/download?bytes=${4 * MB}`)).arrayBuffer();
+  };
+  /**
+   * A proxy whose limit puts its idle footprint at 80 %: 90 % is a burst of an eighth more away,
+   * and serving again takes memory back to where the warm-up left it.
+   */
+  async function nearItsLimit(stack: StartStack, env: Record<string, string> = {}): Promise<Stack> {
+    const probe = await stack({ secret: SECRET, env: { ...allocator, MEMORY_LIMIT_MB: '0' } });
+    await warmUp(probe);
+    const idle = await probe.metric(/process_resident_memory_bytes (\d+)/);
+    await probe.stop();
+    const s = await stack({ secret: SECRET, env: { ...allocator, ...env, MEMORY_LIMIT_MB: String(Math.ceil(idle / 0.8 / MB)) } });
+    await warmUp(s);
+    return s;
+  }
+  /** Polls a new request until one is answered 503 overloaded, and returns that answer. */
+  async function firstShed(s: Stack): Promise<Response> {
+    let shed: Response | undefined;
+    await pollUntil(
+      async () => {
+        const r = await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`);
+        if (r.status === 503) shed = r;
+        else await r.arrayBuffer();
+        return shed !== undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    return shed!;
+  }
+  const servedAgain = (s: Stack): Promise<void> =>
+    pollUntil(async () => (await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`)).status === 200, { timeoutMs: 30_000, intervalMs: 200 });
+
   it(
     'answers new requests 503 overloaded during a burst past the limit, finishes those in flight, and serves again after it',
     { timeout: 120_000 },
     async ({ stack }) => {
-      // The idle footprint of this build and allocator: a proxy without a limit, after the same warm-up.
-      const warmUp = async (s: Stack): Promise<void> => {
-        for (let i = 0; i < 3; i++) await (await fetch(`${s.proxy.proxyUrl}/api/v1/download?bytes=${4 * MB}`)).arrayBuffer();
-      };
-      const rss = (s: Stack): Promise<number> => s.metric(/process_resident_memory_bytes (\d+)/);
-      const probe = await stack({ secret: SECRET, env: { ...allocator, MEMORY_LIMIT_MB: '0' } });
-      await warmUp(probe);
-      const idle = await rss(probe);
-      await probe.stop();
-      // A limit at which that footprint is 80 %: 90 % is a burst of an eighth more away, and
-      // serving again takes memory back to where the warm-up left it.
-      const limitMb = Math.ceil(idle / 0.8 / MB);
-      const s = await stack({ secret: SECRET, env: { ...allocator, MEMORY_LIMIT_MB: String(limitMb) } });
-      await warmUp(s);
+      const s = await nearItsLimit(stack);
 
       const livez: number[] = [];
       const watch = setInterval(() => {
@@ -189,43 +226,36 @@ describe.each(allocators)('shedding near the memory limit, with %s allocator', (
         );
       }, 100);
       try {
-        // The burst: 300 callers of a 32 MiB answer who read nothing for now. The answer is more
-        // than the socket buffers on the way take (8-10 MiB a connection on loopback), so that
-        // each holds the proxy's window of it as long as the burst lasts; an answer the kernel
-        // takes whole leaves the proxy nothing to hold, and whether the burst passes the limit
-        // to chance.
-        const burst = Array.from({ length: 300 }, () => slowCaller(s.proxy.proxyPort, `/api/v1/download?bytes=${BURST_ANSWER}`));
-        let shed: Response | undefined;
-        await pollUntil(
-          async () => {
-            const r = await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`);
-            if (r.status === 503) shed = r;
-            else await r.arrayBuffer();
-            return shed !== undefined;
-          },
-          { timeoutMs: 30_000, intervalMs: 50 },
-        );
-        expect(shed!.headers.get('retry-after')).toBe('1');
-        expect(((await shed!.json()) as { code: string }).code).toBe('overloaded');
+        // The burst: 300 callers of a 32 MiB answer, 20 of whom read steadily, the others not at
+        // all for now. The answer is more than the socket buffers on the way take (8-10 MiB a
+        // connection on loopback), so that each holds the proxy's window of it as long as the
+        // burst lasts; an answer the kernel takes whole leaves the proxy nothing to hold, and
+        // whether the burst passes the limit to chance.
+        const path = `/api/v1/download?bytes=${BURST_ANSWER}`;
+        const readers = Array.from({ length: 20 }, () => steadyReader(s.proxy.proxyPort, path));
+        const idle = Array.from({ length: 280 }, () => slowCaller(s.proxy.proxyPort, path));
+        const shed = await firstShed(s);
+        expect(shed.headers.get('retry-after')).toBe('1');
+        expect(((await shed.json()) as { code: string }).code).toBe('overloaded');
 
-        // The burst ends: twenty callers read their answers to the end, the others hang up.
-        const readers = burst.slice(0, 20);
+        // The burst ends: the readers read on to the end, the others hang up.
         for (const c of readers) c.drain();
-        for (const s of sockets.slice(20)) s.destroy();
+        for (const c of idle) c.hangUp();
         const answers = (await Promise.all(readers.map((c) => c.ended))).map(parseAnswer);
-        // A request was either shed before it started or carried through whole.
+        // A request was shed before it started, carried through whole, or, when its caller took
+        // nothing for 5 s while the proxy shed (the burst's full socket buffers can hold back a
+        // reader too), ended by the overload action and counted: never a truncated answer
+        // otherwise.
         expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
-        expect(answers.filter((a) => a.status === 200 && (!a.complete || a.length !== BURST_ANSWER))).toEqual([]);
+        const cut = answers.filter((a) => a.status === 200 && (!a.complete || a.length !== BURST_ANSWER));
+        expect(cut.length).toBeLessThanOrEqual(await s.metric(/ticket_auth_proxy_overload_reset_total (\d+)/));
         expect(answers.filter((a) => a.status === 200).length).toBeGreaterThan(0);
 
-        // Service returns once memory has fallen: the heap is compacted while shedding lasts, and
-        // jemalloc returns what the burst freed. glibc's malloc keeps it (the proxy warns at start).
-        if (givesMemoryBack) {
-          await pollUntil(async () => (await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`)).status === 200, {
-            timeoutMs: 15_000,
-            intervalMs: 200,
-          });
-        }
+        // Shedding ends once memory has fallen: the heap is compacted while shedding lasts;
+        // jemalloc returns what the burst freed. What glibc's malloc keeps for reuse is not
+        // counted as held, but with the idle proxy at 80 % of its limit what the burst leaves in
+        // V8's heap can keep the measure above it: there shedding ends in most runs, not all.
+        if (endsAfterEveryBurst) await servedAgain(s);
         expect(await s.metric(/ticket_auth_proxy_overload_shed_total (\d+)/)).toBeGreaterThan(0);
         expect(s.proxy.child.exitCode).toBeNull();
         expect(livez.length).toBeGreaterThan(0);
@@ -234,10 +264,40 @@ describe.each(allocators)('shedding near the memory limit, with %s allocator', (
         const changes = s.proxy.lines().filter((l) => /new requests are (answered 503 overloaded|served again)/.test(String(l.msg)));
         expect(changes.length).toBeGreaterThan(0);
         expect(changes.map((l) => l.level)).toEqual(changes.map((_, i) => (i % 2 === 0 ? 40 : 30)));
-        if (givesMemoryBack) expect(changes.at(-1)!.level).toBe(30);
+        if (endsAfterEveryBurst) expect(changes.at(-1)!.level).toBe(30);
       } finally {
         clearInterval(watch);
       }
+    },
+  );
+  it(
+    'ends the exchanges whose callers stopped reading once shedding starts, so that shedding ends, and cuts none that reads',
+    { timeout: 120_000 },
+    async ({ stack }) => {
+      // The send timeout stays far off: only the overload action can end a caller that reads nothing.
+      const s = await nearItsLimit(stack, { UPSTREAM_IDLE_TIMEOUT_MS: '600000' });
+      const path = `/api/v1/download?bytes=${BURST_ANSWER}`;
+      const readers = Array.from({ length: 5 }, () => steadyReader(s.proxy.proxyPort, path));
+      // A hundred callers that ask for an answer larger than the socket buffers take, and never read.
+      const stopped = Array.from({ length: 100 }, () => slowCaller(s.proxy.proxyPort, path));
+      await firstShed(s);
+      // Nobody hangs up: shedding ends because the proxy ends the callers that took nothing, or,
+      // on glibc's malloc, because what they hold is not counted as memory held.
+      await servedAgain(s);
+      const reset = (): Promise<number> => s.metric(/ticket_auth_proxy_overload_reset_total (\d+)/);
+      const endedOnHeld = s.proxy.lines().some((l) => String(l.msg).startsWith('memory held below 80 %'));
+      if (!endedOnHeld) expect(await reset()).toBeGreaterThan(0);
+      const actions = s.proxy.lines().filter((l) => String(l.msg).includes('ending the exchanges whose callers have taken nothing'));
+      expect(actions.length > 0).toBe((await reset()) > 0);
+      // The readers were never cut: each reads its answer whole.
+      for (const c of readers) c.drain();
+      const answers = (await Promise.all(readers.map((c) => c.ended))).map(parseAnswer);
+      expect(answers).toEqual(readers.map(() => ({ status: 200, length: BURST_ANSWER, complete: true })));
+      // The callers that were ended, and only they, find their answers cut short when they read
+      // again (reading them all at once may take the proxy past its limit again: counted at the end).
+      for (const c of stopped) c.drain();
+      const cut = (await Promise.all(stopped.map((c) => c.ended))).map(parseAnswer).filter((a) => !a.complete);
+      expect(cut.length).toBe(await reset());
     },
   );
 });

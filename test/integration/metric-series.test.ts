@@ -38,6 +38,7 @@ const PROXY_OWN_IDLE = [
   'ticket_auth_proxy_upstream_unauthorized_total',
   'ticket_auth_proxy_upstream_stalls_total',
   'ticket_auth_proxy_overload_shed_total',
+  'ticket_auth_proxy_overload_reset_total',
   'ticket_auth_proxy_token_cache_entries',
   'ticket_auth_proxy_build_info',
 ];

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The layer rule of docs/development.md, "The house: rooms in layers": imports point down
- * `main / app → admin, telemetry → proxy → token → store → net → config → core`, and `mock/`
+ * `main / app → admin, telemetry → proxy → overload → token → store → net → config → core`, and `mock/`
  * imports nothing of the product. Type-only imports count too.
  */
 const SRC = resolve(import.meta.dirname, '../../src');
@@ -14,12 +14,13 @@ const RANK: Record<string, number> = {
   net: 2,
   store: 3,
   token: 4,
-  proxy: 5,
-  telemetry: 6,
-  admin: 6,
-  app: 7,
-  'main.ts': 8,
-  'demo.ts': 8,
+  overload: 5,
+  proxy: 6,
+  telemetry: 7,
+  admin: 7,
+  app: 8,
+  'main.ts': 9,
+  'demo.ts': 9,
 };
 
 function sourceFiles(dir: string): string[] {

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readContainerMemory } from '../../src/telemetry/memory-limit.js';
+import { readContainerMemory } from '../../src/overload/memory-limit.js';
 
 const MB = 1024 * 1024;
 const roots: string[] = [];

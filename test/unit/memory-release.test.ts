@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startMemoryRelease } from '../../src/telemetry/memory-release.js';
+import { startMemoryRelease } from '../../src/overload/memory-release.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeLog } from '../helpers/fakes.js';
 

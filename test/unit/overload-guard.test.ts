@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { startOverloadGuard } from '../../src/telemetry/overload-guard.js';
+import { startOverloadGuard } from '../../src/overload/overload-guard.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeLog } from '../helpers/fakes.js';
 
 const MB = 1024 * 1024;
 
 /** A guard over a 100 MB limit whose memory the test sets, counting samples and compactions. */
-function guarded(startMb = 50) {
+function guarded(startMb = 50, endStalled?: (bytes: number, idleMs: number) => number, heldMb?: () => number) {
   const clock = new FakeClock();
   const log = new FakeLog();
   const state = { usedMb: startMb, samples: 0, compactions: 0, afterCompactMb: undefined as number | undefined };
@@ -20,6 +20,8 @@ function guarded(startMb = 50) {
       state.compactions += 1;
       if (state.afterCompactMb !== undefined) state.usedMb = state.afterCompactMb;
     },
+    action: endStalled === undefined ? undefined : { endStalled },
+    held: heldMb === undefined ? undefined : () => heldMb() * MB,
     clock,
     log,
   });
@@ -103,5 +105,56 @@ describe('the overload guard', () => {
     const before = state.samples;
     await clock.advance(10_000);
     expect(state.samples).toBe(before);
+  });
+
+  it('asks, at each sample while shedding, to end the exchanges idle 5 s until what they hold covers memory above 80 %', async () => {
+    const asked: [number, number][] = [];
+    const { clock, log, state, guard } = guarded(50, (bytes, idleMs) => {
+      asked.push([bytes / MB, idleMs]);
+      return asked.length <= 2 ? 3 : 0;
+    });
+    await clock.advance(5_000);
+    expect(asked).toEqual([]);
+    state.usedMb = 95;
+    await clock.advance(1_000);
+    await clock.advance(100);
+    await clock.advance(100);
+    expect(asked).toEqual([
+      [15, 5_000],
+      [15, 5_000],
+      [15, 5_000],
+    ]);
+    // Logged once for the shedding period; the count is the metrics'.
+    expect(log.at('warn').filter((l) => String(l.msg).startsWith('memory above 80 %'))).toMatchObject([{ obj: { ended: 3 } }]);
+    // What was ended is compacted at the next sample, not a second later.
+    expect(state.compactions).toBe(3);
+    state.usedMb = 70;
+    await clock.advance(100);
+    expect(guard.shedding).toBe(false);
+    await clock.advance(5_000);
+    expect(asked).toHaveLength(3);
+    guard.stop();
+  });
+
+  it('ends shedding on the memory held, when malloc keeps the rest, and starts again once the kernel count grows past where it ended', async () => {
+    let heldMb = 95;
+    const { clock, log, state, guard } = guarded(50, undefined, () => heldMb);
+    state.usedMb = 95;
+    await clock.advance(1_000);
+    expect(guard.shedding).toBe(true);
+    // The burst is over: the process holds 70 MB, glibc keeps the rest for reuse.
+    heldMb = 70;
+    await clock.advance(100);
+    expect(guard.shedding).toBe(false);
+    expect(log.at('info').at(-1)).toMatchObject({ obj: { usedMb: 95, heldMb: 70, limitMb: 100 } });
+    // New load first reuses what is kept: the kernel count stays, and nothing is shed.
+    heldMb = 92;
+    await clock.advance(1_000);
+    expect(guard.shedding).toBe(false);
+    // Past where it ended (and a margin), the process takes memory from the system again.
+    state.usedMb = 98;
+    await clock.advance(100);
+    expect(guard.shedding).toBe(true);
+    guard.stop();
   });
 });

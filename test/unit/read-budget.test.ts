@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createReadBudget } from '../../src/telemetry/read-budget.js';
+import { createReadBudget } from '../../src/overload/read-budget.js';
 
 describe('the read budget', () => {
   it('collects once each time the bytes read since the last collection reach the budget, and not before', () => {

@@ -6,9 +6,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.js';
 import type { Authorizer } from '../../src/proxy/exchange-options.js';
 import { createForwarder, createSourceSelector } from '../../src/proxy/forward.js';
-import { type LoadShedding, NEVER_SHED, NO_BUDGET, type ReadBudget } from '../../src/proxy/memory.js';
+import { type LoadShedding, NEVER_SHED } from '../../src/overload/overload-guard.js';
+import { NO_BUDGET, type ReadBudget } from '../../src/overload/read-budget.js';
 import { Recorder, type ProxyObserver } from '../../src/proxy/observer.js';
 import { createProxyServer } from '../../src/proxy/server.js';
+import { createStalledCallers } from '../../src/proxy/stalled-callers.js';
+import { systemClock } from '../../src/core/clock.js';
 import { StopList } from '../../src/app/shutdown.js';
 import type { Authorization } from '../../src/token/authorization.js';
 import { pollUntil } from '../helpers/index.js';
@@ -27,7 +30,7 @@ interface Seen {
 }
 
 /** What the observer was told, in order. */
-type Event = ['ended', string, number] | ['unauthorized', boolean] | ['stalled', string] | ['shed'];
+type Event = ['ended', string, number] | ['unauthorized', boolean] | ['stalled', string] | ['shed'] | ['reset'];
 
 function fakeSource(): Authorizer & { invalidated: string[] } {
   let token = 't1';
@@ -107,6 +110,7 @@ async function proxyFor(
     upstreamUnauthorized: (replayed) => events.push(['unauthorized', replayed]),
     upstreamStalled: (direction) => events.push(['stalled', direction]),
     requestShed: () => events.push(['shed']),
+    exchangeReset: () => events.push(['reset']),
   };
   const source = fakeSource();
   const recorder = new Recorder(observer, createLogger('silent'), false);
@@ -121,6 +125,7 @@ async function proxyFor(
     budget: options.budget ?? NO_BUDGET,
     load: options.load ?? NEVER_SHED,
     recorder,
+    callers: createStalledCallers({ sendTimeoutMs: 60_000, recorder, clock: systemClock }),
     log: createLogger('silent'),
     listenOrigin: 'http://127.0.0.1',
   });

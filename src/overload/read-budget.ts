@@ -8,7 +8,16 @@
  * buffers that died since the last one, at once, and the budget starts again. What the process
  * holds in dead buffers is so bounded by the budget, whatever passes through.
  */
-import type { ReadBudget } from '../proxy/memory.js';
+import type { IncomingMessage } from 'node:http';
+
+/** Where the request path reports the body bytes it reads into the process. */
+export interface ReadBudget {
+  /** `bytes` of a body were read: a chunk of the gateway's answer, or of a caller's upload. */
+  spend(bytes: number): void;
+}
+
+/** A budget that is never spent: a process started without `--expose-gc`, and tests that need none. */
+export const NO_BUDGET: ReadBudget = { spend: () => {} };
 
 /** The bytes read between two collections: a scavenge costs about half a millisecond. */
 export const READ_BUDGET_BYTES = 8 * 1024 * 1024;
@@ -18,8 +27,7 @@ export const READ_BUDGET_BYTES = 8 * 1024 * 1024;
  * garbage every request makes (its headers, its handler), which starts young-generation
  * collections on its own, and its read buffer dies with them; it is a stream of large reads, with
  * little garbage of V8's own beside them, that piles up buffers until the 64 MB mark. Counted
- * alone, ordinary traffic never spends the budget, and a proxy started without `--expose-gc`
- * never keeps the V8 context its collections would need (v8-collector.ts).
+ * alone, ordinary traffic never spends the budget and never pays for a collection.
  */
 export const SMALLEST_COUNTED_READ = 16 * 1024;
 
@@ -35,4 +43,23 @@ export function createReadBudget(collect: () => void, bytes = READ_BUDGET_BYTES,
       collect();
     },
   };
+}
+
+const kBudget = Symbol('budget');
+/** A caller's request, pointing at the budget its body is read against: the listener below is built once. */
+type Metered = IncomingMessage & { [kBudget]?: ReadBudget };
+
+function onUploadChunk(this: Metered, chunk: Buffer): void {
+  this[kBudget]!.spend(chunk.length);
+}
+
+/**
+ * Reports each chunk of a caller's upload to `budget` as it is read. Called before the body is
+ * handed to undici, which resumes it: the stream is left paused, so every chunk reaches both.
+ * Without a budget (`NO_BUDGET`) the body is left alone.
+ */
+export function meterUpload(req: IncomingMessage, budget: ReadBudget): void {
+  if (budget === NO_BUDGET) return;
+  (req as Metered)[kBudget] = budget;
+  req.on('data', onUploadChunk).pause();
 }

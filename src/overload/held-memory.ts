@@ -1,0 +1,33 @@
+/**
+ * The memory the process holds, as opposed to what its malloc keeps for reuse: what the shedding
+ * guard ends shedding on when the process runs on glibc's malloc (docs/operations.md, "When memory
+ * runs short"). glibc keeps what the process frees in its arenas (they shrink only from their
+ * top), so after a burst the kernel's count stays where the burst took it, though the process
+ * holds far less: measured so alone, shedding would last until a restart.
+ *
+ * Node cannot ask glibc what it keeps, but V8 counts what the process holds of the memory a burst
+ * takes: its heap and its external memory (every Buffer, every socket read). What the kernel
+ * counts outside V8's heap has grown since the first reading by more than the external memory
+ * grew: that difference is taken for what malloc keeps. It errs low on what is held under load
+ * (memory of the connections themselves counts as kept), so the guard starts shedding on the
+ * kernel's count as ever and uses this measure only to end it (overload-guard.ts).
+ */
+
+/** One reading, in bytes: the kernel's count, V8's heap, and V8's external memory. */
+export interface MemoryReading {
+  kernel: number;
+  heapTotal: number;
+  external: number;
+}
+
+/** A measure of the memory held, from successive readings of `read`; the first is its baseline. */
+export function heldMemory(read: () => MemoryReading): () => number {
+  let base: { outsideHeap: number; external: number } | undefined;
+  return () => {
+    const { kernel, heapTotal, external } = read();
+    const outsideHeap = kernel - heapTotal;
+    base ??= { outsideHeap, external };
+    const kept = Math.max(0, outsideHeap - base.outsideHeap - (external - base.external));
+    return kernel - kept;
+  };
+}

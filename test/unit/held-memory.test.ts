@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { heldMemory, type MemoryReading } from '../../src/overload/held-memory.js';
+
+const MB = 1024 * 1024;
+
+/** A measure over readings the test sets, in MB. */
+function measured(first: MemoryReading) {
+  let now = first;
+  const held = heldMemory(() => ({ kernel: now.kernel * MB, heapTotal: now.heapTotal * MB, external: now.external * MB }));
+  return { held: () => held() / MB, set: (r: MemoryReading) => (now = r) };
+}
+
+describe('the memory held, less what malloc keeps', () => {
+  it('is the kernel count at the first reading', () => {
+    expect(measured({ kernel: 70, heapTotal: 15, external: 5 }).held()).toBe(70);
+  });
+
+  it('takes what the kernel still counts outside the heap after the buffers were freed for what malloc keeps', () => {
+    const m = measured({ kernel: 70, heapTotal: 15, external: 5 });
+    m.held();
+    // A burst: 40 MB of buffers, and 20 MB more outside the heap for the connections.
+    m.set({ kernel: 135, heapTotal: 20, external: 45 });
+    expect(m.held()).toBe(115);
+    // After it: the buffers freed, the heap compacted; glibc keeps all of it.
+    m.set({ kernel: 130, heapTotal: 15, external: 5 });
+    expect(m.held()).toBe(70);
+  });
+
+  it('is the kernel count when malloc gave the memory back', () => {
+    const m = measured({ kernel: 70, heapTotal: 15, external: 5 });
+    m.held();
+    m.set({ kernel: 135, heapTotal: 20, external: 45 });
+    m.held();
+    m.set({ kernel: 72, heapTotal: 15, external: 5 });
+    expect(m.held()).toBe(70);
+    // And never more than the kernel counts, when memory falls below where it started.
+    m.set({ kernel: 60, heapTotal: 10, external: 5 });
+    expect(m.held()).toBe(60);
+  });
+});
