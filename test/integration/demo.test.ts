@@ -65,7 +65,7 @@ describe('npm run demo', () => {
     expect(await exited).toBe(0);
   });
 
-  it('installs with npm ci without an install script left unreviewed: package.json allows each the lockfile has', () => {
+  it('installs with npm ci without an install script left unreviewed: package.json allows or refuses each the lockfile has', () => {
     const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as {
       packages: Record<string, { hasInstallScript?: boolean }>;
     };
