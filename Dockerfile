@@ -90,7 +90,8 @@ COPY --from=jemalloc /jemalloc/out/ /
 # NODE_OPTIONS caps V8's young generation: without it, on a large host, it grows to 128 MB under
 # load (bench/README.md). --expose-gc gives the proxy V8's collector for the young-generation
 # collection its read budget runs (docs/performance.md, "Memory under large bodies"); without it
-# the proxy takes the collector from a V8 context of its own, which costs a few per cent of CPU.
+# the proxy runs no read budget and leaves memory to V8 alone, which costs uploads more CPU and
+# memory (docs/performance.md, "What the read budget costs").
 # The proxy writes nothing to disk, so a read-only root filesystem works.
 ENV NODE_ENV=production \
     NODE_OPTIONS="--max-semi-space-size=16 --expose-gc" \

@@ -2,6 +2,7 @@ import type { Clock } from '../core/clock.js';
 import type { BackendFailure, CredentialKeys, RawRead, StoreBackend } from './backend.js';
 import type { EntryFields } from './entry.js';
 import { createSealedStore, type SealedStoreOptions } from './sealed-store.js';
+import { STORE_VALUE_MAX_BYTES } from './scripts.js';
 import type { TokenStore } from './contract.js';
 
 /**
@@ -144,13 +145,20 @@ export class MemoryStoreServer {
 
   private read(keys: CredentialKeys): RawRead {
     const slot = this.slot(keys.entryKey);
+    // As the read script: a value longer than any proxy writes is garbage, never handed on.
     const entry =
       slot === undefined
         ? undefined
-        : typeof slot.value === 'string'
+        : typeof slot.value === 'string' || oversized(slot.value)
           ? ('garbage' as const)
           : { exp: slot.value.get('exp'), fp: slot.value.get('fp'), ct: slot.value.get('ct') };
-    return { entry, entryTtlMs: this.ttl(keys.entryKey), failure: this.string(keys.failureKey), failureTtlMs: this.ttl(keys.failureKey) };
+    const failure = this.string(keys.failureKey);
+    return {
+      entry,
+      entryTtlMs: this.ttl(keys.entryKey),
+      failure: failure !== undefined && failure.length > STORE_VALUE_MAX_BYTES ? 'oversized' : failure,
+      failureTtlMs: this.ttl(keys.failureKey),
+    };
   }
 
   private write(keys: CredentialKeys, fields: EntryFields, ttlMs: number, replaceCt: string | undefined): boolean {
@@ -159,7 +167,7 @@ export class MemoryStoreServer {
     if (current !== undefined && typeof current.value !== 'string') {
       const { value } = current;
       const exp = value.get('exp');
-      const sound = exp !== undefined && /^\d+$/.test(exp) && value.has('fp') && value.has('ct');
+      const sound = exp !== undefined && /^\d{1,20}$/.test(exp) && value.has('fp') && value.has('ct') && !oversized(value);
       if (sound && Number(exp) >= Number(fields.exp) && (replaceCt === undefined || value.get('ct') !== replaceCt)) return false;
     }
     if (this.fault === 'oom') throw new MemoryStoreFailure(FAILURES.oom);
@@ -196,4 +204,10 @@ export function createMemoryTokenStore(
   const { server, ...rest } = options;
   const timeoutMs = options.timeoutMs ?? 250;
   return createSealedStore({ prefix: 'ticket-auth-proxy:', ...rest, timeoutMs, backend: server.backend(timeoutMs), where: 'memory' });
+}
+
+/** A hash with a field longer than any proxy writes (the scripts' rule, scripts.ts). */
+function oversized(value: Map<string, string>): boolean {
+  for (const field of ['exp', 'fp', 'ct']) if ((value.get(field)?.length ?? 0) > STORE_VALUE_MAX_BYTES) return true;
+  return false;
 }

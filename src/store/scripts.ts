@@ -9,16 +9,31 @@ import { FORMAT_VERSION } from './store-key.js';
  * (garbage) is an answer, never a `WRONGTYPE` error.
  */
 
+/**
+ * The longest field a store value may hold. A sealed token is the token endpoint's answer (at most
+ * 64 KiB, fetch-token.ts) in base64 with a nonce and a tag; anything longer was written by no
+ * proxy. The scripts measure it inside Redis, so an oversized value never crosses the network nor
+ * takes the proxy's memory: a read answers it as garbage, and a write replaces it.
+ */
+export const STORE_VALUE_MAX_BYTES = 128 * 1024;
+
 /** KEYS: entry, failure. Returns {entry type, exp, fp, ct, entry PTTL, failure value, failure PTTL}. */
 export const READ = `
 local t = redis.call('TYPE', KEYS[1]).ok
 local exp, fp, ct = false, false, false
 if t == 'hash' then
   local f = redis.call('HMGET', KEYS[1], 'exp', 'fp', 'ct')
-  exp, fp, ct = f[1], f[2], f[3]
+  if (f[1] and #f[1] > ${STORE_VALUE_MAX_BYTES}) or (f[2] and #f[2] > ${STORE_VALUE_MAX_BYTES}) or (f[3] and #f[3] > ${STORE_VALUE_MAX_BYTES}) then
+    t = 'oversized'
+  else
+    exp, fp, ct = f[1], f[2], f[3]
+  end
 end
 local failure = false
-if redis.call('TYPE', KEYS[2]).ok == 'string' then failure = redis.call('GET', KEYS[2]) end
+if redis.call('TYPE', KEYS[2]).ok == 'string' then
+  failure = redis.call('GET', KEYS[2])
+  if #failure > ${STORE_VALUE_MAX_BYTES} then failure = 'oversized' end
+end
 return {t, exp, fp, ct, redis.call('PTTL', KEYS[1]), failure, redis.call('PTTL', KEYS[2])}
 `;
 
@@ -32,7 +47,8 @@ export const WRITE = `
 local t = redis.call('TYPE', KEYS[1]).ok
 if t == 'hash' then
   local f = redis.call('HMGET', KEYS[1], 'exp', 'fp', 'ct')
-  local sound = f[1] and string.match(f[1], '^%d+$') and f[2] and f[3]
+  local sound = f[1] and #f[1] <= 20 and string.match(f[1], '^%d+$') and f[2] and f[3]
+    and #f[2] <= ${STORE_VALUE_MAX_BYTES} and #f[3] <= ${STORE_VALUE_MAX_BYTES}
   if sound and tonumber(f[1]) >= tonumber(ARGV[1]) and f[3] ~= ARGV[5] then
     redis.call('DEL', KEYS[2])
     return 0

@@ -125,6 +125,12 @@ export function redisHarness(
     async expire(key, ttlMs) {
       await admin.pexpire(key, ttlMs);
     },
+    async bytesSent() {
+      // Every primary's count, from INFO's stats section (a cluster spreads keys over three).
+      const nodes = 'nodes' in admin ? admin.nodes('master') : [admin];
+      const counts = await Promise.all(nodes.map(async (n) => Number(/total_net_output_bytes:(\d+)/.exec(await n.info('stats'))?.[1])));
+      return counts.reduce((a, b) => a + b, 0);
+    },
     async closeAll() {
       await Promise.all(opened.map((s) => s.close()));
     },

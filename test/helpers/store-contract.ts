@@ -15,6 +15,7 @@ import type {
   TokenStore,
   TokenStoreObserver,
 } from '../../src/store/contract.js';
+import { STORE_VALUE_MAX_BYTES } from '../../src/store/scripts.js';
 
 /** A raw key of the store, as a client without the credential reads it. */
 export interface RawKey {
@@ -39,6 +40,8 @@ export interface StoreHarness {
   put(key: string, value: string | Record<string, string>, ttlMs?: number): Promise<void>;
   /** Sets a key's time to live (ms). */
   expire(key: string, ttlMs: number): Promise<void>;
+  /** The bytes the server has sent its clients so far, where it counts them (a real server). */
+  bytesSent?(): Promise<number>;
 }
 
 const DESCRIPTION = 'token_url=https://idp.example.com/oauth2/token client_id=ticket-client-7 method=client_secret_post scope=tickets.read';
@@ -217,11 +220,36 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
       expect(await cred.read()).toEqual({ kind: 'miss', invalid: false, failure: undefined });
     });
 
+    it('ignores a failure record longer than any proxy writes, and reads it as no record', async () => {
+      const cred = await (await h.open()).slot(CREDENTIAL);
+      await cred.recordFailure({ nextAttemptAtMs: h.now() + 60_000, outcome: 'rate_limited' });
+      const [record] = (await h.dump()).filter((k) => k.key.endsWith(':failure'));
+      await h.put(record!.key, 'A'.repeat(STORE_VALUE_MAX_BYTES + 1), 60_000);
+      expect(await cred.read()).toEqual({ kind: 'miss', invalid: false, failure: undefined });
+    });
+
+    it('answers a read of a value longer than any proxy writes without sending it', async () => {
+      const cred = await (await h.open()).slot(CREDENTIAL);
+      await cred.write(tokenAt(h.now(), 60_000));
+      const [entry] = (await h.dump()).filter((k) => k.key.endsWith('}'));
+      const failureKey = `${entry!.key}:failure`;
+      await h.put(entry!.key, { ...(entry!.value as Record<string, string>), ct: 'A'.repeat(4 * STORE_VALUE_MAX_BYTES) });
+      await h.put(failureKey, 'A'.repeat(4 * STORE_VALUE_MAX_BYTES), 60_000);
+      const before = await h.bytesSent?.();
+      expect(await cred.read()).toEqual({ kind: 'miss', invalid: true, failure: undefined });
+      const after = await h.bytesSent?.();
+      if (before !== undefined && after !== undefined) expect(after - before).toBeLessThan(STORE_VALUE_MAX_BYTES);
+    });
+
     it.each([
       ['a hash of junk with a far exp', (ct: string) => ({ exp: '99999999999999', fp: 'f'.repeat(64), ct: `x${ct.slice(1)}` })],
       ['a string', () => 'garbage'],
       ['an exp changed beside its sealed token', (ct: string, fp: string) => ({ exp: '99999999999999', fp, ct })],
       ['a hash without its sealed token', () => ({ exp: '99999999999999' })],
+      [
+        'a sealed token longer than any proxy writes, with a far exp',
+        (ct: string, fp: string) => ({ exp: '99999999999999', fp, ct: ct + 'A'.repeat(STORE_VALUE_MAX_BYTES) }),
+      ],
     ])('reads %s as an invalid miss, never served, and the next write replaces it', async (_what, garbage) => {
       const cred = await (await h.open()).slot(CREDENTIAL);
       await cred.write(tokenAt(h.now(), 60_000));

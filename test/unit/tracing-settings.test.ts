@@ -97,10 +97,18 @@ describe('the tracing settings', () => {
     expect(refused).toEqual([
       'OTEL_TRACES_SAMPLER_ARG must be a number of at least 0 (got "2")',
       'OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs separated by commas, values percent-encoded',
-      'OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http or https URL without credentials, such as http://otel-collector:4318 (got "ftp://collector/x")',
+      'OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http or https URL without credentials, such as http://otel-collector:4318 (got "ftp://***@collector/x")',
     ]);
     expect(refused.join('\n')).not.toContain(API_KEY);
     expect(refused.join('\n')).not.toContain('pw');
+  });
+
+  it('never show the key of an endpoint written without a scheme, which reads as one', () => {
+    for (const endpoint of ['user:s3cret@collector:4318', 'user:s3cret@collector :4318']) {
+      const refused = problems({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint });
+      expect(refused.join('\n')).toContain('OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http or https URL');
+      expect(refused.join('\n')).not.toContain('s3cret');
+    }
   });
 
   it('are read from the file under tracing, and its messages name the key as the file writes it', () => {

@@ -1,6 +1,7 @@
 import type { SettingsCheckContext } from '../../config/load.js';
 import type { TracesSampler } from '../../config/tracing.js';
 import { isLoopbackHost } from '../../core/hosts.js';
+import { withoutUserinfo } from '../../core/redact.js';
 
 /** Tracing as the settings describe it, once checked; undefined when tracing is off. */
 export interface TracingSettings {
@@ -70,8 +71,9 @@ export function checkTracingSettings(ctx: SettingsCheckContext): TracingSettings
     url = undefined;
   }
   if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '') {
-    // Shown without credentials: a URL's user information may hold a collector's key.
-    const shown = JSON.stringify(url === undefined ? given : url.origin + url.pathname);
+    // Shown without credentials: a URL's user information may hold a collector's key, also where
+    // the value is no URL (`user:key@collector:4318` reads as the scheme `user:`).
+    const shown = JSON.stringify(withoutUserinfo(given));
     ctx.problem(
       `${ctx.name(key)} must be an absolute http or https URL without credentials, such as http://otel-collector:4318 (got ${shown})`,
     );
