@@ -23,7 +23,8 @@ local t = redis.call('TYPE', KEYS[1]).ok
 local exp, fp, ct = false, false, false
 if t == 'hash' then
   local f = redis.call('HMGET', KEYS[1], 'exp', 'fp', 'ct')
-  if (f[1] and #f[1] > ${STORE_VALUE_MAX_BYTES}) or (f[2] and #f[2] > ${STORE_VALUE_MAX_BYTES}) or (f[3] and #f[3] > ${STORE_VALUE_MAX_BYTES}) then
+  local cap = ${STORE_VALUE_MAX_BYTES}
+  if (f[1] and #f[1] > cap) or (f[2] and #f[2] > cap) or (f[3] and #f[3] > cap) then
     t = 'oversized'
   else
     exp, fp, ct = f[1], f[2], f[3]
