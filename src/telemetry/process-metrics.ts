@@ -54,7 +54,7 @@ function registerEssentials(registry: Registry): void {
     name: 'process_start_time_seconds',
     help: 'Start time of the process since unix epoch in seconds.',
     registers,
-  }).set(Math.round(Date.now() / 1000 - process.uptime()));
+  }).set(Math.floor(Date.now() / 1000 - process.uptime())); // the second it started: never after now
   if (process.platform === 'linux') {
     new Gauge({
       name: 'process_open_fds',
