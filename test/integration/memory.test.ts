@@ -281,10 +281,18 @@ describe.each(allocators)('shedding near the memory limit, with %s allocator', (
       // A hundred callers that ask for an answer larger than the socket buffers take, and never read.
       const stopped = Array.from({ length: 100 }, () => slowCaller(s.proxy.proxyPort, path));
       await firstShed(s);
-      // Nobody hangs up: shedding ends because the proxy ends the callers that took nothing, or,
-      // on glibc's malloc, because what they hold is not counted as memory held.
-      await servedAgain(s);
       const reset = (): Promise<number> => s.metric(/ticket_auth_proxy_overload_reset_total (\d+)/);
+      // Nobody hangs up: shedding ends because the proxy ends the callers that took nothing, or,
+      // on glibc's malloc, because what they hold is not counted as memory held. On glibc what the
+      // burst leaves in V8's heap can keep the measure above 80 % (as after the burst above): there
+      // the action must have ended callers, and shedding need not have ended.
+      if (endsAfterEveryBurst) await servedAgain(s);
+      else {
+        await pollUntil(async () => (await reset()) > 0 || (await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`)).status === 200, {
+          timeoutMs: 30_000,
+          intervalMs: 200,
+        });
+      }
       // Shedding may also end without the action: once the proxy stops reading from the gateway,
       // what the stopped callers hold waits in the kernel's socket buffers, and a compaction can
       // bring the process below 80 % before any caller has been silent 5 s. Whichever ended it,
