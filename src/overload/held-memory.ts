@@ -8,9 +8,13 @@
  * Node cannot ask glibc what it keeps, but V8 counts what the process holds of the memory a burst
  * takes: its heap and its external memory (every Buffer, every socket read). What the kernel
  * counts outside V8's heap has grown since the first reading by more than the external memory
- * grew: that difference is taken for what malloc keeps. It errs low on what is held under load
- * (memory of the connections themselves counts as kept), so the guard starts shedding on the
- * kernel's count as ever and uses this measure only to end it (overload-guard.ts).
+ * grew: that difference is taken for what malloc keeps. The first reading is taken when the
+ * measure is made, at start, before any request: taken later, under the load that started the
+ * shedding, it would count what malloc kept by then as held, and the measure could stay above
+ * 80 % after the burst was over. It errs low on what is held under load (memory of the
+ * connections themselves counts as kept), so the guard starts shedding on the kernel's count as
+ * ever and uses this measure to end it, and to start it again while what malloc keeps hides new
+ * load from the kernel's count (overload-guard.ts).
  */
 
 /** One reading, in bytes: the kernel's count, V8's heap, and V8's external memory. */
@@ -20,13 +24,13 @@ export interface MemoryReading {
   external: number;
 }
 
-/** A measure of the memory held, from successive readings of `read`; the first is its baseline. */
+/** A measure of the memory held, from successive readings of `read`; the one taken now is its baseline. */
 export function heldMemory(read: () => MemoryReading): () => number {
-  let base: { outsideHeap: number; external: number } | undefined;
+  const first = read();
+  const base = { outsideHeap: first.kernel - first.heapTotal, external: first.external };
   return () => {
     const { kernel, heapTotal, external } = read();
     const outsideHeap = kernel - heapTotal;
-    base ??= { outsideHeap, external };
     const kept = Math.max(0, outsideHeap - base.outsideHeap - (external - base.external));
     return kernel - kept;
   };

@@ -87,7 +87,8 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
   /**
    * After shedding ended on what is held, the kernel's count it ended at, plus a margin: the
    * malloc reuses what it keeps before it asks the system for more, so the count grows past it
-   * only once the process holds more again, and shedding starts again there.
+   * only once the process holds more again, and shedding starts again there, or once what is
+   * held passes 90 % (the floor may lie above the limit itself).
    */
   let keptFloor = 0;
   const guard = {
@@ -100,7 +101,10 @@ export function startOverloadGuard(options: OverloadGuardOptions): OverloadGuard
     const used = usage();
     const share = used / limitBytes;
     if (share < SERVE_BELOW) keptFloor = 0;
-    if (!guard.shedding && share > SHED_ABOVE && used > keptFloor) {
+    // After shedding ended on what is held, new load may reuse what malloc keeps and never move
+    // the kernel's count: it starts again when what is held passes 90 % as well.
+    const heldAgain = keptFloor > 0 && held !== undefined && held() > SHED_ABOVE * limitBytes;
+    if (!guard.shedding && share > SHED_ABOVE && (used > keptFloor || heldAgain)) {
       guard.shedding = true;
       actionLogged = false;
       log.warn(

@@ -148,13 +148,38 @@ describe('the overload guard', () => {
     expect(guard.shedding).toBe(false);
     expect(log.at('info').at(-1)).toMatchObject({ obj: { usedMb: 95, heldMb: 70, limitMb: 100 } });
     // New load first reuses what is kept: the kernel count stays, and nothing is shed.
-    heldMb = 92;
+    heldMb = 88;
     await clock.advance(1_000);
     expect(guard.shedding).toBe(false);
     // Past where it ended (and a margin), the process takes memory from the system again.
     state.usedMb = 98;
     await clock.advance(100);
     expect(guard.shedding).toBe(true);
+    guard.stop();
+  });
+
+  it('starts shedding again once what is held passes 90 %, when the kernel count it ended at lies above the limit', async () => {
+    let heldMb = 120;
+    const { clock, state, guard } = guarded(50, undefined, () => heldMb);
+    // A burst took the kernel's count past the limit (no cgroup kills here: MEMORY_LIMIT_MB).
+    state.usedMb = 120;
+    await clock.advance(1_000);
+    expect(guard.shedding).toBe(true);
+    heldMb = 70;
+    await clock.advance(100);
+    expect(guard.shedding).toBe(false);
+    // New load reuses what glibc keeps: the kernel's count never passes where it ended, plus the
+    // margin, but what is held does.
+    heldMb = 89;
+    await clock.advance(1_000);
+    expect(guard.shedding).toBe(false);
+    heldMb = 91;
+    await clock.advance(100);
+    expect(guard.shedding).toBe(true);
+    // And ends again once it falls.
+    heldMb = 75;
+    await clock.advance(100);
+    expect(guard.shedding).toBe(false);
     guard.stop();
   });
 });
