@@ -46,7 +46,7 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
   const log = new FakeLog();
   const random = options.random ?? (() => 0.5);
   const proxies: Proxy[] = [];
-  const proxy = (key: CredentialKeyInput = KEY, extra: { derive?: typeof fastDerive; firstUseWithinMs?: number } = {}): Proxy => {
+  const proxy = (key: CredentialKeyInput = KEY, extra: { derive?: typeof fastDerive; deriveWithinMs?: number } = {}): Proxy => {
     const operations: `${StoreOperation}:${StoreResult}`[] = [];
     const counts = { adoptions: 0, fetches: 0 };
     const store = createMemoryTokenStore({
@@ -79,7 +79,7 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
           backoff,
           clock,
           random,
-          firstUseWithinMs: extra.firstUseWithinMs,
+          deriveWithinMs: extra.deriveWithinMs,
         }),
     });
     const p = { source, namespace, operations, counts };
@@ -419,7 +419,7 @@ describe('a token shared through a store: a store that cannot be used', () => {
       new Promise<Buffer>((resolve) => {
         release = () => resolve(createHash('sha256').update(material).update(salt).digest());
       });
-    const a = f.proxy(KEY, { derive: slowDerive, firstUseWithinMs: STORE_TIMEOUT });
+    const a = f.proxy(KEY, { derive: slowDerive, deriveWithinMs: STORE_TIMEOUT });
     a.source.start();
     await f.clock.advance(STORE_TIMEOUT);
     expect(f.fetcher.calls).toHaveLength(1);

@@ -84,4 +84,62 @@ describe('pass-through credentials sharing through a store', () => {
     await settle();
     expect(derived).toHaveLength(DERIVATIONS_PER_MINUTE + 1);
   });
+
+  it('waits for a key derived at a later attempt no longer than the store timeout either, then fetches alone', async () => {
+    const clock = new FakeClock();
+    let started = 0;
+    const store = createMemoryTokenStore({
+      server: new MemoryStoreServer(clock),
+      clock,
+      random: () => 0.5,
+      log: new FakeLog(),
+      leaseMs: 11_000,
+      // A derivation that never ends: scrypt's thread pool taken by something else.
+      derive: () => {
+        started++;
+        return new Promise<Buffer>(() => {});
+      },
+    });
+    const forCredential = passthroughStoreUse({
+      store,
+      settings: SETTINGS,
+      storeTimeoutMs: 250,
+      dpop: undefined,
+      keyFile: () => undefined,
+      clock,
+      random: () => 0.5,
+      log: new FakeLog(),
+      method: clientSecretBasic,
+    })!;
+    const backoff = backoffPolicy(DEFAULT_SCHEDULE, () => 0.5);
+    const own = ownFetch(clock);
+    const supply = (i: number) => forCredential({ clientId: `caller-${i}`, clientSecret: `s-${i}` })!(own, backoff);
+    const request = (i: number) => ({
+      credential: { clientId: `caller-${i}`, clientSecret: `s-${i}` },
+      held: undefined,
+      failures: 0,
+      rejected: [],
+      signal: new AbortController().signal,
+    });
+    // A minute's derivations go to ten other credentials; this one's first attempt fetches alone.
+    const others = Array.from({ length: DERIVATIONS_PER_MINUTE }, (_, i) => supply(i).obtain(request(i)));
+    const late = supply(99);
+    await late.obtain(request(99));
+    expect(own.fetches).toBe(1);
+    await clock.advance(250);
+    await Promise.all(others);
+    expect(own.fetches).toBe(DERIVATIONS_PER_MINUTE + 1);
+    // A minute on, its refresh starts its derivation, which never ends: the attempt waits the store
+    // timeout for it, then fetches alone.
+    await clock.advance(60_000);
+    const fetchesBefore = own.fetches;
+    let token: SuppliedToken | undefined;
+    void late.obtain(request(99)).then((t) => (token = t));
+    await clock.advance(249);
+    expect(token).toBeUndefined();
+    await clock.advance(1);
+    expect(token?.grant.accessToken).toBe(`tok-${fetchesBefore + 1}`);
+    expect(started).toBeGreaterThan(0);
+  });
 });
+

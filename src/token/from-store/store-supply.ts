@@ -56,10 +56,11 @@ export interface StoreSupplyOptions {
   /** The token source's backoff: the next attempt's time a failed fetch under the lease records. */
   backoff: BackoffPolicy;
   /**
-   * A pass-through credential's first use: its key is derived on first use, and a request waits
-   * for the derivation no longer than this (the store timeout) before its token is fetched alone.
+   * A pass-through credential's key is derived on its first use, or at a later attempt when the
+   * derivations of the minute were spent: an attempt waits for a derivation under way no longer
+   * than this (the store timeout), then fetches its token alone.
    */
-  firstUseWithinMs?: number | undefined;
+  deriveWithinMs?: number | undefined;
   clock: Clock;
   random: () => number;
   /** With DPoP from DPOP_KEY_FILE: a DPoP-bound token from the store is proven with its key. */
@@ -84,20 +85,16 @@ class StoreSupply implements TokenSupply {
   private deleted: string | undefined;
   /** The sealed time of the last failure record waited for: the same record is not waited for twice. */
   private honoured: number | undefined;
-  private firstUse: boolean;
 
   constructor(
     private readonly own: TokenSupply,
     private readonly o: StoreSupplyOptions,
-  ) {
-    this.firstUse = o.firstUseWithinMs !== undefined;
-  }
+  ) {}
 
   async obtain(request: SupplyRequest): Promise<SuppliedToken> {
     // The connection is opened while the key may still be derived.
     if (this.o.namespace.shared) this.o.store.need();
-    const slot = await this.o.namespace.current(this.firstUse ? this.o.firstUseWithinMs : undefined);
-    this.firstUse = false;
+    const slot = await this.o.namespace.current(this.o.deriveWithinMs);
     if (slot === undefined) return this.own.obtain(request);
     await this.deleteRejected(slot, request.rejected);
     /** When the lease was first found taken: other proxies' fetches are waited for one lease length in all from then. */

@@ -20,7 +20,7 @@ import type { TokenSupply } from '../token-supply.js';
 export interface StoreUseOptions {
   store: TokenStore;
   settings: Pick<Config, 'tokenUrl' | 'issuerUrl' | 'tokenScope' | 'tokenParams' | 'dpop' | 'tokenFetchTimeoutMs' | 'dpopKeyFile'>;
-  /** `TOKEN_STORE_TIMEOUT_MS`: the longest a pass-through credential's first use waits for its key. */
+  /** `TOKEN_STORE_TIMEOUT_MS`: the longest an attempt of a pass-through credential waits for its key's derivation. */
   storeTimeoutMs: number;
   dpop: DpopClient | undefined;
   /** `TOKEN_STORE_KEY_FILE`'s content now, if set. */
@@ -37,10 +37,10 @@ function dpopKeyOf(o: StoreUseOptions): { thumbprint: string; fromFile: boolean 
   return o.dpop === undefined ? undefined : { thumbprint: o.dpop.prover.key().thumbprint, fromFile: o.settings.dpopKeyFile !== undefined };
 }
 
-function withStore(o: StoreUseOptions, namespace: StoreNamespace, firstUseWithinMs?: number): WithStore {
+function withStore(o: StoreUseOptions, namespace: StoreNamespace, deriveWithinMs?: number): WithStore {
   const { store, clock, random, dpop } = o;
   return (own, backoff) =>
-    storeSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, backoff, clock, random, dpop, firstUseWithinMs });
+    storeSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, backoff, clock, random, dpop, deriveWithinMs });
 }
 
 /** A token source as the configured credential's watches reach it. */
@@ -120,10 +120,10 @@ export const DERIVATIONS_PER_MINUTE = 10;
 /**
  * The supply of each pass-through credential, keyed by its own secret (a wrong secret derives
  * another key, and finds nothing); undefined when they are not shared (tokens bound to a DPoP key
- * generated here, said once). A credential's key is derived on its first use; that use waits for
- * it at most the store timeout, then fetches alone. At most {@link DERIVATIONS_PER_MINUTE}
- * derivations start a minute: past that a credential fetches alone, as without a store, and its key
- * is derived at a later attempt (its refresh) if it is still in use. A credential the token endpoint
+ * generated here, said once). A credential's key is derived on its first use. At most
+ * {@link DERIVATIONS_PER_MINUTE} derivations start a minute: past that a credential fetches alone,
+ * as without a store, and its key is derived at a later attempt (its refresh) if it is still in
+ * use. An attempt waits for a derivation under way at most the store timeout, then fetches alone. A credential the token endpoint
  * rejected derives nothing while the rejection is remembered: the cache answers it before it gets
  * here.
  */
