@@ -19,7 +19,8 @@ export interface RedisBackendOptions {
   tls: () => TlsMaterial;
   /**
    * `TOKEN_STORE_TIMEOUT_MS`: the library's own `commandTimeout` and `connectTimeout` (its
-   * documented options), the one timeout of each command and of connecting.
+   * documented options), the timeout of each command and of connecting, and the bound of each
+   * operation as a whole.
    */
   timeoutMs: number;
   clock: Clock;
@@ -64,7 +65,8 @@ interface Connection {
  * credentials' keys are derived; the first operation waits for it. Connects when an operation
  * needs it and closes after {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues (the offline
  * queue is off) or retries on its own: an operation that finds no connection makes one. Each
- * command and each connection is bounded by the library's own timeouts, set to the store timeout.
+ * command and each connection is bounded by the library's own timeouts, set to the store timeout,
+ * and each operation, connecting included, by the store timeout too.
  */
 export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
   const library: Promise<Library> = import('iovalkey');
@@ -183,13 +185,24 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     connection.client?.disconnect();
   }
 
+  /**
+   * Runs `command` on the connection, made first if there is none. The library's timeouts bound
+   * each step alone (connecting, `AUTH`, `SELECT`, the command), so a store that answers each just
+   * in time could take several times the store timeout: the operation as a whole is bounded by it
+   * here, and one that passes it fails as the library's own timeout does.
+   */
   async function use<T>(command: (client: Client) => Promise<T>): Promise<T> {
     if (closed) throw new Error('the token store is closed');
     const connection = (current ??= open());
     inFlight++;
     clock.clearTimeout(idleTimer);
+    let timer: unknown;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = clock.setTimeout(() => reject(new Error(`Command timed out: the operation took more than ${timeoutMs} ms`)), timeoutMs);
+    });
     try {
-      return await command(await connection.ready);
+      // The race handles a late rejection of the command, after the deadline.
+      return await Promise.race([connection.ready.then(command), deadline]);
     } catch (err) {
       // The library rejects with "Connection is closed"; what closed it came as an event before.
       const cause = err instanceof Error && CLOSED.test(err.message) && connection.lastError !== undefined ? connection.lastError : err;
@@ -197,6 +210,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       if (cause instanceof Error && /^(READONLY|LOADING|MASTERDOWN)\b/.test(cause.message)) drop(connection);
       throw cause;
     } finally {
+      clock.clearTimeout(timer);
       inFlight--;
       closeWhenIdle();
     }

@@ -280,3 +280,37 @@ export async function blackHole(): Promise<{ port: number; connections(): number
       }),
   };
 }
+
+/**
+ * A store that answers each command `delayMs` after it came, never sooner: `AUTH`, `SELECT` and
+ * `PING` with `+OK`, the rest with an error. What it was sent is kept, by command name.
+ */
+export async function slowStore(delayMs: number): Promise<{ port: number; commands: string[]; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const commands: string[] = [];
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('data', (chunk: Buffer) => {
+      // Each command comes whole after the answer to the one before (no pipelining here).
+      for (const [, name] of String(chunk).matchAll(/^\*\d+\r\n\$\d+\r\n([A-Za-z]+)\r\n/gm)) {
+        const command = name!.toUpperCase();
+        commands.push(command);
+        setTimeout(() => {
+          if (!socket.destroyed) socket.write(['AUTH', 'SELECT', 'PING'].includes(command) ? '+OK\r\n' : '-ERR unknown command\r\n');
+        }, delayMs);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    commands,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -12,7 +12,7 @@ import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
 import { FakeLog } from '../helpers/fakes.js';
 import { closedPort, pollUntil } from '../helpers/index.js';
 import { openStore, type RedisTarget } from '../helpers/redis-harness.js';
-import { blackHole, startRedis, startRedisCluster, type RedisServer } from '../helpers/redis-server.js';
+import { blackHole, slowStore, startRedis, startRedisCluster, type RedisServer } from '../helpers/redis-server.js';
 import { lacks, skipNote } from '../helpers/tools.js';
 
 const USER = { name: 'ticket-proxy', password: 'store-password-5c1', prefix: 'tap-test:' };
@@ -102,6 +102,21 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store that
       expect(hole.connections()).toBeGreaterThan(0);
     } finally {
       await hole.close();
+    }
+  });
+
+  it('bounds an operation as a whole by the store timeout when each step of it answers within it', async () => {
+    // Each answer comes at 70 % of the timeout: AUTH, then the script, take 140 % together.
+    const store = await slowStore(Math.round(TIMEOUT_MS * 0.7));
+    try {
+      const { cred } = await open(
+        { url: `redis://127.0.0.1:${store.port}`, mode: 'standalone', password: USER.password },
+        { timeoutMs: TIMEOUT_MS },
+      );
+      expect(await cred.read()).toMatchObject({ kind: 'unavailable', reason: 'timeout' });
+      expect(store.commands[0]).toBe('AUTH');
+    } finally {
+      await store.close();
     }
   });
 
