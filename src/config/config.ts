@@ -196,7 +196,7 @@ export const SETTINGS: readonly Setting[] = [
   },
   { env: 'TOKEN_DEFAULT_TTL_S', key: 'tokenDefaultTtlS', kind: { type: 'int', min: 1 }, default: 300 },
   { env: 'TOKEN_WAIT_TIMEOUT_MS', key: 'tokenWaitTimeoutMs', kind: { type: 'int', min: 0 }, default: 5000 },
-  { env: 'TOKEN_FETCH_TIMEOUT_MS', key: 'tokenFetchTimeoutMs', kind: { type: 'int', min: 1 }, default: 10000 },
+  { env: 'TOKEN_FETCH_TIMEOUT_MS', key: 'tokenFetchTimeoutMs', kind: { type: 'int', min: 1, max: 120000 }, default: 10000 },
   { env: 'UPSTREAM_TIMEOUT_MS', key: 'upstreamTimeoutMs', kind: { type: 'int', min: 1 }, default: 30000 },
   { env: 'UPSTREAM_IDLE_TIMEOUT_MS', key: 'upstreamIdleTimeoutMs', kind: { type: 'int', min: 1 }, default: 60000 },
   { env: 'MAX_HEADER_BYTES', key: 'maxHeaderBytes', kind: { type: 'int', min: 1024 }, default: 16384 },

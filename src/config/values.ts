@@ -39,7 +39,8 @@ export function parseValue(kind: Kind, value: unknown, name: string, problems: s
       const min = kind.type === 'port' ? 0 : kind.min;
       const max = kind.type === 'port' ? 65535 : (kind.max ?? Number.MAX_SAFE_INTEGER);
       if (!Number.isSafeInteger(n) || n < min || n > max) {
-        return fail(kind.type === 'port' ? 'a port number from 0 to 65535' : `an integer of at least ${min}`);
+        if (kind.type === 'port') return fail('a port number from 0 to 65535');
+        return fail(kind.max === undefined ? `an integer of at least ${min}` : `an integer from ${min} to ${max}`);
       }
       return n;
     }
@@ -49,7 +50,8 @@ export function parseValue(kind: Kind, value: unknown, name: string, problems: s
       const max = kind.max ?? Infinity;
       const ok = Number.isFinite(n) && (kind.exclusive ? n > kind.min && n < max : n >= kind.min && n <= max);
       if (!ok) {
-        return fail(kind.exclusive ? `a number between ${kind.min} and ${max}, exclusive` : `a number of at least ${kind.min}`);
+        if (kind.exclusive) return fail(`a number between ${kind.min} and ${max}, exclusive`);
+        return fail(kind.max === undefined ? `a number of at least ${kind.min}` : `a number from ${kind.min} to ${kind.max}`);
       }
       return n;
     }

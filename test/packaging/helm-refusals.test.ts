@@ -428,6 +428,8 @@ describe('extraEnv values the proxy refuses at start', () => {
     ['a number out of its range', [{ name: 'TOKEN_REFRESH_RATIO', value: '0' }]],
     ['a number that is no number', [{ name: 'SHUTDOWN_TIMEOUT_S', value: 'soon' }]],
     ['an integer with a fraction', [{ name: 'TOKEN_CACHE_MAX', value: '1.5' }]],
+    ['an integer past its largest', [{ name: 'TOKEN_FETCH_TIMEOUT_MS', value: '120001' }]],
+    ['a number past its largest', [{ name: 'OTEL_TRACES_SAMPLER_ARG', value: '1.5' }]],
     ['a field TOKEN_PARAMS may not set', [{ name: 'TOKEN_PARAMS', value: 'audience=x&grant_type=y' }]],
     ['a client secret beside the mounted file', [{ name: 'CLIENT_SECRET', value: 's' }]],
     [

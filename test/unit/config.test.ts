@@ -372,6 +372,13 @@ describe('loadConfig value rules', () => {
     expect(problems[0]).toMatch(new RegExp(`^${name} must be`));
   });
 
+  it('refuses a token request timeout past 120 s, the longest lease a shared store honours, naming the range', () => {
+    expect(configError({ ...MINIMAL, TOKEN_FETCH_TIMEOUT_MS: '120001' }).problems).toEqual([
+      'TOKEN_FETCH_TIMEOUT_MS must be an integer from 1 to 120000 (got "120001")',
+    ]);
+    expect(load({ ...MINIMAL, TOKEN_FETCH_TIMEOUT_MS: '120000' }).tokenFetchTimeoutMs).toBe(120000);
+  });
+
   it('accepts ports from 0 to 65535 and integers at their minimum', () => {
     expect(load({ ...MINIMAL, LISTEN_PORT: '0', ADMIN_PORT: '65535', TOKEN_DEFAULT_TTL_S: '1' })).toMatchObject({
       listenPort: 0,

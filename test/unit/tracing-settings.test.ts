@@ -95,7 +95,7 @@ describe('the tracing settings', () => {
       OTEL_TRACES_SAMPLER_ARG: '2',
     });
     expect(refused).toEqual([
-      'OTEL_TRACES_SAMPLER_ARG must be a number of at least 0 (got "2")',
+      'OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (got "2")',
       'OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs separated by commas, values percent-encoded',
       'OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http or https URL without credentials, such as http://otel-collector:4318 (got "ftp://***@collector/x")',
     ]);

@@ -40,7 +40,7 @@ DPOP_ALG: {type: enum, values: [ES256, ES384, EdDSA, PS256, PS384, PS512, RS256,
 TOKEN_REFRESH_RATIO: {type: number, min: 0, max: 1, exclusive: true}
 TOKEN_DEFAULT_TTL_S: {type: int, min: 1}
 TOKEN_WAIT_TIMEOUT_MS: {type: int, min: 0}
-TOKEN_FETCH_TIMEOUT_MS: {type: int, min: 1}
+TOKEN_FETCH_TIMEOUT_MS: {type: int, min: 1, max: 120000}
 UPSTREAM_TIMEOUT_MS: {type: int, min: 1}
 UPSTREAM_IDLE_TIMEOUT_MS: {type: int, min: 1}
 MAX_HEADER_BYTES: {type: int, min: 1024}
@@ -100,7 +100,11 @@ OTEL_SDK_DISABLED: {type: bool}
 {{- $problem = printf "%s must be a port number from 0 to 65535%s" .name $got -}}
 {{- end -}}
 {{- else if eq $k.type "int" -}}
-{{- if or (not (regexMatch "^-?[0-9]{1,15}$" $s)) (lt (atoi $s) (int $k.min)) -}}
+{{- if hasKey $k "max" -}}
+{{- if or (not (regexMatch "^-?[0-9]{1,15}$" $s)) (lt (atoi $s) (int $k.min)) (gt (atoi $s) (int $k.max)) -}}
+{{- $problem = printf "%s must be an integer from %d to %d%s" .name (int $k.min) (int $k.max) $got -}}
+{{- end -}}
+{{- else if or (not (regexMatch "^-?[0-9]{1,15}$" $s)) (lt (atoi $s) (int $k.min)) -}}
 {{- $problem = printf "%s must be an integer of at least %d%s" .name (int $k.min) $got -}}
 {{- end -}}
 {{- else if eq $k.type "number" -}}
@@ -110,7 +114,11 @@ OTEL_SDK_DISABLED: {type: bool}
 {{- if or (not $numeric) (le $n (float64 $k.min)) (ge $n (float64 $k.max)) -}}
 {{- $problem = printf "%s must be a number between %v and %v, exclusive%s" .name $k.min $k.max $got -}}
 {{- end -}}
-{{- else if or (not $numeric) (lt $n (float64 $k.min)) (and (hasKey $k "max") (gt $n (float64 ($k.max | default 0)))) -}}
+{{- else if hasKey $k "max" -}}
+{{- if or (not $numeric) (lt $n (float64 $k.min)) (gt $n (float64 $k.max)) -}}
+{{- $problem = printf "%s must be a number from %v to %v%s" .name $k.min $k.max $got -}}
+{{- end -}}
+{{- else if or (not $numeric) (lt $n (float64 $k.min)) -}}
 {{- $problem = printf "%s must be a number of at least %v%s" .name $k.min $got -}}
 {{- end -}}
 {{- else if eq $k.type "mode" -}}
