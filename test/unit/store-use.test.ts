@@ -38,42 +38,55 @@ function ownFetch(clock: FakeClock): TokenSupply & { fetches: number } {
   return own;
 }
 
+/** Pass-through credentials shared through an in-memory store whose keys `derive` makes, on a fake clock. */
+function sharing(derive: (material: Uint8Array) => Promise<Buffer>) {
+  const clock = new FakeClock();
+  const store = createMemoryTokenStore({
+    server: new MemoryStoreServer(clock),
+    clock,
+    random: () => 0.5,
+    log: new FakeLog(),
+    leaseMs: 11_000,
+    derive,
+  });
+  const forCredential = passthroughStoreUse({
+    store,
+    settings: SETTINGS,
+    storeTimeoutMs: 250,
+    dpop: undefined,
+    keyFile: () => undefined,
+    clock,
+    random: () => 0.5,
+    log: new FakeLog(),
+    method: clientSecretBasic,
+  })!;
+  const backoff = backoffPolicy(DEFAULT_SCHEDULE, () => 0.5);
+  const own = ownFetch(clock);
+  const credential = (i: number) => ({ clientId: `caller-${i}`, clientSecret: `s-${i}` });
+  return {
+    clock,
+    own,
+    /** The supply of caller `i`'s credential. */
+    supply: (i: number) => forCredential(credential(i))!(own, backoff),
+    /** An attempt of caller `i`'s. */
+    request: (i: number) => ({
+      credential: credential(i),
+      held: undefined,
+      failures: 0,
+      rejected: [],
+      signal: new AbortController().signal,
+    }),
+  };
+}
+
 describe('pass-through credentials sharing through a store', () => {
   it('derives at most ten keys a minute for a burst of new credentials, fetching the rest alone, and derives again a minute later', async () => {
-    const clock = new FakeClock();
     const derived: string[] = [];
-    const store = createMemoryTokenStore({
-      server: new MemoryStoreServer(clock),
-      clock,
-      random: () => 0.5,
-      log: new FakeLog(),
-      leaseMs: 11_000,
-      derive: (material) => {
-        derived.push(Buffer.from(material).toString());
-        return Promise.resolve(Buffer.alloc(32, derived.length));
-      },
+    const { clock, own, supply, request } = sharing((material) => {
+      derived.push(Buffer.from(material).toString());
+      return Promise.resolve(Buffer.alloc(32, derived.length));
     });
-    const forCredential = passthroughStoreUse({
-      store,
-      settings: SETTINGS,
-      storeTimeoutMs: 250,
-      dpop: undefined,
-      keyFile: () => undefined,
-      clock,
-      random: () => 0.5,
-      log: new FakeLog(),
-      method: clientSecretBasic,
-    })!;
-    const backoff = backoffPolicy(DEFAULT_SCHEDULE, () => 0.5);
-    const own = ownFetch(clock);
-    const attempt = (i: number) =>
-      forCredential({ clientId: `caller-${i}`, clientSecret: `wrong-${i}` })!(own, backoff).obtain({
-        credential: { clientId: `caller-${i}`, clientSecret: `wrong-${i}` },
-        held: undefined,
-        failures: 0,
-        rejected: [],
-        signal: new AbortController().signal,
-      });
+    const attempt = (i: number) => supply(i).obtain(request(i));
     const tokens = await Promise.all(Array.from({ length: 30 }, (_, i) => attempt(i)));
     await settle();
     expect(tokens).toHaveLength(30);
@@ -86,40 +99,11 @@ describe('pass-through credentials sharing through a store', () => {
   });
 
   it('waits for a key derived at a later attempt no longer than the store timeout either, then fetches alone', async () => {
-    const clock = new FakeClock();
     let started = 0;
-    const store = createMemoryTokenStore({
-      server: new MemoryStoreServer(clock),
-      clock,
-      random: () => 0.5,
-      log: new FakeLog(),
-      leaseMs: 11_000,
-      // A derivation that never ends: scrypt's thread pool taken by something else.
-      derive: () => {
-        started++;
-        return new Promise<Buffer>(() => {});
-      },
-    });
-    const forCredential = passthroughStoreUse({
-      store,
-      settings: SETTINGS,
-      storeTimeoutMs: 250,
-      dpop: undefined,
-      keyFile: () => undefined,
-      clock,
-      random: () => 0.5,
-      log: new FakeLog(),
-      method: clientSecretBasic,
-    })!;
-    const backoff = backoffPolicy(DEFAULT_SCHEDULE, () => 0.5);
-    const own = ownFetch(clock);
-    const supply = (i: number) => forCredential({ clientId: `caller-${i}`, clientSecret: `s-${i}` })!(own, backoff);
-    const request = (i: number) => ({
-      credential: { clientId: `caller-${i}`, clientSecret: `s-${i}` },
-      held: undefined,
-      failures: 0,
-      rejected: [],
-      signal: new AbortController().signal,
+    // A derivation that never ends: scrypt's thread pool taken by something else.
+    const { clock, own, supply, request } = sharing(() => {
+      started++;
+      return new Promise<Buffer>(() => {});
     });
     // A minute's derivations go to ten other credentials; this one's first attempt fetches alone.
     const others = Array.from({ length: DERIVATIONS_PER_MINUTE }, (_, i) => supply(i).obtain(request(i)));
@@ -142,4 +126,3 @@ describe('pass-through credentials sharing through a store', () => {
     expect(started).toBeGreaterThan(0);
   });
 });
-
