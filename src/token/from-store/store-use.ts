@@ -123,9 +123,9 @@ export const DERIVATIONS_PER_MINUTE = 10;
  * generated here, said once). A credential's key is derived on its first use. At most
  * {@link DERIVATIONS_PER_MINUTE} derivations start a minute: past that a credential fetches alone,
  * as without a store, and its key is derived at a later attempt (its refresh) if it is still in
- * use. An attempt waits for a derivation under way at most the store timeout, then fetches alone. A credential the token endpoint
- * rejected derives nothing while the rejection is remembered: the cache answers it before it gets
- * here.
+ * use. An attempt waits for a derivation under way at most the store timeout, then fetches alone.
+ * A credential the token endpoint rejected derives nothing while the rejection is remembered: the
+ * cache answers it before it gets here.
  */
 export function passthroughStoreUse(
   o: StoreUseOptions & { method: AuthMethod },
