@@ -249,14 +249,17 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       }),
     async ping() {
       await use(async (c) => {
-        // A cluster: its slots were read on connecting; one primary answering says it is reachable.
-        const node = endpoint.mode === 'cluster' ? (c as Cluster).nodes('master')[0] : (c as Redis);
-        if (options.scripts !== 'functions') await node?.ping();
-        else {
-          // The library this proxy calls must be there, of the key format it writes.
-          const version = await node?.call('FCALL', VERSION_FUNCTION, 0);
-          if (version !== FORMAT_VERSION) throw new Error(`Function library ${LIBRARY_NAME} answers version ${String(version)}`);
-        }
+        // A cluster: its slots were read on connecting. Every primary is asked: each holds part of
+        // the keys, and with TOKEN_STORE_SCRIPTS=functions each must hold the library.
+        const nodes = endpoint.mode === 'cluster' ? (c as Cluster).nodes('master') : [c as Redis];
+        await Promise.all(
+          nodes.map(async (node) => {
+            if (options.scripts !== 'functions') return node.ping();
+            // The library this proxy calls must be there, of the key format it writes.
+            const version = await node.call('FCALL', VERSION_FUNCTION, 0);
+            if (version !== FORMAT_VERSION) throw new Error(`Function library ${LIBRARY_NAME} answers version ${String(version)}`);
+          }),
+        );
       });
       // A check keeps no connection: a fleet finding its store again does not hold one each.
       if (inFlight === 0) drop(current);

@@ -7,6 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseCaFile } from '../../src/net/tls-material.js';
+import { functionLibrary, LIBRARY_NAME } from '../../src/store/scripts.js';
 import type { CredentialSlot, StoredToken } from '../../src/store/contract.js';
 import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
 import { FakeLog } from '../helpers/fakes.js';
@@ -361,6 +362,31 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`a token store clus
       expect(read.ms).toBeLessThan(TIMEOUT_MS + 500);
     } finally {
       await Promise.all(holes.map((h) => h.close()));
+    }
+  });
+
+  it('counts a cluster as unusable while any one primary lacks the function library TOKEN_STORE_SCRIPTS=functions calls', async () => {
+    const cluster = await startRedisCluster({ user: { ...USER, scripts: 'functions' } });
+    try {
+      for (const node of cluster.nodes) await node.cli('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
+      const { store, log } = await open({
+        url: cluster.nodes.map((n) => `redis://${USER.name}@127.0.0.1:${n.port}`).join(','),
+        mode: 'cluster',
+        password: USER.password,
+        scripts: 'functions',
+      });
+      expect(await store.probe()).toEqual({ kind: 'ok' });
+      // Each primary in turn without it: whichever it is, the store is not usable.
+      for (const node of cluster.nodes) {
+        await node.cli('FUNCTION', 'DELETE', LIBRARY_NAME);
+        expect(await store.probe()).toMatchObject({ kind: 'unavailable', detail: expect.stringContaining('store-functions') });
+        expect(store.up).toBe(false);
+        await node.cli('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
+        expect(await store.probe()).toEqual({ kind: 'ok' });
+      }
+      expect((log.at('error')[0]!.obj as { detail: string }).detail).toContain('TOKEN_STORE_SCRIPTS=functions');
+    } finally {
+      await cluster.stop();
     }
   });
 
