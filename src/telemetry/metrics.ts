@@ -107,19 +107,27 @@ function tokenMetrics(registry: Registry, onAdopt: (() => void) | undefined): Pi
     buckets: FETCH_DURATION_BOUNDS,
     registers: [registry],
   });
-  const gauge = (name: string, help: string): Gauge => zeroGauge(registry, name, help);
-  const expiry = gauge(
-    'ticket_auth_proxy_token_expiry_timestamp_seconds',
-    "Unix time at which the configured credential's token expires; 0 when none is held.",
-  );
-  const lastSuccess = gauge(
-    'ticket_auth_proxy_token_last_success_timestamp_seconds',
-    "Unix time of the configured credential's last successful token fetch; 0 before the first.",
-  );
-  const failures = gauge(
-    'ticket_auth_proxy_token_consecutive_failures',
-    "The configured credential's failed token fetches since its last success.",
-  );
+  // The configured credential's gauges, registered when its token source first tells its state (at
+  // its start): a proxy with pass-through credentials alone has none, and no alert on a token it
+  // never holds.
+  let gauges: { expiry: Gauge; lastSuccess: Gauge; failures: Gauge } | undefined;
+  const configuredGauges = (): NonNullable<typeof gauges> => {
+    const gauge = (name: string, help: string): Gauge => zeroGauge(registry, name, help);
+    return (gauges ??= {
+      expiry: gauge(
+        'ticket_auth_proxy_token_expiry_timestamp_seconds',
+        "Unix time at which the configured credential's token expires; 0 when none is held.",
+      ),
+      lastSuccess: gauge(
+        'ticket_auth_proxy_token_last_success_timestamp_seconds',
+        "Unix time of the configured credential's last successful token fetch; 0 before the first.",
+      ),
+      failures: gauge(
+        'ticket_auth_proxy_token_consecutive_failures',
+        "The configured credential's failed token fetches since its last success.",
+      ),
+    });
+  };
 
   const fetchChildren = new Map(OUTCOMES.map((o) => [o, { count: fetches.labels(o), duration: fetchDuration.labels(o) }]));
   // Known series are exported at 0 from the start (binding a label child does not create one), so
@@ -135,6 +143,7 @@ function tokenMetrics(registry: Registry, onAdopt: (() => void) | undefined): Pi
       onFetch: countFetch,
       onAdopt,
       onState(state: TokenState) {
+        const { expiry, lastSuccess, failures } = configuredGauges();
         expiry.set(state.expiresAtMs / 1000);
         lastSuccess.set(state.lastSuccessAtMs / 1000);
         failures.set(state.consecutiveFailures);

@@ -93,6 +93,8 @@ export class TokenSource {
 
   /** Starts the first fetch now, before any request needs the token. */
   start(): void {
+    // Nothing held yet: said before the first fetch, so that a token never obtained shows.
+    this.publishState();
     this.fetchNow();
   }
 

@@ -349,6 +349,11 @@ describe('the command line', () => {
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ code: 'credentials_required' });
     expect(proxy.lines().some((l) => l.level === 40 && String(l.msg).includes('PASSTHROUGH_BASIC'))).toBe(false);
+    // No configured credential, so no token of its own to alert on (TicketAuthProxyNoValidToken).
+    const metrics = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
+    expect(metrics).toContain('ticket_auth_proxy_token_fetches_total');
+    expect(metrics).not.toContain('ticket_auth_proxy_token_expiry_timestamp_seconds');
+    expect(metrics).not.toContain('ticket_auth_proxy_token_consecutive_failures');
   });
 
   it('accepts the commented example configuration as it ships, with its secret file in place', () => {

@@ -64,12 +64,15 @@ const ESSENTIALS: Record<string, string> = {
   nodejs_eventloop_lag_p99_seconds: 'gauge',
 };
 
+/** What a configured credential's token source tells at its start: nothing held yet. */
+const STARTED = { expiresAtMs: 0, lastSuccessAtMs: 0, consecutiveFailures: 0 };
+
 const OUTCOMES = ['success', 'rejected', 'rate_limited', 'server_error', 'network_error', 'timeout', 'invalid_response'];
 
 describe('createMetrics', () => {
   it('registers the metrics docs/operations.md names, under their exact names and types (every feature on)', async () => {
     const registry = new Registry();
-    createMetrics(registry, EVERY_FEATURE);
+    createMetrics(registry, EVERY_FEATURE).configuredToken.onState!(STARTED);
     registerBuildInfo(registry, '1.2.3');
     const { types } = await scrape(registry);
     const ours = Object.fromEntries([...types].filter(([name]) => name.startsWith('ticket_auth_proxy_')));
@@ -138,6 +141,7 @@ describe('createMetrics', () => {
     const metrics = createMetrics(registry, EVERY_FEATURE);
     registerBuildInfo(registry, '1.2.3');
     // One of each event, so that every labelled series exists.
+    metrics.configuredToken.onState!(STARTED);
     metrics.configuredToken.onFetch!('success', 0.1);
     metrics.requestEnded('GET', 200, 0.01);
     metrics.upstreamUnauthorized(true);
@@ -159,7 +163,7 @@ describe('createMetrics', () => {
 
   it('shows every fetch outcome and both replayed values from the start, and the gauges at 0', async () => {
     const registry = new Registry();
-    createMetrics(registry);
+    createMetrics(registry).configuredToken.onState!(STARTED);
     const { samples } = await scrape(registry);
     const outcomes = samples.filter((s) => s.name === 'ticket_auth_proxy_token_fetches_total').map((s) => s.labels.outcome);
     expect(outcomes.sort()).toEqual([...OUTCOMES].sort());
@@ -170,6 +174,19 @@ describe('createMetrics', () => {
     expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds')).toBe(0);
     expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures')).toBe(0);
     expect(value(samples, 'ticket_auth_proxy_token_cache_entries')).toBe(0);
+  });
+
+  it("has no configured credential's token gauges until its token source starts: none with pass-through credentials alone", async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    metrics.passthroughToken.onFetch!('success', 0.1);
+    const before = await scrape(registry);
+    expect([...before.types.keys()].filter((n) => /token_(expiry|last_success|consecutive)/.test(n))).toEqual([]);
+    metrics.configuredToken.onState!({ expiresAtMs: 1_700_000_000_000, lastSuccessAtMs: 1_699_999_000_000, consecutiveFailures: 0 });
+    const { samples } = await scrape(registry);
+    expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds')).toBe(1_700_000_000);
+    expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds')).toBe(1_699_999_000);
+    expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures')).toBe(0);
   });
 
   it('counts fetches by outcome, from both the configured and pass-through credentials', async () => {
