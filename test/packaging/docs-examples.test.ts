@@ -240,7 +240,7 @@ const PLACEHOLDER = 'registry.example.invalid/ticket-auth-proxy';
 /** The comment lines a file starts with. */
 const headComments = (text: string): string => text.slice(0, text.search(/^[^#]/m));
 
-describe('the images the examples run (none is published)', () => {
+describe('the images the examples run (a placeholder that never resolves)', () => {
   it('the Compose file builds the proxy from the repository root and tags it', () => {
     const compose = parseYaml(readFileSync(join(root, 'examples/docker/compose.yaml'), 'utf8')) as Obj;
     const proxy: Obj = compose.services['ticket-auth-proxy'];
