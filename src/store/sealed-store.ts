@@ -135,9 +135,10 @@ export function createSlot(options: SlotOptions): CredentialSlot {
   }
 
   function failureRecord(value: string | undefined, ttlMs: number, countedFrom: number): FailureRecord | undefined {
-    // A record without a time to live is not one a proxy wrote; one this key did not seal is ignored, and counted.
-    if (value === undefined || ttlMs <= 0) return undefined;
-    const sealed = openFailure(key, value);
+    // A record expiring as it was read is gone. One without a time to live is not one a proxy
+    // wrote, nor one this key did not seal: either is ignored, and counted.
+    if (value === undefined || ttlMs === 0) return undefined;
+    const sealed = ttlMs < 0 ? undefined : openFailure(key, value);
     if (sealed === undefined) {
       anomaly('invalid_failure');
       return undefined;

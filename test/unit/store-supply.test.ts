@@ -303,6 +303,23 @@ describe('a token shared through a store: failures', () => {
     f.stop();
   });
 
+  it('passes by a failure record without a time to live, sealed or not, and counts it: no proxy writes one', async () => {
+    const f = fleet();
+    f.numberTokens();
+    const key = await deriveStoreKey({ ...KEY, prefix: 'ticket-auth-proxy:', derive: fastDerive });
+    for (const value of ['garbage', sealFailure(key, { outcome: 'timeout', nextAttemptAtMs: f.clock.now() + 86_400_000 })]) {
+      f.server.put(key.failureKey, value);
+      const a = f.proxy();
+      a.source.start();
+      await f.clock.advance(1_000);
+      expect(a.source.current()).toBeDefined();
+    }
+    expect(f.fetcher.calls.length).toBeGreaterThan(0);
+    // Each proxy counted the one it met.
+    expect(f.log.lines.filter((l) => (l.obj as { kind?: string }).kind === 'invalid_failure')).toHaveLength(2);
+    f.stop();
+  });
+
   it('lets a throttling token endpoint see one attempt per backoff step from a fleet, not one per proxy', async () => {
     const f = fleet({ random: Math.random });
     const proxies = Array.from({ length: 8 }, () => f.proxy());
