@@ -87,6 +87,11 @@ describe('the chart with a token store', () => {
     });
   });
 
+  it('writes a large store timeout in digits, as the proxy reads it, not as a float', async () => {
+    const objs = await objects({ tokenStore: { url: URL, existingSecret: 's', timeoutMs: 99999999 } });
+    expect(envOf(container(objs)).TOKEN_STORE_TIMEOUT_MS).toBe('99999999');
+  });
+
   it('leaves egress alone by default, and makes it an allow-list with DNS, the rules given and the store on the port of each URL', async () => {
     const defaultPolicy = findKind(await objects({ tokenStore: { url: URL, existingSecret: 's' } }), 'NetworkPolicy')!;
     expect(defaultPolicy.spec.policyTypes).toEqual(['Ingress']);

@@ -37,7 +37,8 @@ src/store/redis-url.ts).
 {{- end }}
 {{- with $store.timeoutMs }}
 - name: TOKEN_STORE_TIMEOUT_MS
-  value: {{ . | quote }}
+  {{- /* An integer by the schema: written in digits, never as a float's 1e+06. */}}
+  value: {{ . | int64 | quote }}
 {{- end }}
 {{- with $store.scripts }}
 - name: TOKEN_STORE_SCRIPTS
