@@ -4,8 +4,12 @@
  */
 const SCHEME = '[a-z][a-z0-9+.-]*:\\/*';
 
-/** Up to the last `@` before the host: a password may hold an `@` its writer did not encode. */
-const IN_TEXT = new RegExp(`(\\b${SCHEME})[^/?#\\s]*@`, 'gi');
+/**
+ * Up to the last `@` before white space: a password may hold an `@`, a `/`, a `?`, a `#` or a quote
+ * its writer did not encode, so where its user information ends cannot be told. A path that holds
+ * an `@` is hidden with it: more is hidden, never a password shown.
+ */
+const IN_TEXT = new RegExp(`(\\b${SCHEME})\\S*@`, 'gi');
 
 /**
  * Replaces the user information of every URL in `text` (`http://user:pass@proxy:3128`, and
@@ -17,12 +21,12 @@ export function redactUserinfo(text: string): string {
 }
 
 /** Without a slash, `user:pass@proxy` has no scheme: `user` is the user. */
-const AT_START = /^([a-z][a-z0-9+.-]*:\/+)?[^/?#]*@/i;
+const AT_START = /^([a-z][a-z0-9+.-]*:\/+)?[^\s]*@/i;
 
 /**
  * One value meant as a URL, as it may be shown: its user information replaced by `***`, with a
  * scheme and any number of slashes after it, or without a scheme (`user:pass@proxy:3128`), up to
- * the last `@` before the path.
+ * the last `@` of the value (a password may hold an unencoded `/`, `?` or `#`).
  */
 export function withoutUserinfo(value: string): string {
   return value.replace(AT_START, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);

@@ -107,6 +107,9 @@ describe('TLS and egress proxy settings', () => {
     expect(redactUserinfo('via http://user:secret@proxy:3128 and https://a@b/c')).toBe('via http://***@proxy:3128 and https://***@b/c');
     expect(withoutUserinfo('user:secret@proxy.example:3128/x')).toBe('***@proxy.example:3128/x');
     expect(withoutUserinfo('http://user:p@ss@proxy:3128')).toBe('http://***@proxy:3128');
+    // A password with an unencoded slash, question mark or hash: the URL does not parse, and is shown.
+    expect(withoutUserinfo('http://user:Ab/cd+SECRET@proxy.corp:3128')).toBe('http://***@proxy.corp:3128');
+    expect(redactUserinfo('(got "rediss://default:k9/S?E#CRET+z=@redis:6379")')).toBe('(got "rediss://***@redis:6379")');
   });
 });
 
