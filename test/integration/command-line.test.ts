@@ -162,17 +162,20 @@ describe('the command line', () => {
     expect(check.code).toBe(1);
     expect(check.stdout).toContain('ok: token obtained');
     expect(check.stderr).toBe(`ticket-auth-proxy: ${refusal}: this host has no such address\n`);
-    // One port for both listeners: the start fails on the second, and so does check.
+    // One port for both listeners: refused as configuration, before any port is opened, by both.
     const [port] = await freePorts(1);
-    const same = { ...env, LISTEN_HOST: '127.0.0.1', LISTEN_PORT: String(port), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(port) };
-    // One after the other: each holds the port for a moment.
-    const sameStart = await runCli([], same);
-    const sameCheck = await runCli(['check'], same);
-    const clash = `the admin listener (ADMIN_HOST, ADMIN_PORT) cannot listen on 127.0.0.1:${port} (EADDRINUSE)`;
-    expect(sameStart.code).toBe(1);
-    expect(sameStart.stderr).toBe(`ticket-auth-proxy: ${clash}\n`);
-    expect(sameCheck.code).toBe(1);
-    expect(sameCheck.stderr).toBe(`ticket-auth-proxy: ${clash}: the proxy listener takes this port itself; give ADMIN_PORT another\n`);
+    for (const adminHost of ['127.0.0.1', '0.0.0.0', '::']) {
+      const same = { ...env, LISTEN_HOST: '127.0.0.1', LISTEN_PORT: String(port), ADMIN_HOST: adminHost, ADMIN_PORT: String(port) };
+      const [sameStart, sameCheck] = await Promise.all([runCli([], same), runCli(['check'], same)]);
+      const clash =
+        `LISTEN_PORT and ADMIN_PORT are both ${port} on addresses that overlap (LISTEN_HOST 127.0.0.1, ADMIN_HOST ${adminHost}): ` +
+        'the two listeners cannot share a port; give ADMIN_PORT another';
+      expect(sameStart.code).toBe(2);
+      expect(sameStart.stderr).toContain(clash);
+      expect(sameCheck.code).toBe(2);
+      expect(sameCheck.stderr).toBe(sameStart.stderr);
+      expect(sameStart.stdout).not.toContain('listeners up');
+    }
   });
 
   it('check exits non-zero with the reason when the client is rejected or the endpoint unreachable', async ({ shared: { gateway } }) => {

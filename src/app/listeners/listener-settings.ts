@@ -3,7 +3,8 @@ import { socketPathProblem } from './unix-socket.js';
 
 /**
  * Checks the proxy listener's settings once parsed: a Unix socket (`LISTEN_SOCKET`) or a TCP
- * address (`LISTEN_HOST`, `LISTEN_PORT`), never both; a socket path the kernel can bind; and a
+ * address (`LISTEN_HOST`, `LISTEN_PORT`), never both, and never the admin listener's port on an
+ * address that overlaps its own; a socket path the kernel can bind; and a
  * `LISTEN_SOCKET_MODE` that lets someone connect, given only with a socket. What is at the path
  * is examined when the proxy starts (unix-socket.ts).
  */
@@ -13,6 +14,13 @@ export function checkListenerSettings(ctx: SettingsCheckContext): void {
     if (ctx.given('listenSocketMode')) {
       ctx.problem(
         `${ctx.name('listenSocketMode')} is set without LISTEN_SOCKET: the mode is the socket file's; set LISTEN_SOCKET or remove it`,
+      );
+    }
+    const { listenHost, listenPort, adminHost, adminPort } = config;
+    if (listenPort !== 0 && listenPort === adminPort && overlap(listenHost, adminHost)) {
+      ctx.problem(
+        `${ctx.name('listenPort')} and ${ctx.name('adminPort')} are both ${listenPort} on addresses that overlap (LISTEN_HOST ` +
+          `${listenHost}, ADMIN_HOST ${adminHost}): the two listeners cannot share a port; give ADMIN_PORT another`,
       );
     }
     return;
@@ -36,4 +44,10 @@ export function checkListenerSettings(ctx: SettingsCheckContext): void {
         'on its file; use 0660 (the proxy and its group) or 0600 (the proxy alone)',
     );
   }
+}
+
+/** Whether two listeners' hosts take the same port: the same address, or either is every address (`0.0.0.0`, `::`). */
+function overlap(a: string, b: string): boolean {
+  const everyAddress = (host: string): boolean => host === '0.0.0.0' || /^[0:]+$/.test(host);
+  return a === b || everyAddress(a) || everyAddress(b);
 }
