@@ -63,6 +63,9 @@ export function createProxyServer(options: ProxyServerOptions): Server {
     (req, res) => accept(req, res, false),
   );
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => accept(req, res, true));
+  // Any other expectation is ignored, as nginx does (RFC 9110 §10.1.1 allows a 417, which Node
+  // would write bare, uncounted): the request is forwarded without its `Expect`, as every request is.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => accept(req, res, false));
 
   function accept(req: IncomingMessage, res: ResponseOnSocket, expectContinue: boolean): void {
     const socket = req.socket as TrackedSocket;

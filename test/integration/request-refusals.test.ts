@@ -36,3 +36,18 @@ describe('refusals of the HTTP parser', () => {
     expect(((await res.json()) as { url: string }).url).toBe('/api/v1/echo?q=%C3%A9');
   });
 });
+
+describe('an expectation other than 100-continue', () => {
+  it('is ignored as nginx ignores it: the request is forwarded without its Expect, and the gateway answers', async ({
+    shared: { gateway, proxy },
+  }) => {
+    const before = gateway.apiRequests.length;
+    const res = await rawRequest(
+      proxy.proxyPort,
+      'GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nConnection: close\r\n\r\n',
+    );
+    expect(res).toMatch(/^HTTP\/1\.1 200 /);
+    expect(gateway.apiRequests.length).toBe(before + 1);
+    expect(gateway.apiRequests.at(-1)!.headers.expect).toBeUndefined();
+  });
+});
