@@ -3,7 +3,7 @@ import { createServer } from '../core/node-http.js';
 import type { Duplex } from 'node:stream';
 import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, type ProxyError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
-import { rawProblemResponse } from '../core/problem.js';
+import { rawProblemResponse, sendProblem } from '../core/problem.js';
 import type { Forward } from './forward.js';
 import type { Recorder } from './observer.js';
 
@@ -43,6 +43,7 @@ type ResponseOnSocket = ServerResponse & { socketAtStart?: TrackedSocket };
  */
 export function createProxyServer(options: ProxyServerOptions): Server {
   const { forward, recorder, log } = options;
+  const tooLarge = new HeadersTooLargeError(`the request head is larger than MAX_HEADER_BYTES (${options.maxHeaderBytes} bytes)`);
   const server = createServer(
     {
       // No header parsing surprises: reject obsolete line folding and similar shapes (smuggling).
@@ -78,7 +79,13 @@ export function createProxyServer(options: ProxyServerOptions): Server {
     res.socketAtStart = socket;
     socket[kLast] = res;
     res.on('close', onResponseClose);
-    forward(req, res, expectContinue);
+    if (headBytes(req) > options.maxHeaderBytes) {
+      // Node's own limit counts the target and the header names and values alone: a head of many
+      // short headers passed it at twice the setting. Its body is not read: the connection closes.
+      recorder.refused(req.method ?? 'other', 431);
+      res.shouldKeepAlive = false;
+      sendProblem(res, tooLarge);
+    } else forward(req, res, expectContinue);
     if (!res.shouldKeepAlive) socket[kClosing] = true;
   }
 
@@ -97,9 +104,7 @@ export function createProxyServer(options: ProxyServerOptions): Server {
       return;
     }
     const refusal: ProxyError =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? new HeadersTooLargeError(`the request head is larger than MAX_HEADER_BYTES (${options.maxHeaderBytes} bytes)`)
-        : new BadRequestError(`the request could not be parsed (${err.code ?? 'bad request'})`);
+      err.code === 'HPE_HEADER_OVERFLOW' ? tooLarge : new BadRequestError(`the request could not be parsed (${err.code ?? 'bad request'})`);
     recorder.refused('other', refusal instanceof HeadersTooLargeError ? 431 : 400);
     socket[kClosing] = true;
     socket[kRefusal] = rawProblemResponse(refusal);
@@ -127,4 +132,16 @@ function writeRefusal(socket: TrackedSocket): void {
   socket[kRefusal] = undefined;
   if (socket.writable) socket.end(refusal);
   else socket.destroy();
+}
+
+/**
+ * The bytes of a request head as its sender wrote it at the least: the request line (method,
+ * target, `HTTP/1.1`, two spaces and its end), each header line (name, `: `, value, its end) and
+ * the empty line. What Node strips around a value is not counted.
+ */
+function headBytes(req: IncomingMessage): number {
+  const raw = req.rawHeaders;
+  let bytes = req.method!.length + req.url!.length + 14;
+  for (let i = 0; i < raw.length; i += 2) bytes += raw[i]!.length + raw[i + 1]!.length + 4;
+  return bytes;
 }

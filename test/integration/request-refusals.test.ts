@@ -27,6 +27,28 @@ describe('refusals of the HTTP parser', () => {
     expect(gateway.apiRequests.length).toBe(before);
   });
 
+  it("counts the whole head against MAX_HEADER_BYTES: many short headers under the parser's own count are refused 431 too", async ({
+    stack,
+  }) => {
+    const s = await stack({ env: { MAX_HEADER_BYTES: '1024' } });
+    const { proxy, gateway } = s;
+    const head = (headers: number): string =>
+      `GET /api/v1/tickets HTTP/1.1\r\nHost: x\r\n${Array.from({ length: headers }, (_, i) => `X-${i}: v\r\n`).join('')}Connection: close\r\n\r\n`;
+    // 150 header lines of about 10 bytes: 1.4 KB on the wire, under 1024 by names and values alone.
+    const over = head(150);
+    expect(Buffer.byteLength(over)).toBeGreaterThan(1400);
+    const before = gateway.apiRequests.length;
+    const refused = await rawRequest(proxy.proxyPort, over);
+    expect(refused).toMatch(/^HTTP\/1\.1 431 /);
+    expect(refused).toContain('"code":"headers_too_large"');
+    expect(gateway.apiRequests.length).toBe(before);
+    // A head under the limit, counted the same way, is forwarded.
+    const under = head(40);
+    expect(Buffer.byteLength(under)).toBeLessThan(1024);
+    expect(await rawRequest(proxy.proxyPort, under)).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await s.metric(/ticket_auth_proxy_requests_total\{method="GET",code="431"\} (\d+)/)).toBe(1);
+  });
+
   it('answers raw non-ASCII bytes in a query with 400 bad_request and forwards the percent-encoded form', async ({ shared: { proxy } }) => {
     const refused = await rawRequest(proxy.proxyPort, Buffer.from('GET /api/v1/echo?q=\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1'));
     expect(refused).toMatch(/^HTTP\/1\.1 400 /);
