@@ -167,8 +167,8 @@ describe('configuration, any input', () => {
 });
 
 /** A password no message may show: letters, digits and what a hand-written password holds, `@` included. */
-/** Generated passwords hold `/`, `+` and `=` (base64), and hand-made ones `?`, `#` or `@`, unencoded. */
-const password = fc.stringMatching(/^[A-Za-z0-9!$&'()*+,;=._~@%/?#:-]{1,24}$/).map((p) => `Pw${p}`);
+/** Generated passwords hold `/`, `+` and `=` (base64), and hand-made ones `?`, `#`, `@` or a space, unencoded. */
+const password = fc.stringMatching(/^[A-Za-z0-9!$&'()*+,;=._~@%/?#: \t-]{1,24}$/).map((p) => `Pw${p}`);
 /** URLs as a hand may write them: any scheme, none to four slashes after it, user information with the password. */
 const writtenUrl = fc
   .record({
@@ -191,7 +191,9 @@ describe('a URL with user information, however malformed', () => {
     fc.assert(
       fc.property(writtenUrl, fc.constantFrom(...URL_SETTINGS), ({ url, password: pw }, env) => {
         expect(withoutUserinfo(url)).not.toContain(pw);
-        expect(redactUserinfo(`got "${url}" and ${url}`)).not.toContain(pw);
+        expect(redactUserinfo(`got "${url}" and "x"`)).not.toContain(pw);
+        // Not quoted, a URL in a text ends at white space: a password holding one is beyond saving there.
+        if (!/\s/.test(pw)) expect(redactUserinfo(`got "${url}" and ${url}`)).not.toContain(pw);
         try {
           loadSettings({ env: { ...GOOD_ENV, [env]: url }, readFile: () => '' });
         } catch (err) {

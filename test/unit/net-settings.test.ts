@@ -110,6 +110,11 @@ describe('TLS and egress proxy settings', () => {
     // A password with an unencoded slash, question mark or hash: the URL does not parse, and is shown.
     expect(withoutUserinfo('http://user:Ab/cd+SECRET@proxy.corp:3128')).toBe('http://***@proxy.corp:3128');
     expect(redactUserinfo('(got "rediss://default:k9/S?E#CRET+z=@redis:6379")')).toBe('(got "rediss://***@redis:6379")');
+    // Or a space: in a value, and in a message that quotes it.
+    expect(withoutUserinfo('redis://proxy:my secret@cache:6379/db1')).toBe('redis://***@cache:6379/db1');
+    expect(redactUserinfo('TOKEN_STORE_URL is wrong (got "redis://proxy:my secret@cache:6379/db1"); see "x"')).toBe(
+      'TOKEN_STORE_URL is wrong (got "redis://***@cache:6379/db1"); see "x"',
+    );
   });
 });
 
