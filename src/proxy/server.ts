@@ -136,12 +136,13 @@ function writeRefusal(socket: TrackedSocket): void {
 
 /**
  * The bytes of a request head as its sender wrote it at the least: the request line (method,
- * target, `HTTP/1.1`, two spaces and its end), each header line (name, `: `, value, its end) and
- * the empty line. What Node strips around a value is not counted.
+ * target, `HTTP/1.1`, two spaces and its end), each header line (name, `:`, value, its end: the
+ * space after the colon is optional, RFC 9112 §5) and the empty line. What Node strips around a
+ * value is not counted, so a head is never counted larger than it was sent.
  */
 function headBytes(req: IncomingMessage): number {
   const raw = req.rawHeaders;
   let bytes = req.method!.length + req.url!.length + 14;
-  for (let i = 0; i < raw.length; i += 2) bytes += raw[i]!.length + raw[i + 1]!.length + 4;
+  for (let i = 0; i < raw.length; i += 2) bytes += raw[i]!.length + raw[i + 1]!.length + 3;
   return bytes;
 }

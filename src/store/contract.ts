@@ -197,7 +197,7 @@ export interface CredentialKeyInput {
  * - `lease_wait_exhausted`: a proxy waited a whole lease length for other proxies' fetches while leases kept being taken;
  * - `failure_too_long`: a failure record asking for a wait longer than this proxy's own backoff could give;
  * - `invalid_entry`: an entry that does not decrypt or parse (never served);
- * - `invalid_failure`: a failure record that does not decrypt or parse (ignored).
+ * - `invalid_failure`: a failure record that does not decrypt or parse, or has no time to live (ignored).
  */
 export type AnomalyKind = 'lease_too_long' | 'lease_wait_exhausted' | 'failure_too_long' | 'invalid_entry' | 'invalid_failure';
 

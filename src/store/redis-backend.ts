@@ -249,9 +249,10 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       }),
     async ping() {
       await use(async (c) => {
-        // A cluster: its slots were read on connecting. Every primary is asked: each holds part of
-        // the keys, and with TOKEN_STORE_SCRIPTS=functions each must hold the library.
-        const nodes = endpoint.mode === 'cluster' ? (c as Cluster).nodes('master') : [c as Redis];
+        // A cluster: its slots were read on connecting, and one primary answering says it is
+        // reachable; with TOKEN_STORE_SCRIPTS=functions every primary is asked, as each must hold the library.
+        const primaries = endpoint.mode === 'cluster' ? (c as Cluster).nodes('master') : [c as Redis];
+        const nodes = options.scripts === 'functions' ? primaries : primaries.slice(0, 1);
         await Promise.all(
           nodes.map(async (node) => {
             if (options.scripts !== 'functions') return node.ping();

@@ -34,7 +34,7 @@ const ANOMALY_MESSAGES: Readonly<Record<AnomalyKind, string>> = {
   failure_too_long:
     'token store: a failure record asked for a longer wait than this proxy’s own backoff gives; honoured only as long as that',
   invalid_entry: 'token store: an entry does not decrypt or parse; never served, replaced by the next fetch',
-  invalid_failure: 'token store: a failure record does not decrypt or parse; ignored',
+  invalid_failure: 'token store: a failure record does not decrypt or parse, or has no time to live; ignored, replaced by the next write',
 };
 
 export interface SealedStoreOptions {

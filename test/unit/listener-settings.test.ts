@@ -104,3 +104,31 @@ describe('LISTEN_SOCKET', () => {
     expect(problems({}, { listenSocket: '\0tap' })[0]).toMatch(/^listenSocket in .* must be a file path \(got a NUL byte/);
   });
 });
+
+describe('one port for both listeners', () => {
+  it.each([
+    ['127.0.0.1', '127.0.0.1'],
+    ['127.0.0.1', '0.0.0.0'],
+    ['0.0.0.0', '10.0.0.5'],
+    ['::1', '::'],
+    ['127.0.0.1', '::'],
+    ['::', '::'],
+  ])('refuses LISTEN_HOST %s and ADMIN_HOST %s on one port, whose addresses overlap', (listenHost, adminHost) => {
+    expect(problems({ LISTEN_HOST: listenHost, LISTEN_PORT: '9000', ADMIN_HOST: adminHost, ADMIN_PORT: '9000' })).toEqual([
+      `LISTEN_PORT and ADMIN_PORT are both 9000 on addresses that overlap (LISTEN_HOST ${listenHost}, ADMIN_HOST ${adminHost}): ` +
+        'the two listeners cannot share a port; give ADMIN_PORT another',
+    ]);
+  });
+
+  it.each([
+    ['127.0.0.1', '10.0.0.5'],
+    ['::1', '0.0.0.0'],
+    ['0.0.0.0', '::1'],
+  ])('accepts LISTEN_HOST %s and ADMIN_HOST %s on one port: apart, each listens', (listenHost, adminHost) => {
+    expect(load({ LISTEN_HOST: listenHost, LISTEN_PORT: '9000', ADMIN_HOST: adminHost, ADMIN_PORT: '9000' }).adminPort).toBe(9000);
+  });
+
+  it('accepts port 0 for both: each is given one of its own', () => {
+    expect(load({ LISTEN_PORT: '0', ADMIN_PORT: '0' }).listenPort).toBe(0);
+  });
+});

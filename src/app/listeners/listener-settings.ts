@@ -1,3 +1,4 @@
+import { isIPv4, isIPv6 } from 'node:net';
 import type { SettingsCheckContext } from '../../config/load.js';
 import { socketPathProblem } from './unix-socket.js';
 
@@ -46,8 +47,13 @@ export function checkListenerSettings(ctx: SettingsCheckContext): void {
   }
 }
 
-/** Whether two listeners' hosts take the same port: the same address, or either is every address (`0.0.0.0`, `::`). */
+/**
+ * Whether two listeners' hosts take the same port: the same address; `::`, every address of both
+ * families (Node listens dual-stack); or `0.0.0.0` beside an IPv4 address (an IPv6 one beside it
+ * listens on its own). A host name is compared as written: the start finds any clash it hides.
+ */
 function overlap(a: string, b: string): boolean {
-  const everyAddress = (host: string): boolean => host === '0.0.0.0' || /^[0:]+$/.test(host);
-  return a === b || everyAddress(a) || everyAddress(b);
+  const everyAddress = (host: string): boolean => isIPv6(host) && /^[0:]+$/.test(host);
+  const everyIPv4 = (host: string, other: string): boolean => host === '0.0.0.0' && isIPv4(other);
+  return a === b || everyAddress(a) || everyAddress(b) || everyIPv4(a, b) || everyIPv4(b, a);
 }
