@@ -8,7 +8,9 @@
  * Node cannot ask glibc what it keeps, but V8 counts what the process holds of the memory a burst
  * takes: its heap and its external memory (every Buffer, every socket read). What the kernel
  * counts outside V8's heap has grown since the first reading by more than the external memory
- * grew: that difference is taken for what malloc keeps. The first reading is taken when the
+ * grew, and by more than the kernel's socket buffers grew where a cgroup is charged for them (a
+ * caller that stops reading holds them, and no malloc can hand them out again): that difference is
+ * taken for what malloc keeps. The first reading is taken when the
  * measure is made, at start, before any request: taken later, under the load that started the
  * shedding, it would count what malloc kept by then as held, and the measure could stay above
  * 80 % after the burst was over. It errs low on what is held under load (memory of the
@@ -17,21 +19,23 @@
  * load from the kernel's count (overload-guard.ts).
  */
 
-/** One reading, in bytes: the kernel's count, V8's heap, and V8's external memory. */
+/** One reading, in bytes: the kernel's count, V8's heap, V8's external memory, and the socket buffers the kernel's count holds. */
 export interface MemoryReading {
   kernel: number;
   heapTotal: number;
   external: number;
+  /** Part of `kernel` in a cgroup v2 (`sock`); 0 where the kernel's count leaves them out. */
+  sockets: number;
 }
 
 /** A measure of the memory held, from successive readings of `read`; the one taken now is its baseline. */
 export function heldMemory(read: () => MemoryReading): () => number {
   const first = read();
-  const base = { outsideHeap: first.kernel - first.heapTotal, external: first.external };
+  const base = { outsideHeap: first.kernel - first.heapTotal, external: first.external, sockets: first.sockets };
   return () => {
-    const { kernel, heapTotal, external } = read();
+    const { kernel, heapTotal, external, sockets } = read();
     const outsideHeap = kernel - heapTotal;
-    const kept = Math.max(0, outsideHeap - base.outsideHeap - (external - base.external));
+    const kept = Math.max(0, outsideHeap - base.outsideHeap - (external - base.external) - (sockets - base.sockets));
     return kernel - kept;
   };
 }

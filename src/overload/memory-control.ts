@@ -82,7 +82,9 @@ function startGuard(options: MemoryControlOptions, compact: (() => void) | undef
   // set; on a malloc that keeps what is freed, shedding ends on what the process holds (held-memory.ts).
   const kernel = (): number => container.usageBytes() ?? process.memoryUsage.rss();
   const keeps = mallocKeepsFreedMemory() === true;
-  const held = keeps ? heldMemory(() => ({ ...process.memoryUsage(), kernel: kernel() })) : undefined;
+  const held = keeps
+    ? heldMemory(() => ({ ...process.memoryUsage(), kernel: kernel(), sockets: container.socketBytes() ?? 0 }))
+    : undefined;
   const guard = startOverloadGuard({ limitBytes, usage: kernel, held, compact, action, clock, log });
   const from = memoryLimitMb === undefined ? container.source : 'MEMORY_LIMIT_MB';
   log.info(

@@ -21,6 +21,12 @@ export interface ContainerMemory {
    * otherwise, or when the files cannot be read (then resident memory is what counts).
    */
   usageBytes(): number | undefined;
+  /**
+   * The kernel's socket buffers the cgroup is charged for (cgroup v2's `sock` in `memory.stat`,
+   * part of `memory.current`); undefined without a limit, under cgroup v1 (whose usage leaves them
+   * out) or when it cannot be read.
+   */
+  socketBytes(): number | undefined;
 }
 
 /** A limit this large is "none": cgroup v1 writes the largest page-aligned 63-bit value. */
@@ -36,8 +42,10 @@ export function readContainerMemory(root = '/'): ContainerMemory {
     const found = reader(root, lines);
     if (found !== undefined) return found;
   }
-  return { limitBytes: undefined, source: undefined, usageBytes: () => undefined };
+  return NONE;
 }
+
+const NONE: ContainerMemory = { limitBytes: undefined, source: undefined, usageBytes: () => undefined, socketBytes: () => undefined };
 
 /** cgroup v2: the line `0::/path`; the smallest `memory.max` from the cgroup up to the mount's root. */
 function v2(root: string, lines: readonly string[]): ContainerMemory | undefined {
@@ -54,10 +62,15 @@ function v2(root: string, lines: readonly string[]): ContainerMemory | undefined
     if (max !== undefined && (limit === undefined || max < limit)) limit = max;
     if (at === mount) break;
   }
-  return withUsage(limit, 'cgroup v2', () => {
-    const current = readNumber(join(dir, 'memory.current'));
-    return current === undefined ? undefined : current - (statField(join(dir, 'memory.stat'), 'inactive_file') ?? 0);
-  });
+  return withUsage(
+    limit,
+    'cgroup v2',
+    () => {
+      const current = readNumber(join(dir, 'memory.current'));
+      return current === undefined ? undefined : current - (statField(join(dir, 'memory.stat'), 'inactive_file') ?? 0);
+    },
+    () => statField(join(dir, 'memory.stat'), 'sock'),
+  );
 }
 
 /** cgroup v1: the memory controller's line; the cgroup's limit, or its hierarchy's when tighter. */
@@ -86,9 +99,14 @@ export function mallocKeepsFreedMemory(root = '/'): boolean | undefined {
   return maps === undefined ? undefined : !maps.includes('libjemalloc');
 }
 
-function withUsage(limit: number | undefined, source: LimitSource, usage: () => number | undefined): ContainerMemory {
-  if (limit === undefined || limit >= NO_LIMIT) return { limitBytes: undefined, source: undefined, usageBytes: () => undefined };
-  return { limitBytes: limit, source, usageBytes: usage };
+function withUsage(
+  limit: number | undefined,
+  source: LimitSource,
+  usage: () => number | undefined,
+  sockets: () => number | undefined = () => undefined,
+): ContainerMemory {
+  if (limit === undefined || limit >= NO_LIMIT) return NONE;
+  return { limitBytes: limit, source, usageBytes: usage, socketBytes: sockets };
 }
 
 /**

@@ -3,11 +3,18 @@ import { heldMemory, type MemoryReading } from '../../src/overload/held-memory.j
 
 const MB = 1024 * 1024;
 
-/** A measure over readings the test sets, in MB. */
-function measured(first: MemoryReading) {
+type Reading = Omit<MemoryReading, 'sockets'> & { sockets?: number };
+
+/** A measure over readings the test sets, in MB; no socket buffers unless given. */
+function measured(first: Reading) {
   let now = first;
-  const held = heldMemory(() => ({ kernel: now.kernel * MB, heapTotal: now.heapTotal * MB, external: now.external * MB }));
-  return { held: () => held() / MB, set: (r: MemoryReading) => (now = r) };
+  const held = heldMemory(() => ({
+    kernel: now.kernel * MB,
+    heapTotal: now.heapTotal * MB,
+    external: now.external * MB,
+    sockets: (now.sockets ?? 0) * MB,
+  }));
+  return { held: () => held() / MB, set: (r: Reading) => (now = r) };
 }
 
 describe('the memory held, less what malloc keeps', () => {
@@ -42,5 +49,15 @@ describe('the memory held, less what malloc keeps', () => {
     // And never more than the kernel counts, when memory falls below where it started.
     m.set({ kernel: 60, heapTotal: 10, external: 5 });
     expect(m.held()).toBe(60);
+  });
+
+  it("counts the kernel's socket buffers a cgroup is charged for as held: callers that stop reading hold them, and no malloc reuses them", () => {
+    const m = measured({ kernel: 70, heapTotal: 15, external: 5, sockets: 1 });
+    // A hundred callers that stopped reading: 40 MB in the kernel's socket buffers, 10 MB of windows.
+    m.set({ kernel: 125, heapTotal: 15, external: 15, sockets: 41 });
+    expect(m.held()).toBe(120);
+    // They are ended: the buffers go with the sockets; what malloc kept of the windows is not held.
+    m.set({ kernel: 85, heapTotal: 15, external: 5, sockets: 1 });
+    expect(m.held()).toBe(70);
   });
 });

@@ -21,7 +21,8 @@ function fakeRoot(files: Record<string, string>): string {
   return root;
 }
 
-const v2Stat = (inactiveFile: number): string => `anon 1000\nfile 5000\nactive_file 3000\ninactive_file ${inactiveFile}\nslab 10\n`;
+const v2Stat = (inactiveFile: number, sock = 4096): string =>
+  `anon 1000\nfile 5000\nsock ${sock}\nactive_file 3000\ninactive_file ${inactiveFile}\nslab 10\n`;
 const v1Stat = (limit: number, inactiveFile: number): string =>
   `cache 5000\nrss 1000\ninactive_file 1\nhierarchical_memory_limit ${limit}\ntotal_rss 1000\ntotal_inactive_file ${inactiveFile}\n`;
 const UNLIMITED_V1 = '9223372036854771712';
@@ -37,6 +38,7 @@ describe("the container's memory limit", () => {
     const memory = readContainerMemory(root);
     expect(memory).toMatchObject({ limitBytes: 256 * MB, source: 'cgroup v2' });
     expect(memory.usageBytes()).toBe(100 * MB);
+    expect(memory.socketBytes()).toBe(4096);
   });
 
   it("reads cgroup v2 at the process's own path, and takes a parent's limit when it is tighter", () => {
@@ -70,6 +72,8 @@ describe("the container's memory limit", () => {
     const memory = readContainerMemory(root);
     expect(memory).toMatchObject({ limitBytes: 300 * MB, source: 'cgroup v1' });
     expect(memory.usageBytes()).toBe(80 * MB);
+    // cgroup v1's usage leaves the socket buffers out.
+    expect(memory.socketBytes()).toBeUndefined();
   });
 
   it('reads cgroup v1 mounted at its own root, as Docker mounts it without a cgroup namespace', () => {
