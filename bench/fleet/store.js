@@ -50,7 +50,8 @@ export async function fleetTimeline(options) {
       const store = createMemoryTokenStore({ server, clock, random, log: quiet, leaseMs: FETCH_TIMEOUT_MS + 1_000, derive });
       const namespace = new StoreNamespace(store, clock);
       namespace.use(KEY);
-      withStore = (own, backoff) => storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT_MS, backoff, clock, random });
+      withStore = (own, backoff) =>
+        storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT_MS, storeTimeoutMs: 250, backoff, clock, random });
     }
     sources.push(sidecar({ fetchToken, clock, random, refreshRatio, withStore }));
   }

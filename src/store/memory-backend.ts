@@ -52,6 +52,11 @@ export class MemoryStoreServer {
   fault: MemoryFault = 'none';
   /** Commands received, refused ones included (a script counts once), for the fleet simulation's figures. */
   commands = 0;
+  /**
+   * How long after its command each answer comes: a slow store. The command is carried out when
+   * it comes; an answer due no sooner than the client's timeout fails with the timeout instead.
+   */
+  latencyMs = 0;
   private readonly data = new Map<string, Slot>();
 
   constructor(private readonly clock: Clock) {}
@@ -92,11 +97,21 @@ export class MemoryStoreServer {
       if ((fault === 'oom' && kind === 'write') || (fault === 'readonly' && kind !== 'read')) {
         return Promise.reject(new MemoryStoreFailure(FAILURES[fault]));
       }
+      let answer: Promise<T>;
       try {
-        return Promise.resolve(fn());
+        answer = Promise.resolve(fn());
       } catch (err) {
-        return Promise.reject(err as Error);
+        answer = Promise.reject(err as Error);
       }
+      const latency = this.latencyMs;
+      if (latency === 0) return answer;
+      return new Promise<T>((resolve, reject) => {
+        if (latency < timeoutMs) this.clock.setTimeout(() => answer.then(resolve, reject), latency);
+        else {
+          answer.catch(() => undefined);
+          this.clock.setTimeout(() => reject(new MemoryStoreFailure(TIMED_OUT)), timeoutMs);
+        }
+      });
     };
     return {
       read: (keys) => serve('read', () => this.read(keys)),

@@ -76,6 +76,7 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
           store,
           namespace,
           fetchTimeoutMs: FETCH_TIMEOUT,
+          storeTimeoutMs: STORE_TIMEOUT,
           backoff,
           clock,
           random,
@@ -264,7 +265,15 @@ describe('a token shared through a store: failures', () => {
     namespace.use(KEY);
     const backoff = backoffPolicy(DEFAULT_SCHEDULE, () => 0.5);
     const own = fetchingSupply(f.fetcher.fetchToken, { clock: f.clock, backoff, schedule: DEFAULT_SCHEDULE });
-    const supply = storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, backoff, clock: f.clock, random: () => 0.5 });
+    const supply = storeSupply(own, {
+      store,
+      namespace,
+      fetchTimeoutMs: FETCH_TIMEOUT,
+      storeTimeoutMs: STORE_TIMEOUT,
+      backoff,
+      clock: f.clock,
+      random: () => 0.5,
+    });
     f.fetcher.answer = () => new TokenFetchError('rate_limited', 'token endpoint answered 429', { status: 429, retryAfterMs: 60_000 });
     const attempt = supply.obtain({
       credential: CREDENTIAL,
@@ -426,6 +435,23 @@ describe('a token shared through a store: a store that cannot be used', () => {
     expect(b.source.current()).toBe('tok-2');
     expect(b.operations).toContain('read:invalid');
     expect((entryOf(f.server)!.value as Record<string, string>).ct).not.toBe('Z2FyYmFnZQ==');
+    f.stop();
+  });
+
+  it('spends one store timeout in all before it fetches alone when every answer of the store comes just in time, and gives back a lease taken late', async () => {
+    const f = fleet();
+    f.numberTokens();
+    // Each answer at 90 % of the timeout: the read and the lease together would take 180 %.
+    f.server.latencyMs = STORE_TIMEOUT * 0.9;
+    const a = f.proxy();
+    a.source.start();
+    await f.clock.advance(STORE_TIMEOUT + 1);
+    expect(a.source.current()).toBe('tok-1');
+    expect(f.fetcher.calls).toHaveLength(1);
+    // The lease the attempt took after it had gone alone is given back, not left for others to wait on.
+    await f.clock.advance(STORE_TIMEOUT * 2);
+    expect(f.server.dump().filter((k) => k.key.endsWith(':lease'))).toEqual([]);
+    expect(a.operations).toContain('lease:ok');
     f.stop();
   });
 

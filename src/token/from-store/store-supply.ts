@@ -20,7 +20,8 @@
  * 5. delete by fingerprint: the newest token the gateway rejected is deleted from the store first,
  *    if it is still there;
  * 6. whenever the store cannot be used (down, slow, refusing), the proxy fetches alone, as without
- *    a store.
+ *    a store; the store's operations before the fetch (1, 3, 5 and a pass-through key's
+ *    derivation) take one store timeout in all, however many there are (store-budget.ts).
  *
  * The store's operations are `store/contract.ts`; the credential's part of the store (its
  * namespace) is `credential-namespace.ts`; how the wiring hands this supply to each token source
@@ -32,6 +33,7 @@ import {
   type CredentialSlot,
   type FailureRecord,
   type Lease,
+  type LeaseResult,
   type ReadResult,
   type TokenStore,
 } from '../../store/index.js';
@@ -40,6 +42,7 @@ import { TokenFetchError, type FetchOutcome } from '../errors.js';
 import { STORE_SCHEDULE, type BackoffPolicy } from '../refresh-schedule.js';
 import { SupplyFailure, type HeldToken, type SuppliedToken, type SupplyRequest, type TokenSupply } from '../token-supply.js';
 import type { StoreNamespace } from './credential-namespace.js';
+import { LATE, storeBudget } from './store-budget.js';
 
 /** A token from the store replaces the one held at a refresh only when usable at least this much longer. */
 export const ADOPT_MARGIN_MS = 1_000;
@@ -53,6 +56,8 @@ export interface StoreSupplyOptions {
   namespace: StoreNamespace;
   /** `TOKEN_FETCH_TIMEOUT_MS`: how long another proxy's fetch is waited for before the lease is tried again. */
   fetchTimeoutMs: number;
+  /** `TOKEN_STORE_TIMEOUT_MS`: what the store's operations before a fetch may take in all. */
+  storeTimeoutMs: number;
   /** The token source's backoff: the next attempt's time a failed fetch under the lease records. */
   backoff: BackoffPolicy;
   /**
@@ -94,19 +99,23 @@ class StoreSupply implements TokenSupply {
   async obtain(request: SupplyRequest): Promise<SuppliedToken> {
     // The connection is opened while the key may still be derived.
     if (this.o.namespace.shared) this.o.store.need();
-    const slot = await this.o.namespace.current(this.o.deriveWithinMs);
+    const budget = storeBudget(this.o.clock, this.o.storeTimeoutMs);
+    const { deriveWithinMs } = this.o;
+    const slot = await this.o.namespace.current(deriveWithinMs === undefined ? undefined : Math.min(deriveWithinMs, budget.leftMs()));
     if (slot === undefined) return this.own.obtain(request);
-    await this.deleteRejected(slot, request.rejected);
+    if ((await budget.within(() => this.deleteRejected(slot, request.rejected))) === LATE) return this.alone(request);
     /** When the lease was first found taken: other proxies' fetches are waited for one lease length in all from then. */
     let waitingSince: number | undefined;
     for (;;) {
-      const read = await slot.read();
-      if (read.kind === 'unavailable') return this.alone(request);
+      // Until the lease is found taken, the store's operations share the budget; after that the
+      // attempt is waiting for another proxy's fetch, each operation bounded on its own.
+      const read = waitingSince === undefined ? await budget.within(() => slot.read()) : await slot.read();
+      if (read === LATE || read.kind === 'unavailable') return this.alone(request);
       const adopted = this.adoptable(read, request);
       if (adopted !== undefined) return adopted;
       this.throwIfFailing(read, request);
-      const taken = await slot.takeLease();
-      if (taken.kind === 'unavailable') return this.alone(request);
+      const taken = waitingSince === undefined ? await budget.within(() => slot.takeLease(), giveBack) : await slot.takeLease();
+      if (taken === LATE || taken.kind === 'unavailable') return this.alone(request);
       if (taken.kind === 'acquired') return this.fetchUnder(slot, taken.lease, request);
       const now = this.o.clock.now();
       waitingSince ??= now;
@@ -250,6 +259,11 @@ class StoreSupply implements TokenSupply {
       signal.addEventListener('abort', stop, { once: true });
     });
   }
+}
+
+/** A lease taken after the budget ran out, by an attempt that fetched alone: given back at once. */
+function giveBack(taken: LeaseResult): void {
+  if (taken.kind === 'acquired') void taken.lease.release().catch(() => undefined);
 }
 
 /** The error a recorded failure is met with: its outcome as the recording proxy saw it. */

@@ -20,7 +20,10 @@ import type { TokenSupply } from '../token-supply.js';
 export interface StoreUseOptions {
   store: TokenStore;
   settings: Pick<Config, 'tokenUrl' | 'issuerUrl' | 'tokenScope' | 'tokenParams' | 'dpop' | 'tokenFetchTimeoutMs' | 'dpopKeyFile'>;
-  /** `TOKEN_STORE_TIMEOUT_MS`: the longest an attempt of a pass-through credential waits for its key's derivation. */
+  /**
+   * `TOKEN_STORE_TIMEOUT_MS`: what the store's operations before a fetch may take in all, a
+   * pass-through credential's wait for its key's derivation included.
+   */
   storeTimeoutMs: number;
   dpop: DpopClient | undefined;
   /** `TOKEN_STORE_KEY_FILE`'s content now, if set. */
@@ -40,7 +43,17 @@ function dpopKeyOf(o: StoreUseOptions): { thumbprint: string; fromFile: boolean 
 function withStore(o: StoreUseOptions, namespace: StoreNamespace, deriveWithinMs?: number): WithStore {
   const { store, clock, random, dpop } = o;
   return (own, backoff) =>
-    storeSupply(own, { store, namespace, fetchTimeoutMs: o.settings.tokenFetchTimeoutMs, backoff, clock, random, dpop, deriveWithinMs });
+    storeSupply(own, {
+      store,
+      namespace,
+      fetchTimeoutMs: o.settings.tokenFetchTimeoutMs,
+      storeTimeoutMs: o.storeTimeoutMs,
+      backoff,
+      clock,
+      random,
+      dpop,
+      deriveWithinMs,
+    });
 }
 
 /** A token source as the configured credential's watches reach it. */

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { LATE, storeBudget } from '../../src/token/from-store/store-budget.js';
+import { FakeClock, settle } from '../helpers/fake-clock.js';
+
+describe("the store's budget of one attempt", () => {
+  it('answers what an operation answers in time, LATE once the budget runs out, and hands what comes later to abandoned', async () => {
+    const clock = new FakeClock();
+    const budget = storeBudget(clock, 250);
+    expect(await budget.within(() => Promise.resolve('first'))).toBe('first');
+    let answer: (value: string) => void = () => {};
+    const abandoned: string[] = [];
+    let result: string | typeof LATE | undefined;
+    void budget
+      .within(
+        () => new Promise<string>((resolve) => (answer = resolve)),
+        (value) => abandoned.push(value),
+      )
+      .then((r) => (result = r));
+    await clock.advance(249);
+    expect(result).toBeUndefined();
+    await clock.advance(1);
+    expect(result).toBe(LATE);
+    answer('lease');
+    await settle();
+    expect(abandoned).toEqual(['lease']);
+    expect(budget.leftMs()).toBe(0);
+  });
+
+  it('starts no operation once spent, and passes on a failure that comes in time', async () => {
+    const clock = new FakeClock();
+    const budget = storeBudget(clock, 100);
+    await expect(budget.within(() => Promise.reject(new Error('refused')))).rejects.toThrow('refused');
+    await clock.advance(100);
+    let started = false;
+    expect(
+      await budget.within(() => {
+        started = true;
+        return Promise.resolve(1);
+      }),
+    ).toBe(LATE);
+    expect(started).toBe(false);
+  });
+});
