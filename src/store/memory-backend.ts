@@ -105,12 +105,11 @@ export class MemoryStoreServer {
       }
       const latency = this.latencyMs;
       if (latency === 0) return answer;
+      // Handled when the answer is due (or never, past the timeout): not an unhandled rejection meanwhile.
+      answer.catch(() => undefined);
       return new Promise<T>((resolve, reject) => {
         if (latency < timeoutMs) this.clock.setTimeout(() => answer.then(resolve, reject), latency);
-        else {
-          answer.catch(() => undefined);
-          this.clock.setTimeout(() => reject(new MemoryStoreFailure(TIMED_OUT)), timeoutMs);
-        }
+        else this.clock.setTimeout(() => reject(new MemoryStoreFailure(TIMED_OUT)), timeoutMs);
       });
     };
     return {

@@ -98,7 +98,8 @@ async function run(writes: readonly Write[], proxies: number) {
       refreshRatio: 0.8,
       waitTimeoutMs: 5_000,
       log,
-      withStore: (own, backoff) => storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, storeTimeoutMs: 250, backoff, clock, random }),
+      withStore: (own, backoff) =>
+        storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, storeTimeoutMs: 250, backoff, clock, random }),
     });
   });
   const start = clock.now();

@@ -3,9 +3,8 @@
  * (docs/token-store.md, "When the store goes wrong"). Each operation is bounded by the timeout on
  * its own; an attempt makes several one after another (the wait for a pass-through key's
  * derivation, the delete of a rejected token, the read, the lease), and a store that answered each
- * just in time would cost several. Past the budget the attempt fetches alone: an operation still
- * under way is left to finish on its own, and a lease it takes after all is given back at once,
- * so no other proxy waits on a lease nobody uses.
+ * just in time would cost several. Past the budget the attempt fetches alone, and an operation
+ * still under way is left to finish on its own (a lease it takes after all: store-supply.ts).
  */
 import type { Clock } from '../../core/clock.js';
 
@@ -15,11 +14,8 @@ export const LATE = Symbol('late');
 export interface StoreBudget {
   /** What is left of it, in ms (0 once spent). */
   leftMs(): number;
-  /**
-   * Starts `operation` if time is left, and answers what it does within what is left; `LATE`
-   * otherwise. What it answers after that is handed to `abandoned`.
-   */
-  within<T>(operation: () => Promise<T>, abandoned?: (value: T) => void): Promise<T | typeof LATE>;
+  /** Starts `operation` if time is left, and answers what it does within what is left; `LATE` otherwise. */
+  within<T>(operation: () => Promise<T>): Promise<T | typeof LATE>;
 }
 
 /** A budget of `ms` from now, on `clock`. */
@@ -28,19 +24,14 @@ export function storeBudget(clock: Clock, ms: number): StoreBudget {
   const leftMs = (): number => Math.max(0, end - clock.now());
   return {
     leftMs,
-    within(operation, abandoned) {
+    within(operation) {
       const left = leftMs();
       if (left === 0) return Promise.resolve(LATE);
       const work = operation();
       return new Promise((resolve, reject) => {
-        let late = false;
-        const timer = clock.setTimeout(() => {
-          late = true;
-          resolve(LATE);
-        }, left);
+        const timer = clock.setTimeout(() => resolve(LATE), left);
         work.then(
           (value) => {
-            if (late) abandoned?.(value);
             clock.clearTimeout(timer);
             resolve(value);
           },

@@ -99,10 +99,13 @@ class StoreSupply implements TokenSupply {
   async obtain(request: SupplyRequest): Promise<SuppliedToken> {
     // The connection is opened while the key may still be derived.
     if (this.o.namespace.shared) this.o.store.need();
-    const budget = storeBudget(this.o.clock, this.o.storeTimeoutMs);
-    const { deriveWithinMs } = this.o;
-    const slot = await this.o.namespace.current(deriveWithinMs === undefined ? undefined : Math.min(deriveWithinMs, budget.leftMs()));
+    // A pass-through credential's key, derived on its first use, is waited for within the budget; the
+    // configured credential's is derived at start and on a change, whatever the store does.
+    const { deriveWithinMs, clock, storeTimeoutMs } = this.o;
+    let budget = deriveWithinMs === undefined ? undefined : storeBudget(clock, storeTimeoutMs);
+    const slot = await this.o.namespace.current(budget === undefined ? undefined : Math.min(deriveWithinMs!, budget.leftMs()));
     if (slot === undefined) return this.own.obtain(request);
+    budget ??= storeBudget(clock, storeTimeoutMs);
     if ((await budget.within(() => this.deleteRejected(slot, request.rejected))) === LATE) return this.alone(request);
     /** When the lease was first found taken: other proxies' fetches are waited for one lease length in all from then. */
     let waitingSince: number | undefined;
@@ -114,8 +117,10 @@ class StoreSupply implements TokenSupply {
       const adopted = this.adoptable(read, request);
       if (adopted !== undefined) return adopted;
       this.throwIfFailing(read, request);
-      const taken = waitingSince === undefined ? await budget.within(() => slot.takeLease(), giveBack) : await slot.takeLease();
-      if (taken === LATE || taken.kind === 'unavailable') return this.alone(request);
+      let taking: Promise<LeaseResult> | undefined;
+      const taken = waitingSince === undefined ? await budget.within(() => (taking = slot.takeLease())) : await slot.takeLease();
+      if (taken === LATE) return this.aloneWithLateLease(slot, taking, request);
+      if (taken.kind === 'unavailable') return this.alone(request);
       if (taken.kind === 'acquired') return this.fetchUnder(slot, taken.lease, request);
       const now = this.o.clock.now();
       waitingSince ??= now;
@@ -140,6 +145,24 @@ class StoreSupply implements TokenSupply {
     await slot.deleteIfSame(newest);
   }
 
+  /**
+   * This proxy's own fetch, alone, once the budget ran out on the lease. Should the lease come
+   * after all, what the fetch gets is written under it (or its failure recorded) and the lease
+   * released, as under a lease taken in time: a proxy that found it taken meanwhile waits for that
+   * token, not for a lease nobody fetches under.
+   */
+  private aloneWithLateLease(
+    slot: CredentialSlot,
+    taking: Promise<LeaseResult> | undefined,
+    request: SupplyRequest,
+  ): Promise<SuppliedToken> {
+    const fetching = this.alone(request);
+    void taking
+      ?.then((taken) => (taken.kind === 'acquired' ? this.publishUnder(slot, taken.lease, fetching) : undefined))
+      .catch(() => undefined);
+    return fetching;
+  }
+
   /** This proxy's own fetch without the lease, as without a store: the store cannot be reached now. */
   private alone(request: SupplyRequest): Promise<SuppliedToken> {
     return this.own.obtain({ ...request, held: undefined });
@@ -151,10 +174,15 @@ class StoreSupply implements TokenSupply {
    * its next attempt's time, then the lease released, before the attempt ends: a proxy that takes
    * the lease next finds the failure first.
    */
-  private async fetchUnder(slot: CredentialSlot, lease: Lease | undefined, request: SupplyRequest): Promise<SuppliedToken> {
+  private fetchUnder(slot: CredentialSlot, lease: Lease | undefined, request: SupplyRequest): Promise<SuppliedToken> {
+    return this.publishUnder(slot, lease, this.own.obtain(request));
+  }
+
+  /** What `fetching` gets, written under `lease` and the lease released; or its failure recorded, then the lease released. */
+  private async publishUnder(slot: CredentialSlot, lease: Lease | undefined, fetching: Promise<SuppliedToken>): Promise<SuppliedToken> {
     let supplied: SuppliedToken;
     try {
-      supplied = await this.own.obtain(request);
+      supplied = await fetching;
     } catch (err) {
       if (lease === undefined) throw err;
       if (err instanceof SupplyFailure) {
@@ -259,11 +287,6 @@ class StoreSupply implements TokenSupply {
       signal.addEventListener('abort', stop, { once: true });
     });
   }
-}
-
-/** A lease taken after the budget ran out, by an attempt that fetched alone: given back at once. */
-function giveBack(taken: LeaseResult): void {
-  if (taken.kind === 'acquired') void taken.lease.release().catch(() => undefined);
 }
 
 /** The error a recorded failure is met with: its outcome as the recording proxy saw it. */
