@@ -1,6 +1,6 @@
 // `npm run bench:fleet`: what a fleet of sidecars does to the token endpoint.
 //
-// Runs the product's own token source (dist/token/token-source.js) for every sidecar of a fleet,
+// Runs the product's own refresh loop (dist/token/refresh-loop.js) for every sidecar of a fleet,
 // on a simulated clock: the sidecars start within the same second, the token endpoint issues
 // tokens of one hour and answers in 50 ms, and it is down (503, no Retry-After) for five minutes
 // inside the first refresh wave. The same fleet runs twice in one run: with the product's schedule
@@ -21,8 +21,9 @@
 // FLEET_OUTAGE_AT_S (2700: inside the first refresh wave, where an outage hurts), FLEET_OUTAGE_S
 // (300), FLEET_REFRESH_RATIO (0.8, the default of TOKEN_REFRESH_RATIO), FLEET_SEED (1).
 import { TokenFetchError } from '../dist/token/errors.js';
-import { BACKOFF_CAP_MS, DEFAULT_SCHEDULE } from '../dist/token/refresh-schedule.js';
+import { BACKOFF_CAP_MS, backoffPolicy, DEFAULT_SCHEDULE } from '../dist/token/refresh-schedule.js';
 import { createSourceCache } from '../dist/token/source-cache.js';
+import { fetchingSupply } from '../dist/token/token-supply.js';
 import { quiet, seeded, sidecar, SimClock } from './fleet/sim.js';
 import { fetchesBetween, fleetTimeline } from './fleet/store.js';
 
@@ -114,7 +115,8 @@ async function passthrough() {
   let entries = 0;
   const cache = createSourceCache({
     max: sidecars + 1,
-    fetchToken,
+    supplyFor: (_credential, backoff) => fetchingSupply(fetchToken, { clock, backoff, schedule: DEFAULT_SCHEDULE }),
+    backoff: backoffPolicy(DEFAULT_SCHEDULE, random),
     clock,
     random,
     refreshRatio,
@@ -131,8 +133,8 @@ async function passthrough() {
     const use = () => {
       if (idle && clock.now() - epoch >= 3_600_000) return;
       // As a request does: the source for the credentials, then its token.
-      const source = cache.sourceFor(credential);
-      if (!(source instanceof Error) && source.current() === undefined) source.get().catch(() => {});
+      const held = cache.authorizerFor(credential);
+      if (!(held instanceof Error) && held.authorization() === undefined) held.authorize().catch(() => {});
       clock.setTimeout(use, everyMs);
     };
     clock.setTimeout(use, Math.floor(random() * 1000));

@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { scrypt } from 'node:crypto';
-import { SCRYPT } from '../dist/store/store-key.js';
+import { SCRYPT } from '../dist/store/slot-key.js';
 import { imageAllocatorEnv } from './processes.js';
 
 const runs = Number(process.env.STORE_KEY_RUNS ?? 8);

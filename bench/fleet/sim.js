@@ -1,6 +1,8 @@
 // The simulated time of `npm run bench:fleet`: a seeded random generator, a clock that moves from
 // one timer to the next, a log that says nothing, and a sidecar's token source on them.
-import { TokenSource } from '../../dist/token/token-source.js';
+import { RefreshLoop } from '../../dist/token/refresh-loop.js';
+import { backoffPolicy, DEFAULT_SCHEDULE } from '../../dist/token/refresh-schedule.js';
+import { fetchingSupply } from '../../dist/token/token-supply.js';
 
 /** A small seeded generator (mulberry32), so that two runs print the same figures. */
 export function seeded(seed) {
@@ -100,22 +102,30 @@ function before(a, b) {
 export const quiet = { error() {}, warn() {}, info() {}, debug() {} };
 
 /**
- * One sidecar: the product's token source for the fleet's one credential, on the simulated clock,
- * started at a random moment within the first second. `schedule` and `withStore` as TokenSource takes them.
+ * One sidecar: the product's refresh loop for the fleet's one credential, built as the wiring
+ * builds it (src/app/routes.ts), on the simulated clock, started at a random moment within the
+ * first second. `schedule`: the refresh schedule (the product's unless given); `withStore`: the
+ * supply around the sidecar's own fetch (a shared store's), given the loop's backoff. Returns what
+ * the simulation reads of it: the token usable now, the 401 a request meets, and its stop.
  */
-export function sidecar({ fetchToken, clock, random, refreshRatio, schedule, withStore }) {
-  const source = new TokenSource({
+export function sidecar({ fetchToken, clock, random, refreshRatio, schedule = DEFAULT_SCHEDULE, withStore }) {
+  const backoff = backoffPolicy(schedule, random);
+  const own = fetchingSupply(fetchToken, { clock, backoff, schedule });
+  const loop = new RefreshLoop({
     label: 'sidecar',
     credential: { clientId: 'fleet', clientSecret: 'fleet' },
-    fetchToken,
+    supply: withStore?.(own, backoff) ?? own,
+    backoff,
     clock,
     random,
     refreshRatio,
     waitTimeoutMs: 5000,
     log: quiet,
-    schedule,
-    withStore,
   });
-  clock.setTimeout(() => source.start(), Math.floor(random() * 1000));
-  return source;
+  clock.setTimeout(() => loop.start(), Math.floor(random() * 1000));
+  return {
+    current: () => loop.held.authorization()?.token,
+    invalidate: (token) => loop.held.invalidate(token),
+    stop: () => loop.stop(),
+  };
 }

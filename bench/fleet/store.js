@@ -3,10 +3,10 @@
 // own client of one in-memory store (dist/store/memory-backend.js), on the simulated clock. The
 // token endpoint counts every fetch; a figure is fetches per token lifetime for the whole fleet.
 import { createMemoryTokenStore, MemoryStoreServer } from '../../dist/store/memory-backend.js';
-import { scryptDeriver, sharedDeriver } from '../../dist/store/store-key.js';
+import { scryptDeriver, sharedDeriver } from '../../dist/store/slot-key.js';
 import { TokenFetchError } from '../../dist/token/errors.js';
 import { storeSupply } from '../../dist/token/from-store/store-supply.js';
-import { StoreNamespace } from '../../dist/token/from-store/credential-namespace.js';
+import { CurrentSlot } from '../../dist/token/from-store/slot-seed.js';
 import { quiet, seeded, sidecar, SimClock } from './sim.js';
 
 const KEY = { description: 'token_url=https://idp.example/token client_id=fleet', keyMaterial: Buffer.from('fleet-secret') };
@@ -48,10 +48,10 @@ export async function fleetTimeline(options) {
     let withStore;
     if (options.store) {
       const store = createMemoryTokenStore({ server, clock, random, log: quiet, leaseMs: FETCH_TIMEOUT_MS + 1_000, derive });
-      const namespace = new StoreNamespace(store, clock);
-      namespace.use(KEY);
+      const slot = new CurrentSlot(store, clock);
+      slot.use(KEY);
       withStore = (own, backoff) =>
-        storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT_MS, storeTimeoutMs: 250, backoff, clock, random });
+        storeSupply(own, { store, slot, fetchTimeoutMs: FETCH_TIMEOUT_MS, storeTimeoutMs: 250, backoff, clock, random });
     }
     sources.push(sidecar({ fetchToken, clock, random, refreshRatio, withStore }));
   }

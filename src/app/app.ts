@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { openRedisTokenStore, type StoreSettings } from '../store/index.js';
+import { openTokenStore, type StoreSettings } from '../store/index.js';
 import { createAdminServer } from '../admin/server.js';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
@@ -8,8 +8,8 @@ import { isLoopbackHost } from '../core/hosts.js';
 import type { Log } from '../core/log.js';
 import { dispatchersFromSettings } from '../net/dispatchers.js';
 import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
-import { createForwarder, createSourceSelector } from '../proxy/forward.js';
-import { Recorder } from '../proxy/observer.js';
+import { createForwarder } from '../proxy/forward.js';
+import { Recorder } from '../proxy/recorder.js';
 import { createProxyServer } from '../proxy/server.js';
 import { registerBuildInfo } from '../telemetry/build-info.js';
 import { createStalledCallers } from '../proxy/stalled-callers.js';
@@ -23,7 +23,7 @@ import { listen } from './listeners/listen.js';
 import { createMemoryControl } from '../overload/memory-control.js';
 import { Readiness } from './readiness.js';
 import { shutdown, StopList } from './shutdown.js';
-import { createTokenSources } from './token-sources.js';
+import { createRoutes } from './routes.js';
 import { listenOnSocket, type SocketFile } from './listeners/unix-socket.js';
 
 export interface AppDeps {
@@ -78,7 +78,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
   let tls = deps.tls.material;
   const store =
     deps.store &&
-    openRedisTokenStore({
+    openTokenStore({
       ...deps,
       settings: deps.store,
       fetchTimeoutMs: config.tokenFetchTimeoutMs,
@@ -87,14 +87,17 @@ export async function startApp(deps: AppDeps): Promise<App> {
       watchFiles: true,
     });
   if (store !== undefined) stops.add(() => store.close());
-  const { configured, configuredTarget, passthrough, endpoint } = createTokenSources({
+  const readiness = new Readiness(config.readiness, clock);
+  const [wired] = createRoutes({
     ...deps,
     metrics,
-    dispatcher: dispatchers.token,
+    readiness,
+    dispatchers,
     stops,
     store,
     clientCertificate: () => tls.cert,
   });
+  const { route, configured, configuredTarget, endpoint } = wired!;
   // Rotated TLS files are used by new connections (the store's too); a new client certificate
   // fetches a token at once, as a secret change does.
   stops.add(
@@ -112,18 +115,12 @@ export async function startApp(deps: AppDeps): Promise<App> {
     }),
   );
 
-  const recorder = new Recorder(metrics, log, config.accessLog, tracing?.requests);
+  const recorder = new Recorder({ observer: metrics, log, accessLog: config.accessLog, tracer: tracing?.requests });
   const callers = createStalledCallers({ sendTimeoutMs: config.upstreamIdleTimeoutMs, recorder, clock });
   const memory = createMemoryControl({ memoryLimitMb: config.memoryLimitMb, action: callers, clock, log });
   stops.add(memory.stop);
   const forward = createForwarder({
-    pool: dispatchers.gateway,
-    baseUrl: config.baseUrl,
-    selectSource: createSourceSelector(configured, passthrough),
-    freshPool: dispatchers.gatewayFresh,
-    upstreamTimeoutMs: config.upstreamTimeoutMs,
-    upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
-    replayBodyLimitBytes: config.replayBodyLimitBytes,
+    route,
     budget: memory.budget,
     load: memory.load,
     recorder,
@@ -131,7 +128,6 @@ export async function startApp(deps: AppDeps): Promise<App> {
     log,
     listenOrigin: listenOrigin(config),
   });
-  const readiness = new Readiness(config.readiness, configured, endpoint);
   const proxyServer = createProxyServer({ forward, recorder, log, maxHeaderBytes: config.maxHeaderBytes });
   const adminServer = createAdminServer({ registry, log, readiness: readiness.check });
 
@@ -167,8 +163,8 @@ export async function startApp(deps: AppDeps): Promise<App> {
   // then all the same, so its warnings come at start and the first caller does not wait for it.
   if (configured === undefined) readEndpointAtStart(endpoint, log);
   readiness.listen();
-  stops.add(memory.watch(proxyServer));
-  announce(config, endpoint, log, proxyAddress, adminAddress);
+  stops.add(memory.watch(() => recorder.served));
+  announce({ config, endpoint, log, proxyAddress, adminAddress });
 
   return {
     proxyAddress,
@@ -208,7 +204,17 @@ function readEndpointAtStart(endpoint: TokenEndpoint, log: Log): void {
   });
 }
 
-function announce(config: Config, endpoint: TokenEndpoint, log: Log, proxyAddress: AddressInfo | string, adminAddress: AddressInfo): void {
+/** The listeners as opened, and what they serve: said once at start. */
+interface Opened {
+  config: Config;
+  endpoint: TokenEndpoint;
+  log: Log;
+  proxyAddress: AddressInfo | string;
+  adminAddress: AddressInfo;
+}
+
+function announce(opened: Opened): void {
+  const { config, endpoint, log, proxyAddress, adminAddress } = opened;
   if (typeof proxyAddress === 'string') {
     // Connecting takes write permission on the socket file: "other" may write, so every local user may connect.
     if ((Number.parseInt(config.listenSocketMode, 8) & 0o002) !== 0) {

@@ -2,10 +2,10 @@ import type { Config } from '../config/config.js';
 import { systemClock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
 import type { TlsMaterial } from '../net/tls-material.js';
-import { openRedisTokenStore, type StoreSettings } from '../store/index.js';
+import { openTokenStore, type StoreSettings } from '../store/index.js';
 import { authMethod, type ConfiguredCredential } from '../token/client-auth/index.js';
 import type { DpopClient } from '../token/dpop/index.js';
-import { storeIdentity } from '../token/from-store/credential-namespace.js';
+import { slotSeed } from '../token/from-store/slot-seed.js';
 
 /**
  * What `check` says of the shared token store: whether it is reachable and accepts the password,
@@ -19,7 +19,7 @@ export async function checkTokenStore(
   deps: { credential: ConfiguredCredential; clientId: string; tls: TlsMaterial; dpop: DpopClient | undefined; log: Log },
 ): Promise<boolean> {
   const where = settings.endpoint.shown;
-  const store = openRedisTokenStore({
+  const opened = openTokenStore({
     settings,
     fetchTimeoutMs: config.tokenFetchTimeoutMs,
     tls: deps.tls,
@@ -27,6 +27,7 @@ export async function checkTokenStore(
     random: Math.random,
     log: deps.log,
   });
+  const store = opened.tokens;
   const say = (line: string): void => void process.stdout.write(`token store: ${line}\n`);
   try {
     const probe = await store.probe();
@@ -35,7 +36,7 @@ export async function checkTokenStore(
       return false;
     }
     say(`${where} reachable${settings.password === undefined ? '' : ', password accepted'}`);
-    const identity = storeIdentity({
+    const sharing = slotSeed({
       settings: config,
       method: authMethod(config.tokenAuthMethod),
       clientId: deps.clientId,
@@ -43,11 +44,11 @@ export async function checkTokenStore(
       dpopKey: deps.dpop && { thumbprint: deps.dpop.prover.key().thumbprint, fromFile: config.dpopKeyFile !== undefined },
       keyFile: settings.keyMaterial,
     });
-    if (!identity.shared) {
-      say(`not used for this credential: ${identity.reason}`);
+    if (!sharing.shared) {
+      say(`not used for this credential: ${sharing.reason}`);
       return true;
     }
-    const read = await (await store.slot(identity.input)).read();
+    const read = await (await store.slot(sharing.seed)).read();
     if (read.kind === 'unavailable') {
       process.stderr.write(`ticket-auth-proxy: check failed: the token store cannot be used: ${read.detail}\n`);
       return false;
@@ -61,6 +62,6 @@ export async function checkTokenStore(
     }
     return true;
   } finally {
-    await store.close();
+    await opened.close();
   }
 }

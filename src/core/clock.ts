@@ -14,7 +14,8 @@ export interface Clock {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const systemClock: Clock = {
-  now: () => Date.now(),
+  // Date.now itself: reading the clock enters no function of ours.
+  now: Date.now,
   setTimeout(fn, ms) {
     // Cut to the longest timer Node holds: a refresh of a token living for months comes early,
     // instead of at once and again after every fetch.

@@ -19,18 +19,31 @@ export interface DispatchersOptions {
 }
 
 /**
- * The connections to the gateway and to the identity provider (its token endpoint, and the
- * metadata of `ISSUER_URL`), made from the TLS material and the egress proxy; forwarding and
- * token fetching see only these dispatchers.
+ * The connections to one gateway, as a route sends on them: rebuilt whole when the TLS material
+ * changes, and read at each send, so a request goes straight to undici's pool with no dispatcher
+ * of ours in between. A request names the gateway's origin itself (`origin`): an egress proxy's
+ * agent needs it; a pool takes its own.
  */
-export interface Dispatchers {
-  /** For the forwarder: requests need no `origin`, it is the gateway's. */
-  readonly gateway: Dispatcher;
+export interface GatewayConnections {
+  /** The gateway's origin. */
+  readonly origin: string;
+  /** The pooled connections. */
+  readonly pool: Dispatcher;
   /**
    * The gateway too, but every request on a connection of its own, closed after the answer: for
    * sending a request again after a pooled connection broke under it.
    */
-  readonly gatewayFresh: Dispatcher;
+  readonly fresh: Dispatcher;
+}
+
+/**
+ * The connections to the gateway and to the identity provider (its token endpoint, and the
+ * metadata of `ISSUER_URL`), made from the TLS material and the egress proxy; forwarding and
+ * token fetching see only these.
+ */
+export interface Dispatchers {
+  /** For the forwarder. */
+  readonly gateway: GatewayConnections;
   /**
    * For the identity provider: any origin, since the token endpoint an issuer's metadata names is
    * known only once it has been read, and need not share the issuer's origin.
@@ -46,23 +59,19 @@ export interface Dispatchers {
 }
 
 /**
- * A stable dispatcher whose target can be replaced: the forwarder and the token fetcher keep one
- * object while the connections behind it are rebuilt. A replaced target is closed gracefully
+ * A stable dispatcher whose target can be replaced: the token fetcher keeps one object while the
+ * connections behind it are rebuilt. A replaced target is closed gracefully
  * (undici's `close` lets the requests it holds finish).
  */
 export class SwappableDispatcher extends Dispatcher {
   #target: Dispatcher;
-  readonly #origin: string | undefined;
 
-  constructor(target: Dispatcher, origin?: string) {
+  constructor(target: Dispatcher) {
     super();
     this.#target = target;
-    this.#origin = origin;
   }
 
   override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    // The forwarder's options object is built for this one dispatch: adding the origin is safe.
-    if (this.#origin !== undefined && options.origin === undefined) options.origin = this.#origin;
     return this.#target.dispatch(options, handler);
   }
 
@@ -116,14 +125,16 @@ function proxyFor(target: URL, proxy: EgressProxy): { httpsProxy: string; httpPr
   return { httpsProxy: https ? uri : '', httpProxy: https ? '' : uri, noProxy: proxy.noProxy ?? '' };
 }
 
-function build(
-  target: URL,
-  tls: TlsMaterial,
-  proxy: EgressProxy,
-  connectTimeoutMs: number,
-  poolOptions: Pool.Options,
-  single: boolean,
-): Dispatcher {
+/** How a connection is made: the TLS material, the egress proxy, and how long connecting may take. */
+interface Connecting {
+  readonly tls: TlsMaterial;
+  readonly proxy: EgressProxy;
+  readonly connectTimeoutMs: number;
+}
+
+/** The connections to `target`'s origin: a pool, or the egress proxy's agent its scheme asks for. */
+function build(target: URL, how: Connecting, poolOptions: Pool.Options): Dispatcher {
+  const { tls, proxy, connectTimeoutMs } = how;
   const connect = { timeout: connectTimeoutMs, ...secureContextFor(tls) };
   const via = proxyFor(target, proxy);
   if (via !== undefined) {
@@ -132,7 +143,7 @@ function build(
     const proxyTls = { timeout: connectTimeoutMs, ...secureContextFor({ ...(tls.ca ? { ca: tls.ca } : {}) }) };
     return new EnvHttpProxyAgent({ ...poolOptions, ...via, connect, requestTls: connect, proxyTls, proxyTunnel: false });
   }
-  return single ? new Pool(target.origin, { ...poolOptions, connect }) : new Agent({ ...poolOptions, connect });
+  return new Pool(target.origin, { ...poolOptions, connect });
 }
 
 /**
@@ -140,8 +151,8 @@ function build(
  * the gateway's is (a pool, or the egress proxy its scheme asks for), so an origin known only at
  * run time (the token endpoint an issuer's metadata names) is reached as one named in the settings.
  */
-function buildAnyOrigin(tls: TlsMaterial, proxy: EgressProxy, connectTimeoutMs: number, poolOptions: Pool.Options): Dispatcher {
-  return new Agent({ factory: (origin) => build(new URL(String(origin)), tls, proxy, connectTimeoutMs, poolOptions, true) });
+function buildAnyOrigin(how: Connecting, poolOptions: Pool.Options): Dispatcher {
+  return new Agent({ factory: (origin) => build(new URL(String(origin)), how, poolOptions) });
 }
 
 /** Builds the gateway's and the identity provider's dispatchers. */
@@ -155,29 +166,33 @@ export function createDispatchers(options: DispatchersOptions): Dispatchers {
   // undici closes the connection after every answer when pipelining is 0.
   const freshPool: Pool.Options = { pipelining: 0 };
   const tokenPool: Pool.Options = { connections: 4, keepAliveTimeout: 30_000 };
+  const { proxy } = options;
   const buildGateway = (tls: TlsMaterial): Dispatcher =>
-    build(gatewayTarget, tls, options.proxy, options.gatewayConnectTimeoutMs, gatewayPool, true);
+    build(gatewayTarget, { tls, proxy, connectTimeoutMs: options.gatewayConnectTimeoutMs }, gatewayPool);
   const buildFresh = (tls: TlsMaterial): Dispatcher =>
-    build(gatewayTarget, tls, options.proxy, options.gatewayConnectTimeoutMs, freshPool, true);
-  const buildToken = (tls: TlsMaterial): Dispatcher => buildAnyOrigin(tls, options.proxy, options.tokenConnectTimeoutMs, tokenPool);
+    build(gatewayTarget, { tls, proxy, connectTimeoutMs: options.gatewayConnectTimeoutMs }, freshPool);
+  const buildToken = (tls: TlsMaterial): Dispatcher =>
+    buildAnyOrigin({ tls, proxy, connectTimeoutMs: options.tokenConnectTimeoutMs }, tokenPool);
 
-  const gateway = new SwappableDispatcher(buildGateway(options.tls), gatewayTarget.origin);
-  const gatewayFresh = new SwappableDispatcher(buildFresh(options.tls), gatewayTarget.origin);
+  const gateway = { origin: gatewayTarget.origin, pool: buildGateway(options.tls), fresh: buildFresh(options.tls) };
   const token = new SwappableDispatcher(buildToken(options.tls));
+  const gatewayDispatchers = (): Dispatcher[] => [gateway.pool, gateway.fresh];
   return {
     gateway,
-    gatewayFresh,
     token,
     setTls(tls) {
-      void gateway.swap(buildGateway(tls));
-      void gatewayFresh.swap(buildFresh(tls));
+      // New requests take the new pools; the old ones finish what they hold and close.
+      const old = gatewayDispatchers();
+      gateway.pool = buildGateway(tls);
+      gateway.fresh = buildFresh(tls);
+      for (const d of old) void d.close().catch(() => undefined);
       void token.swap(buildToken(tls));
     },
     close: async () => {
-      await Promise.all([gateway.close(), gatewayFresh.close(), token.close()]);
+      await Promise.all([...gatewayDispatchers().map((d) => d.close()), token.close()]);
     },
     destroy: async () => {
-      await Promise.all([gateway.destroy(), gatewayFresh.destroy(), token.destroy()]);
+      await Promise.all([...gatewayDispatchers().map((d) => d.destroy()), token.destroy()]);
     },
   };
 }

@@ -1,4 +1,3 @@
-import type { Server } from 'node:http';
 import type { Clock } from '../core/clock.js';
 import type { Log } from '../core/log.js';
 import { heldMemory } from './held-memory.js';
@@ -25,8 +24,8 @@ export interface MemoryControlOptions {
 export interface MemoryControl {
   budget: ReadBudget;
   load: LoadShedding;
-  /** Starts the release after bursts, counting the listener's requests; returns how to stop it. */
-  watch(proxyServer: Server): () => void;
+  /** Starts the release after bursts; `served` counts the proxy's requests so far. Returns how to stop it. */
+  watch(served: () => number): () => void;
   /** Stops the shedding guard's sampling. */
   stop(): void;
 }
@@ -55,13 +54,9 @@ export function createMemoryControl(options: MemoryControlOptions): MemoryContro
   return {
     budget: collector === undefined ? NO_BUDGET : createReadBudget(collector.young),
     load: guard ?? NEVER_SHED,
-    watch(proxyServer) {
+    watch(served) {
       if (collector === undefined) return () => {};
-      let served = 0;
-      proxyServer.on('request', () => {
-        served += 1;
-      });
-      const release = startMemoryRelease({ clock, log, served: () => served, release: collector.full });
+      const release = startMemoryRelease({ clock, log, served, release: collector.full });
       return () => release.stop();
     },
     stop: () => guard?.stop(),

@@ -8,7 +8,6 @@
  * buffers that died since the last one, at once, and the budget starts again. What the process
  * holds in dead buffers is so bounded by the budget, whatever passes through.
  */
-import type { IncomingMessage } from 'node:http';
 
 /** Where the request path reports the body bytes it reads into the process. */
 export interface ReadBudget {
@@ -43,23 +42,4 @@ export function createReadBudget(collect: () => void, bytes = READ_BUDGET_BYTES,
       collect();
     },
   };
-}
-
-const kBudget = Symbol('budget');
-/** A caller's request, pointing at the budget its body is read against: the listener below is built once. */
-type Metered = IncomingMessage & { [kBudget]?: ReadBudget };
-
-function onUploadChunk(this: Metered, chunk: Buffer): void {
-  this[kBudget]!.spend(chunk.length);
-}
-
-/**
- * Reports each chunk of a caller's upload to `budget` as it is read. Called before the body is
- * handed to undici, which resumes it: the stream is left paused, so every chunk reaches both.
- * Without a budget (`NO_BUDGET`) the body is left alone.
- */
-export function meterUpload(req: IncomingMessage, budget: ReadBudget): void {
-  if (budget === NO_BUDGET) return;
-  (req as Metered)[kBudget] = budget;
-  req.on('data', onUploadChunk).pause();
 }

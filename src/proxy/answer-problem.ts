@@ -1,26 +1,17 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ProxyError, UpstreamDisconnectedError, UpstreamTimeoutError, UpstreamUnreachableError } from '../core/errors.js';
 import { sendProblem } from '../core/problem.js';
 import { answeredWithoutTls, networkFailureReason, NOT_TLS_REASON, notTlsAdvice } from '../net/failure-reason.js';
-import type { Recorder } from './observer.js';
+import type { CallerRequest } from './caller-request.js';
 
 /**
- * Answers a request that is not forwarded (a refusal) or whose exchange failed with a problem, and
- * records it. `hasBody`: the request announced a body. A connection whose request body is still
- * unread is closed after the answer rather than read to its end (a refused upload is not taken
- * in); one whose request had no body stays open.
+ * Answers a request that is not forwarded (a refusal) or whose exchange failed with a problem;
+ * returns the status, for the caller to record. A connection whose request body is still unread
+ * is closed after the answer rather than read to its end (a refused upload is not taken in); one
+ * whose request had no body stays open.
  */
-export function answerProblem(
-  recorder: Recorder,
-  req: IncomingMessage,
-  res: ServerResponse,
-  err: unknown,
-  started: number,
-  hasBody: boolean,
-): void {
-  if (hasBody && !req.complete) res.shouldKeepAlive = false;
-  const status = sendProblem(res, err);
-  recorder.answered(req, status, started);
+export function answerProblem(request: Pick<CallerRequest, 'req' | 'res' | 'hasBody'>, err: unknown): number {
+  if (request.hasBody && !request.req.complete) request.res.shouldKeepAlive = false;
+  return sendProblem(request.res, err);
 }
 
 /**

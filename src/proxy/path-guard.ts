@@ -1,13 +1,31 @@
 import { BadPathError, NotProxiedError, type ProxyError } from '../core/errors.js';
 
-const PREFIX = '/api/v1';
+/** The gateway path prefixes a route forwards (`/api/v1` unless it names others), read once. */
+export interface ForwardedPaths {
+  readonly prefixes: readonly string[];
+  /** What a request outside them is told: the paths that are forwarded. */
+  readonly outside: NotProxiedError;
+}
+
+/** The paths a route forwards, as {@link checkTarget} reads them: prefixes without a trailing slash (`/api/v1`). */
+export function forwardedPaths(prefixes: readonly string[]): ForwardedPaths {
+  const named = prefixes.map((p) => `${p}/`);
+  const list = named.length === 1 ? named[0]! : `${named.slice(0, -1).join(', ')} and ${named.at(-1)!}`;
+  return { prefixes: [...prefixes], outside: new NotProxiedError(`only paths under ${list} are forwarded`) };
+}
+
+/** What a route forwards unless it names other paths: the Ticket Service's `/api/v1`. */
+export const DEFAULT_PATHS: ForwardedPaths = forwardedPaths(['/api/v1']);
+
+/** The token endpoint under a prefix belongs to the proxy. */
+const TOKEN_ENDPOINT_REFUSED = new NotProxiedError('the token endpoint is not forwarded: the proxy obtains tokens itself');
 
 /**
- * Checks a request target against the forwarding rules. Returns the error to
- * answer with, or undefined when the target is forwarded as it is. The proxy never rewrites a path:
- * anything a server on the way could read as another path is refused instead.
+ * Checks a request target against the forwarding rules and the paths a route forwards. Returns the
+ * error to answer with, or undefined when the target is forwarded as it is. The proxy never
+ * rewrites a path: anything a server on the way could read as another path is refused instead.
  */
-export function checkTarget(target: string): ProxyError | undefined {
+export function checkTarget(target: string, paths: ForwardedPaths = DEFAULT_PATHS): ProxyError | undefined {
   if (target.charCodeAt(0) !== 47 /* / */) {
     return new BadPathError('only origin-form request targets (starting with "/") are forwarded');
   }
@@ -18,13 +36,19 @@ export function checkTarget(target: string): ProxyError | undefined {
   const path = q === -1 ? target : target.slice(0, q);
   const bad = badPathReason(path);
   if (bad !== undefined) return new BadPathError(bad);
-  if (!(path.length === PREFIX.length ? path === PREFIX : path.startsWith(PREFIX) && path.charCodeAt(PREFIX.length) === 47)) {
-    return new NotProxiedError(`only paths under ${PREFIX}/ are forwarded`);
-  }
+  const prefix = prefixOf(path, paths.prefixes);
+  if (prefix === undefined) return paths.outside;
   // The token endpoint belongs to the proxy: compare decoded and case-folded, as a server might,
   // and without the ";params" some servers drop from a segment (`/oauth2;x/token`).
-  if (/^oauth2(?:[/;]|$)/.test(decodeForCompare(path.slice(PREFIX.length + 1)))) {
-    return new NotProxiedError('the token endpoint is not forwarded: the proxy obtains tokens itself');
+  if (/^oauth2(?:[/;]|$)/.test(decodeForCompare(path.slice(prefix.length + 1)))) return TOKEN_ENDPOINT_REFUSED;
+  return undefined;
+}
+
+/** The prefix `path` is at or under (at a segment boundary), or undefined. */
+function prefixOf(path: string, prefixes: readonly string[]): string | undefined {
+  for (let i = 0; i < prefixes.length; i++) {
+    const prefix = prefixes[i]!;
+    if (path.length === prefix.length ? path === prefix : path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47) return prefix;
   }
   return undefined;
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import type { Authorization } from '../token/authorization.js';
-import type { Recorder } from './observer.js';
+import type { Authorization } from '../token/held-token.js';
+import type { Authorizer } from './authorizer.js';
+import type { Recorder } from './recorder.js';
 
 /**
  * When a request is sent to the gateway a second time: two small policies the exchange
@@ -19,7 +20,7 @@ import type { Recorder } from './observer.js';
  *   retry is no 401 replay: it is not counted as one, and a 401 after it may still be replayed.
  *
  * Either needs the whole body at hand: none, or one of at most `REPLAY_BODY_LIMIT_BYTES`, copied
- * while it streamed ({@link copyBody}) and dropped as soon as the answer goes to the caller.
+ * while it streamed ({@link BodyCopy}) and dropped as soon as the answer goes to the caller.
  */
 
 /** The answer goes to the caller. */
@@ -31,27 +32,32 @@ export const NONCE_REPLAY = 2;
 /** One of the above; for the replays a request has had, their sum (each happens once at most). */
 export type Replay = number;
 
+/** A gateway 401 as the replay policy weighs it. */
+export interface Refusal {
+  /** A DPoP nonce demand (RFC 9449 §9), not a refusal of the token. */
+  readonly nonceAsked: boolean;
+  /** The replays the request has had. */
+  readonly done: Replay;
+  /** Its whole body is at hand for sending again. */
+  readonly bodyAtHand: boolean;
+  /** How the refused attempt was authorised. */
+  readonly refused: Authorization;
+}
+
 /**
- * Whether a gateway 401 (`nonceAsked`: a DPoP nonce demand) is replayed, and how. `done`: the
- * replays the request has had; `bodyAtHand`: its whole body is at hand; `source`: its token
- * source. A refused token is dropped whether or not the request is replayed: only the replay
- * needs the body.
+ * Whether a gateway 401 is replayed, and how; `authorizer` is the request's token source. A
+ * refused token is dropped whether or not the request is replayed: only the replay needs the body.
+ * Every 401 is reported to `recorder`.
  */
-export function replayAfter(
-  nonceAsked: boolean,
-  done: Replay,
-  bodyAtHand: boolean,
-  refused: Authorization,
-  source: { invalidate(token: string): boolean },
-  recorder: Recorder,
-): Replay {
-  if (nonceAsked) {
+export function replayAfter(refusal: Refusal, authorizer: Pick<Authorizer, 'invalidate'>, recorder: Recorder): Replay {
+  const { done, bodyAtHand } = refusal;
+  if (refusal.nonceAsked) {
     // Not a refusal of the token, which is kept.
     if ((done & NONCE_REPLAY) === 0 && bodyAtHand) return NONCE_REPLAY;
     recorder.upstreamUnauthorized(false);
     return NO_REPLAY;
   }
-  const renewed = source.invalidate(refused.token);
+  const renewed = authorizer.invalidate(refusal.refused.token);
   const replay = (done & TOKEN_REPLAY) === 0 && bodyAtHand && renewed;
   recorder.upstreamUnauthorized(replay);
   return replay ? TOKEN_REPLAY : NO_REPLAY;
@@ -87,51 +93,51 @@ export function mayRetry(err: Error, method: string, headers: readonly string[])
   return false;
 }
 
-const kCopy = Symbol('copy');
-const kRoom = Symbol('room');
-/** The copy is kept on the request it copies: the chunks so far, and the bytes still allowed. */
-type CopiedRequest = IncomingMessage & { [kCopy]?: Buffer[]; [kRoom]?: number };
+/**
+ * The copy of a request body kept while it streams, for sending it again: its exchange's, fed by
+ * the exchange's one listener on the caller's body, and dropped as soon as the answer goes to the
+ * caller or the body outgrows the limit.
+ */
+export class BodyCopy {
+  private chunks: Buffer[] | undefined = [];
 
-/** A chunk of the body, read from the caller as undici sends it on. `this` is the request. */
-function onBodyChunk(this: CopiedRequest, chunk: Buffer): void {
-  const copy = this[kCopy];
-  if (copy === undefined) return;
-  const room = this[kRoom]! - chunk.length;
-  if (room < 0) {
-    dropCopy(this);
-    return;
+  /** A copy of at most `room` bytes. */
+  constructor(private room: number) {}
+
+  /** A chunk of the body, as undici sends it on. */
+  add(chunk: Buffer): void {
+    if (this.chunks === undefined) return;
+    this.room -= chunk.length;
+    if (this.room < 0) this.drop();
+    else this.chunks.push(chunk);
   }
-  this[kRoom] = room;
-  copy.push(chunk);
+
+  /** Drops the copy: the answer went to the caller, or the body outgrew the limit. */
+  drop(): void {
+    this.chunks = undefined;
+  }
+
+  /** Whether the copy still holds every chunk seen so far. */
+  get kept(): boolean {
+    return this.chunks !== undefined;
+  }
+
+  /** The whole body, once it has all been read and kept. */
+  body(): Buffer {
+    return Buffer.concat(this.chunks!);
+  }
 }
 
 /**
- * Copies the body of a request as it streams, when it may fit under `limit` bytes: before the
- * body is handed to undici, which resumes it, so that every chunk reaches both and the body is
- * not held back. (Not undici's `onBodySent`, which it has deprecated.)
+ * The copy for a body that may fit under `limit` bytes (`REPLAY_BODY_LIMIT_BYTES`), or undefined
+ * when none is kept: no limit, or a `Content-Length` over it.
  */
-export function copyBody(req: IncomingMessage, contentLength: string | undefined, limit: number): void {
-  if (limit === 0 || (contentLength !== undefined && Number(contentLength) > limit)) return;
-  const copied = req as CopiedRequest;
-  copied[kCopy] = [];
-  copied[kRoom] = limit;
-  req.on('data', onBodyChunk).pause();
+export function copyFor(contentLength: string | undefined, limit: number): BodyCopy | undefined {
+  if (limit === 0 || (contentLength !== undefined && Number(contentLength) > limit)) return undefined;
+  return new BodyCopy(limit);
 }
 
-/** Drops the copy and stops copying: the answer went to the caller, or the body outgrew the limit. */
-export function dropCopy(req: IncomingMessage): void {
-  const copied = req as CopiedRequest;
-  if (copied[kCopy] === undefined) return;
-  copied[kCopy] = undefined;
-  req.off('data', onBodyChunk);
-}
-
-/** Whether the whole body is at hand for sending again: none, or all of it read and copied. */
-export function bodyAtHand(req: IncomingMessage, hasBody: boolean): boolean {
-  return !hasBody || ((req as CopiedRequest)[kCopy] !== undefined && req.readableEnded);
-}
-
-/** The body for sending again, once {@link bodyAtHand} said it is: null for none. */
-export function copiedBody(req: IncomingMessage, hasBody: boolean): Buffer | null {
-  return hasBody ? Buffer.concat((req as CopiedRequest)[kCopy]!) : null;
+/** Whether the whole body is at hand for sending again: none, or all of it read and kept. */
+export function bodyAtHand(req: IncomingMessage, hasBody: boolean, copy: BodyCopy | undefined): boolean {
+  return !hasBody || (copy !== undefined && copy.kept && req.readableEnded);
 }

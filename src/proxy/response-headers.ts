@@ -36,21 +36,25 @@ function sameBytes(bytes: Buffer, text: string): boolean {
   return true;
 }
 
+/** The gateway an answer comes from, as its headers are rewritten (a route is one). */
+export interface AnsweringGateway {
+  /** The gateway's base URL (`BASE_URL` without its trailing slash): a `Location` into it is rewritten. */
+  readonly baseUrl: string;
+  /** The gateway's header names as last seen, when kept. */
+  readonly seenNames?: SeenHeaderNames | undefined;
+}
+
 /**
  * The headers to send back: the gateway's, less hop-by-hop ones, with a `Location` that points
  * into the gateway rewritten to the origin the caller used. Built from the raw list undici's
  * parser keeps, so names keep the letter case the gateway sent (legacy code looks them up
  * case-sensitively) and repeated fields their order. A value sent once is taken from `parsed`,
  * where undici has already converted it, rather than converted a second time; a name seen at its
- * place in an earlier answer is taken from `seen`, when given.
+ * place in an earlier answer is taken from the gateway's `seenNames`, when kept. `callerOrigin` is
+ * the origin the caller used (`http://` + its `Host`), or `''` for an absolute path (a Unix socket).
  */
-export function callerResponseHeaders(
-  raw: RawHeaders,
-  baseUrl: string,
-  callerOrigin: string,
-  parsed?: ParsedHeaders,
-  seen?: SeenHeaderNames,
-): string[] {
+export function callerResponseHeaders(raw: RawHeaders, gateway: AnsweringGateway, callerOrigin: string, parsed?: ParsedHeaders): string[] {
+  const { baseUrl, seenNames: seen } = gateway;
   const out: string[] = [];
   let connection: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -81,7 +85,8 @@ export function callerResponseHeaders(
     }
     out.push(name, lower === 'location' ? rewriteLocation(value, baseUrl, callerOrigin) : value);
   }
-  const named = connection === undefined ? undefined : connectionNamed(connection);
+  // The usual values name no other field: read without a call.
+  const named = connection === undefined || connection === 'keep-alive' || connection === 'close' ? undefined : connectionNamed(connection);
   return named === undefined ? out : withoutNamed(out, named);
 }
 

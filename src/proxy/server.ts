@@ -5,7 +5,7 @@ import { BadRequestError, HeadersTooLargeError, MethodNotAllowedError, type Prox
 import type { Log } from '../core/log.js';
 import { rawProblemResponse, sendProblem } from '../core/problem.js';
 import type { Forward } from './forward.js';
-import type { Recorder } from './observer.js';
+import type { Recorder } from './recorder.js';
 
 export interface ProxyServerOptions {
   forward: Forward;
@@ -16,19 +16,31 @@ export interface ProxyServerOptions {
   maxHeaderBytes: number;
 }
 
-/** Per-connection state, kept on the socket itself. */
-const kInFlight = Symbol('inFlight');
-const kClosing = Symbol('closing');
-const kRefusal = Symbol('refusal');
-const kLast = Symbol('last');
-type TrackedSocket = Duplex & {
-  [kInFlight]?: number;
-  [kClosing]?: boolean;
-  [kRefusal]?: string;
-  [kLast]?: ServerResponse;
-};
-/** A response, with the connection it was accepted on (counted there until it closes). */
-type ResponseOnSocket = ServerResponse & { socketAtStart?: TrackedSocket };
+/** What the listener knows of one caller connection. */
+class Connection {
+  /** Answers begun on it and not yet closed. */
+  inFlight = 0;
+  /** The proxy has decided to close it: nothing more is forwarded from it. */
+  closing = false;
+  /** A refusal waiting for the answers in flight to finish, then written and the connection closed. */
+  refusal: string | undefined = undefined;
+  /** The last response begun on it. */
+  last: ServerResponse | undefined = undefined;
+
+  constructor(readonly socket: Duplex) {}
+}
+
+const kConnection = Symbol('connection');
+/**
+ * A caller's socket, and each response begun on it, point at the connection's state: the one link
+ * from Node's objects, so that the listeners below are built once.
+ */
+type Linked<T> = T & { [kConnection]?: Connection };
+
+/** The state of `socket`'s connection, made on its first request or refusal. */
+function connectionOf(socket: Linked<Duplex>): Connection {
+  return (socket[kConnection] ??= new Connection(socket));
+}
 
 /**
  * The proxy listener: plain HTTP/1.1 on loopback by default. Requests go to the forwarder; the
@@ -68,16 +80,16 @@ export function createProxyServer(options: ProxyServerOptions): Server {
   // would write bare, uncounted): the request is forwarded without its `Expect`, as every request is.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => accept(req, res, false));
 
-  function accept(req: IncomingMessage, res: ResponseOnSocket, expectContinue: boolean): void {
-    const socket = req.socket as TrackedSocket;
-    if (socket[kClosing] === true) {
+  function accept(req: IncomingMessage, res: Linked<ServerResponse>, expectContinue: boolean): void {
+    const connection = connectionOf(req.socket);
+    if (connection.closing) {
       // Pipelined behind an answer that closes the connection: its answer could never arrive.
       res.shouldKeepAlive = false;
       return;
     }
-    socket[kInFlight] = (socket[kInFlight] ?? 0) + 1;
-    res.socketAtStart = socket;
-    socket[kLast] = res;
+    connection.inFlight += 1;
+    connection.last = res;
+    res[kConnection] = connection;
     res.on('close', onResponseClose);
     if (headBytes(req) > options.maxHeaderBytes) {
       // Node's own limit counts the target and the header names and values alone: a head of many
@@ -86,7 +98,7 @@ export function createProxyServer(options: ProxyServerOptions): Server {
       res.shouldKeepAlive = false;
       sendProblem(res, tooLarge);
     } else forward(req, res, expectContinue);
-    if (!res.shouldKeepAlive) socket[kClosing] = true;
+    if (!res.shouldKeepAlive) connection.closing = true;
   }
 
   // CONNECT is refused here, and only here: Node hands it to this event, never to the forwarder.
@@ -95,8 +107,7 @@ export function createProxyServer(options: ProxyServerOptions): Server {
     socket.on('error', () => {});
     socket.end(rawProblemResponse(new MethodNotAllowedError('CONNECT is not forwarded')));
   });
-  server.on('clientError', (err: NodeJS.ErrnoException, raw: Duplex) => {
-    const socket = raw as TrackedSocket;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     log.debug({ code: err.code }, 'malformed request refused');
     socket.on('error', () => {});
     if (!socket.writable || err.code === 'ECONNRESET') {
@@ -106,30 +117,30 @@ export function createProxyServer(options: ProxyServerOptions): Server {
     const refusal: ProxyError =
       err.code === 'HPE_HEADER_OVERFLOW' ? tooLarge : new BadRequestError(`the request could not be parsed (${err.code ?? 'bad request'})`);
     recorder.refused('other', refusal instanceof HeadersTooLargeError ? 431 : 400);
-    socket[kClosing] = true;
-    socket[kRefusal] = rawProblemResponse(refusal);
-    const last = socket[kLast];
+    const connection = connectionOf(socket);
+    connection.closing = true;
+    connection.refusal = rawProblemResponse(refusal);
+    const last = connection.last;
     if (last !== undefined && !last.req.complete && !last.writableFinished) {
       // The error cut the body of the request in flight: its answer can never be complete, so
       // the refusal goes out now (the upstream request is aborted as the connection closes).
       if (last.headersSent) socket.destroy();
-      else writeRefusal(socket);
-    } else if ((socket[kInFlight] ?? 0) === 0) writeRefusal(socket);
+      else writeRefusal(connection);
+    } else if (connection.inFlight === 0) writeRefusal(connection);
   });
   return server;
 }
 
 /** One answer on a connection is done; a refusal waiting for it goes out once none is left. */
-function onResponseClose(this: ResponseOnSocket): void {
-  const socket = this.socketAtStart!;
-  const left = socket[kInFlight]! - 1;
-  socket[kInFlight] = left;
-  if (left === 0 && socket[kRefusal] !== undefined) writeRefusal(socket);
+function onResponseClose(this: Linked<ServerResponse>): void {
+  const connection = this[kConnection]!;
+  connection.inFlight -= 1;
+  if (connection.inFlight === 0 && connection.refusal !== undefined) writeRefusal(connection);
 }
 
-function writeRefusal(socket: TrackedSocket): void {
-  const refusal = socket[kRefusal]!;
-  socket[kRefusal] = undefined;
+function writeRefusal(connection: Connection): void {
+  const { socket, refusal } = connection;
+  connection.refusal = undefined;
   if (socket.writable) socket.end(refusal);
   else socket.destroy();
 }

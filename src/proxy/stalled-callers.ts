@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../core/clock.js';
 import type { OverloadAction } from '../overload/overload-guard.js';
-import type { Recorder } from './observer.js';
+import type { Recorder } from './recorder.js';
+import { queuedBytes } from './socket-write-queue.js';
 
 /**
  * Callers that stop reading their answer (docs/forwarding.md, "Limits under abuse";
@@ -16,35 +17,29 @@ import type { Recorder } from './observer.js';
  *   overload guard asks to end the exchanges whose callers have taken nothing for a while, those
  *   holding the most unsent answer first.
  *
- * An exchange whose caller always keeps up never comes here: small answers cost nothing.
+ * The watch's clock is the exchange's own fields ({@link WatchedCaller}); an exchange whose caller
+ * always keeps up never comes here: small answers cost nothing.
  */
 export interface StalledCallers extends OverloadAction {
-  /** The caller's connection took none of what was just written: `res` holds unsent answer. */
-  blocked(req: IncomingMessage, res: ServerResponse): void;
+  /** The caller's connection took none of what was just written: its response holds unsent answer. */
+  blocked(exchange: WatchedCaller): void;
+  /** The caller's socket went quiet: true when answer bytes waited for it, and it was cut off. */
+  timedOut(exchange: WatchedCaller): boolean;
+  /** The exchange's caller connection closed: no longer watched. */
+  ended(exchange: WatchedCaller): void;
 }
 
-interface Watched {
+/** An exchange as the watch reads it: its caller, and the watch's clock, kept in its own fields. */
+export interface WatchedCaller {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
-  /** When the caller last took nothing of what waited for it; 0 while it keeps up. */
-  since: number;
+  /** When the caller last took nothing of what waited for it; 0 while it keeps up (the exchange resets it on `drain`). */
+  stalledSince: number;
   /** The unsent answer when last looked at: less later means the caller took some. */
-  unsent: number;
+  unsentSeen: number;
   /** The bytes of the write under way that the kernel had not taken, when last looked at. */
-  queued: number;
+  queuedSeen: number;
 }
-
-/**
- * The bytes of the write under way that the kernel has not taken yet: it shrinks as a caller
- * takes part of a write, which the unsent answer shows only once the whole write is taken. Node's
- * own socket timeout reads the same count to tell a slow write from a stalled one.
- */
-function queuedBytes(res: ServerResponse): number {
-  return (res.socket as { _handle?: { writeQueueSize?: number } } | null)?._handle?.writeQueueSize ?? 0;
-}
-
-const kWatched = Symbol('stalled-caller');
-type Tagged = ServerResponse & { [kWatched]?: Watched };
 
 export interface StalledCallersOptions {
   /** `UPSTREAM_IDLE_TIMEOUT_MS`: the longest a caller may take nothing of its answer. */
@@ -55,58 +50,52 @@ export interface StalledCallersOptions {
 
 export function createStalledCallers(options: StalledCallersOptions): StalledCallers {
   const { sendTimeoutMs, recorder, clock } = options;
-  const watched = new Set<Watched>();
-
-  /** The caller caught up: it is no longer taking nothing. */
-  function onDrain(this: Tagged): void {
-    this[kWatched]!.since = 0;
-  }
-  function onClose(this: Tagged): void {
-    watched.delete(this[kWatched]!);
-  }
-  /** The caller's socket went quiet: cut it off when answer bytes wait for it (else the silence is the gateway's). */
-  function onSendTimeout(this: Tagged): void {
-    const w = this[kWatched]!;
-    if (this.destroyed || this.writableLength === 0) return;
-    recorder.stalled(w.req, 'send', sendTimeoutMs);
-    this.destroy();
-  }
+  const watched = new Set<WatchedCaller>();
 
   return {
-    blocked(req, res) {
-      const tagged = res as Tagged;
-      let w = tagged[kWatched];
-      if (w === undefined) {
-        w = { req, res, since: clock.now(), unsent: res.writableLength, queued: queuedBytes(res) };
-        tagged[kWatched] = w;
-        watched.add(w);
-        res.on('drain', onDrain).once('close', onClose).on('timeout', onSendTimeout);
-      } else if (w.since === 0) {
-        w.since = clock.now();
+    blocked(exchange) {
+      const { res } = exchange;
+      if (!watched.has(exchange)) {
+        watched.add(exchange);
+        exchange.stalledSince = clock.now();
+      } else if (exchange.stalledSince === 0) {
+        exchange.stalledSince = clock.now();
       }
-      w.unsent = res.writableLength;
-      w.queued = queuedBytes(res);
-      // The exchange may have cleared the socket's timeout once the request body was in (exchange.ts).
+      exchange.unsentSeen = res.writableLength;
+      exchange.queuedSeen = queuedBytes(res);
+      // The exchange may have cleared the socket's timeout once the request body was in.
       if (res.socket !== null && res.socket.timeout !== sendTimeoutMs) res.setTimeout(sendTimeoutMs);
+    },
+
+    timedOut(exchange) {
+      const { res } = exchange;
+      if (res.destroyed || res.writableLength === 0) return false;
+      recorder.stalled(exchange.req, 'send', sendTimeoutMs);
+      res.destroy();
+      return true;
+    },
+
+    ended(exchange) {
+      watched.delete(exchange);
     },
 
     endStalled(bytes, idleMs) {
       const now = clock.now();
-      const idle: Watched[] = [];
+      const idle: WatchedCaller[] = [];
       for (const w of watched) {
         const unsent = w.res.writableLength;
         const queued = queuedBytes(w.res);
-        if (unsent < w.unsent || queued !== w.queued) w.since = now;
-        w.unsent = unsent;
-        w.queued = queued;
-        if (w.since !== 0 && unsent > 0 && now - w.since >= idleMs) idle.push(w);
+        if (unsent < w.unsentSeen || queued !== w.queuedSeen) w.stalledSince = now;
+        w.unsentSeen = unsent;
+        w.queuedSeen = queued;
+        if (w.stalledSince !== 0 && unsent > 0 && now - w.stalledSince >= idleMs) idle.push(w);
       }
-      idle.sort((a, b) => b.unsent - a.unsent);
+      idle.sort((a, b) => b.unsentSeen - a.unsentSeen);
       let ended = 0;
       for (let freed = 0; ended < idle.length && freed < bytes; ended++) {
         const w = idle[ended]!;
-        freed += w.unsent;
-        recorder.overloadReset(w.req, now - w.since);
+        freed += w.unsentSeen;
+        recorder.overloadReset();
         w.res.destroy();
       }
       return ended;

@@ -1,7 +1,7 @@
 import type { EntryFields } from './entry.js';
 
 /** The keys of one credential, all in one hash slot (they share the hash tag). */
-export interface CredentialKeys {
+export interface SlotKeys {
   readonly entryKey: string;
   readonly leaseKey: string;
   readonly failureKey: string;
@@ -26,7 +26,7 @@ export interface RawRead {
  * timeout and turns every failure into a value with {@link StoreBackend.explain}.
  */
 export interface StoreBackend {
-  read(keys: CredentialKeys): Promise<RawRead>;
+  read(keys: SlotKeys): Promise<RawRead>;
   /**
    * Sets the entry to `fields` with a time to live of `ttlMs()` (asked once connected, so the time
    * spent connecting does not lengthen it), and deletes the failure record,
@@ -34,7 +34,7 @@ export interface StoreBackend {
    * in `exp`, or whose `ct` is `replaceCt` (garbage a read found) is replaced whatever it says.
    * True when written. Either way the failure record is deleted: a token was fetched.
    */
-  write(keys: CredentialKeys, fields: EntryFields, ttlMs: () => number, replaceCt: string | undefined): Promise<boolean>;
+  write(keys: SlotKeys, fields: EntryFields, ttlMs: () => number, replaceCt: string | undefined): Promise<boolean>;
   /**
    * `SET lease value NX PX ttlMs`: `acquired` when taken. Otherwise a lease key without a time to
    * live, or with more than `limitMs`, is given `ttlMs` (only ever shortened): `cut`; else `taken`.

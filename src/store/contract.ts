@@ -18,7 +18,7 @@
  *   bounded by the time to live the store itself counts, so pods whose clocks disagree cannot
  *   stretch a token's life.
  * - Nothing in the store is readable without the credential: entries are encrypted and named
- *   under a key derived from the credential's key material (`store-key.ts`).
+ *   under a key derived from the credential's key material (`slot-key.ts`).
  *
  * How a lifecycle uses it, in brief: at start or at a refresh moment, `need()`, then `read()`: a
  * hit is adopted; a miss with a shared failure waits for its `nextAttemptAtMs`; otherwise
@@ -92,7 +92,7 @@ export interface StoreUnavailable {
  *   (at least), and lives `expiresAtMs - issuedAtMs` in all.
  * - `miss`: no usable entry. `invalid` is true when an entry was there but did not decrypt or
  *   parse (written under another key, or overwritten with garbage): it is never served, and the
- *   next {@link CredentialSlot.write} replaces it.
+ *   next {@link Slot.write} replaces it.
  * Both carry the shared failure, if one is recorded: do not fetch before its `nextAttemptAtMs`.
  */
 export type ReadResult =
@@ -123,7 +123,7 @@ export interface Lease {
 
 /**
  * What taking the lease found.
- * - `acquired`: fetch, then {@link CredentialSlot.write} (or {@link CredentialSlot.recordFailure}),
+ * - `acquired`: fetch, then {@link Slot.write} (or {@link Slot.recordFailure}),
  *   then {@link Lease.release}.
  * - `taken`: another proxy is fetching: keep reading the entry (polling with jitter) up to the
  *   fetch timeout, then try for the lease again. A lease found with a time to live longer than any
@@ -146,7 +146,7 @@ export type RecordResult = { readonly kind: 'recorded' } | StoreUnavailable;
  * {@link TokenStore.slot}; a rotated secret, private key or key file is a new credential
  * (a new namespace: nothing written under the old key is read under the new one).
  */
-export interface CredentialSlot {
+export interface Slot {
   /** Reads the entry and the shared failure in one round trip. */
   read(): Promise<ReadResult>;
   /**
@@ -174,7 +174,7 @@ export interface CredentialSlot {
 }
 
 /** What {@link TokenStore.slot} needs: what the credential is, and what its key is made from. */
-export interface CredentialKeyInput {
+export interface SlotSeed {
   /**
    * Everything that makes two proxies' credentials the same (token URL, client id, authentication
    * method, scope, extra token parameters, and the thumbprints of a DPoP key from a file or of the
@@ -240,12 +240,12 @@ export interface TokenStore {
   /**
    * The store for one credential. Derives its key with scrypt, off the event loop and one
    * derivation at a time (tens of milliseconds of CPU and a passing 32 MiB each: see
-   * `store-key.ts`), then resolves. Call it once per credential and key material, at start for
+   * `slot-key.ts`), then resolves. Call it once per credential and key material, at start for
    * the configured credential (before the first read), on first use for a pass-through one, and
    * again when the material changes (a new namespace). Never rejects: should the derivation fail,
    * the credential's operations all answer `unavailable` (logged once).
    */
-  slot(input: CredentialKeyInput): Promise<CredentialSlot>;
+  slot(input: SlotSeed): Promise<Slot>;
   /**
    * Tells the store it is about to be needed (start, a refresh moment, a gateway 401, waiting for
    * another proxy's fetch, a pass-through credential's first use): it opens its connection now,

@@ -1,4 +1,4 @@
-import { sameFingerprint, type StoreKey } from './store-key.js';
+import { sameFingerprint, type SlotKey } from './slot-key.js';
 import type { StoredToken } from './contract.js';
 
 /**
@@ -23,7 +23,7 @@ interface Sealed {
 }
 
 /** The fields to store for `token`. */
-export function sealEntry(key: StoreKey, token: StoredToken): EntryFields {
+export function sealEntry(key: SlotKey, token: StoredToken): EntryFields {
   const sealed: Sealed = {
     t: token.accessToken,
     y: token.tokenType,
@@ -41,7 +41,7 @@ const isTime = (v: unknown): v is number => typeof v === 'number' && Number.isSa
  * does not parse, or disagrees with its clear fields (an `exp` or `fp` changed beside it).
  */
 export function openEntry(
-  key: StoreKey,
+  key: SlotKey,
   fields: { exp?: string | undefined; fp?: string | undefined; ct?: string | undefined },
 ): StoredToken | undefined {
   if (fields.exp === undefined || fields.fp === undefined || fields.ct === undefined) return undefined;
@@ -70,12 +70,12 @@ export interface SealedFailure {
  * The shared failure record's value: the outcome and the next attempt's time, sealed under the
  * record's own name, so a record replayed later asks for no wait past the time it was written for.
  */
-export function sealFailure(key: StoreKey, failure: SealedFailure): string {
+export function sealFailure(key: SlotKey, failure: SealedFailure): string {
   return key.seal(JSON.stringify({ o: failure.outcome, n: Math.ceil(failure.nextAttemptAtMs) }), key.failureKey);
 }
 
 /** What a failure record holds, or undefined when this key did not write it or it lacks the next attempt's time. */
-export function openFailure(key: StoreKey, value: string): SealedFailure | undefined {
+export function openFailure(key: SlotKey, value: string): SealedFailure | undefined {
   const text = key.open(value, key.failureKey);
   if (text === undefined) return undefined;
   try {

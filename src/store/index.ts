@@ -1,14 +1,16 @@
 /**
- * The shared token store's Redis side: one token per credential across every proxy that holds it,
- * through Redis or Valkey (`TOKEN_STORE_URL`). What a store is, its contract, is `contract.ts`;
- * its Redis implementation is `redis-store.ts` (over `redis-backend.ts`, the client and the
- * scripts of `scripts.ts`, and `sealed-store.ts`, the entry format of `entry.ts` under the keys
- * of `store-key.ts`). The token side, where a token comes from with a store, is `token/from-store/`.
+ * The shared token store: one token per credential across every proxy that holds it, through
+ * Redis or Valkey (`TOKEN_STORE_URL`). What a store is, its contract, is `contract.ts`: one slot
+ * per credential. A slot's operations go through two layers: `sealed-store.ts` (the entry format
+ * of `entry.ts` under the slot's key of `slot-key.ts`, with the store's health of `health.ts`),
+ * then the backend (`redis-backend.ts`: the client and the scripts of `scripts.ts`). The token
+ * side, where a token comes from with a store, is `token/from-store/`.
  *
  * 1. `checkStoreSettings` is handed to the loader; its result is undefined without a store.
- * 2. `openRedisTokenStore({ settings, fetchTimeoutMs, tls, clock, random, log, observer, watchFiles })`
- *    at start; then `need()`, and `slot({ description, keyMaterial })` for the configured
- *    credential before its first read (the key is derived while the client library loads).
+ * 2. `openTokenStore({ settings, fetchTimeoutMs, tls, clock, random, log, observer, watchFiles })`
+ *    at start (`open-store.ts`): its `tokens` are the store; `slot({ description, keyMaterial })`
+ *    for the configured credential before its first read (the key is derived while the client
+ *    library loads).
  * 3. With `watchFiles`, a new password reconnects with it and new key material reaches
  *    `onKeyFile` listeners (a new `slot()`); a rotated `CA_FILE` or client certificate goes to `setTls`.
  * 4. `close()` at shutdown.
@@ -19,8 +21,8 @@
 export { ANOMALY_KINDS, LEASE_LIMIT_MS } from './contract.js';
 export type {
   AnomalyKind,
-  CredentialKeyInput,
-  CredentialSlot,
+  SlotSeed,
+  Slot,
   DeleteResult,
   Lease,
   LeaseResult,
@@ -36,9 +38,9 @@ export type {
   UnavailableReason,
   WriteResult,
 } from './contract.js';
-export { LEASE_MARGIN_MS, openRedisTokenStore, type OpenStoreOptions, type RedisTokenStore } from './redis-store.js';
+export { LEASE_MARGIN_MS, openTokenStore, type OpenedStore, type OpenStoreOptions } from './open-store.js';
 export { checkStoreSettings, MIN_KEY_BYTES, type StoreSettings } from './settings.js';
 export { functionLibrary, LIBRARY_NAME } from './scripts.js';
-export { watchStoreFiles, type StoreFilesOptions } from './store-files.js';
+export { watchSecretFiles, type SecretFilesOptions } from './secret-files.js';
 export { createMemoryTokenStore, MemoryStoreServer, type MemoryFault } from './memory-backend.js';
-export { describeCredential, FORMAT_VERSION, scryptDeriver, sharedDeriver, type KeyDeriver } from './store-key.js';
+export { describeCredential, FORMAT_VERSION, scryptDeriver, sharedDeriver, type KeyDeriver } from './slot-key.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../core/clock.js';
-import type { BackendFailure, CredentialKeys, RawRead, StoreBackend } from './backend.js';
+import type { BackendFailure, SlotKeys, RawRead, StoreBackend } from './backend.js';
 import type { EntryFields } from './entry.js';
 import { createSealedStore, type SealedStoreOptions } from './sealed-store.js';
 import { STORE_VALUE_MAX_BYTES } from './scripts.js';
@@ -157,7 +157,7 @@ export class MemoryStoreServer {
     return typeof value === 'string' ? undefined : value;
   }
 
-  private read(keys: CredentialKeys): RawRead {
+  private read(keys: SlotKeys): RawRead {
     const slot = this.slot(keys.entryKey);
     // As the read script: a value longer than any proxy writes is garbage, never handed on.
     const entry =
@@ -175,7 +175,7 @@ export class MemoryStoreServer {
     };
   }
 
-  private write(keys: CredentialKeys, fields: EntryFields, ttlMs: number, replaceCt: string | undefined): boolean {
+  private write(keys: SlotKeys, fields: EntryFields, ttlMs: number, replaceCt: string | undefined): boolean {
     const current = this.slot(keys.entryKey);
     this.data.delete(keys.failureKey);
     if (current !== undefined && typeof current.value !== 'string') {

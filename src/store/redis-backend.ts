@@ -4,7 +4,7 @@ import type { TlsMaterial } from '../net/tls-material.js';
 import type { RawRead, StoreBackend } from './backend.js';
 import { CLOSED, explainRedisFailure, type PasswordSource } from './redis-failure.js';
 import type { StoreEndpoint } from './redis-url.js';
-import { FORMAT_VERSION } from './store-key.js';
+import { FORMAT_VERSION } from './slot-key.js';
 import { LIBRARY_NAME, SCRIPTS, VERSION_FUNCTION, functionName } from './scripts.js';
 
 /** A connection unused this long is closed: a proxy needs the store about once a token lifetime. */
@@ -179,7 +179,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     if (connection === undefined) return;
     if (current === connection) {
       current = undefined;
-      clock.clearTimeout(idleTimer);
+      stopIdleTimer();
     }
     connection.dropped = true;
     connection.client?.disconnect();
@@ -195,7 +195,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     if (closed) throw new Error('the token store is closed');
     const connection = (current ??= open());
     inFlight++;
-    clock.clearTimeout(idleTimer);
+    stopIdleTimer();
     let timer: unknown;
     const deadline = new Promise<never>((_, reject) => {
       timer = clock.setTimeout(() => reject(new Error(`Command timed out: the operation took more than ${timeoutMs} ms`)), timeoutMs);
@@ -218,10 +218,18 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
 
   function closeWhenIdle(): void {
     if (inFlight > 0) return;
-    clock.clearTimeout(idleTimer);
+    stopIdleTimer();
     idleTimer = clock.setTimeout(() => {
+      idleTimer = undefined;
       if (inFlight === 0) drop(current);
     }, idleMs);
+  }
+
+  /** The idle timer, if one runs, stops: a connection in use, dropped or closed is not closed by it. */
+  function stopIdleTimer(): void {
+    if (idleTimer === undefined) return;
+    clock.clearTimeout(idleTimer);
+    idleTimer = undefined;
   }
 
   const ttl = (n: number): number => Math.max(1, Math.ceil(n));
@@ -276,7 +284,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     },
     async close() {
       closed = true;
-      clock.clearTimeout(idleTimer);
+      stopIdleTimer();
       drop(current);
     },
     explain: (err) => explainRedisFailure(err, endpoint.shown, options.passwordSource, options.password()),

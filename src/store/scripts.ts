@@ -1,4 +1,4 @@
-import { FORMAT_VERSION } from './store-key.js';
+import { FORMAT_VERSION } from './slot-key.js';
 
 /**
  * The Lua scripts behind the store's primitives (`backend.ts` says what each does; the in-memory

@@ -4,11 +4,11 @@ import type { Log } from '../core/log.js';
 import type { StoreBackend } from './backend.js';
 import { openEntry, openFailure, sealEntry, sealFailure } from './entry.js';
 import { StoreHealth, type Attempt } from './health.js';
-import { deriveStoreKey, scryptDeriver, type KeyDeriver, type StoreKey } from './store-key.js';
+import { deriveSlotKey, scryptDeriver, type KeyDeriver, type SlotKey } from './slot-key.js';
 import {
   LEASE_LIMIT_MS,
   type AnomalyKind,
-  type CredentialSlot,
+  type Slot,
   type DeleteResult,
   type LeaseResult,
   type ReadResult,
@@ -86,7 +86,7 @@ export function createSealedStore(options: SealedStoreOptions): TokenStore {
   return {
     async slot(input) {
       try {
-        const key = await deriveStoreKey({ ...input, prefix: options.prefix, derive });
+        const key = await deriveSlotKey({ ...input, prefix: options.prefix, derive });
         return createSlot({ key, backend, health, clock, leaseMs: options.leaseMs, observer, anomaly });
       } catch (err) {
         // scrypt refused (its memory, most likely): this credential works as without a store.
@@ -111,7 +111,7 @@ export function createSealedStore(options: SealedStoreOptions): TokenStore {
 }
 
 export interface SlotOptions {
-  key: StoreKey;
+  key: SlotKey;
   backend: StoreBackend;
   health: StoreHealth;
   clock: Clock;
@@ -123,7 +123,7 @@ export interface SlotOptions {
 }
 
 /** One credential's slot over the store's primitives: sealing, opening, counting. */
-export function createSlot(options: SlotOptions): CredentialSlot {
+export function createSlot(options: SlotOptions): Slot {
   const { key, backend, health, clock, leaseMs, observer, anomaly } = options;
   const count = (operation: StoreOperation, result: StoreResult): void => observer?.onOperation?.(operation, result);
   /** The `ct` of an entry a read found unusable: the next write replaces it whatever its `exp` says. */
@@ -237,7 +237,7 @@ export function createSlot(options: SlotOptions): CredentialSlot {
 }
 
 /** A credential whose store key could not be derived: every operation answers `unavailable`. */
-export function unusableSlot(unavailable: StoreUnavailable): CredentialSlot {
+export function unusableSlot(unavailable: StoreUnavailable): Slot {
   const answer = (): Promise<StoreUnavailable> => Promise.resolve(unavailable);
   return { read: answer, write: answer, takeLease: answer, deleteIfSame: answer, recordFailure: answer };
 }

@@ -1,9 +1,9 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { FetchOutcome } from '../token/errors.js';
-import type { ProxyObserver } from '../proxy/observer.js';
+import type { ProxyObserver } from '../proxy/recorder.js';
 import type { DpopObserver } from '../token/dpop/index.js';
 import type { TokenStoreObserver } from '../store/index.js';
-import type { TokenSourceObserver, TokenState } from '../token/token-source.js';
+import type { TokenSourceObserver, TokenState } from '../token/token-state.js';
 import { dpopMetrics } from './dpop-metrics.js';
 import { type MetricsRuntime, registerProcessMetrics } from './process-metrics.js';
 import { requestMetrics } from './request-metrics.js';

@@ -194,17 +194,24 @@ export function describeTokenFailure(error: unknown, endpoint: EndpointName): st
   return describeFetchFailure(error, endpoint).text;
 }
 
+/** A failed fetch as its log line tells it. */
+export interface FetchFailure {
+  /** Names the credential (never the client id or secret). */
+  readonly label: string;
+  /** Where the request went, when known: the diagnosis names it. */
+  readonly endpoint: EndpointName | undefined;
+  /** What the fetch ended in. */
+  readonly err: unknown;
+  /** What comes next (the attempt, when the next one starts, how long the held token lasts), in ms. */
+  readonly retry: Record<string, number>;
+}
+
 /**
  * One log line per failed fetch of the credential `label`, with the account `check` and
  * `/readyz` give of it: at error level when the client's credentials were refused.
  */
-export function logFetchFailure(
-  log: Log,
-  label: string,
-  endpoint: EndpointName | undefined,
-  err: unknown,
-  retry: Record<string, number>,
-): void {
+export function logFetchFailure(log: Log, failure: FetchFailure): void {
+  const { label, endpoint, err, retry } = failure;
   const error = asFetchError(err);
   const diagnosis = endpoint === undefined ? undefined : diagnoseTokenFailure(err, endpoint);
   const fields = {

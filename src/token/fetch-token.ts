@@ -38,25 +38,28 @@ export interface TokenFetcherOptions extends TokenRequestOptions {
   tokenUrl: string;
 }
 
-/**
- * The fetcher for the configured token endpoint (`TOKEN_URL`, or the one `ISSUER_URL`'s metadata
- * names: `endpoint` says which, for every request), authenticating with `clientAuth`.
- */
-export function tokenFetcherFromConfig(
-  config: Pick<Config, 'tokenScope' | 'tokenParams' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>,
-  endpoint: TokenEndpoint,
-  dispatcher: Dispatcher,
-  now: () => number,
-  clientAuth: ClientAuth,
-  dpop?: DpopClient,
-): FetchToken {
+/** What a fetcher is made from: the settings, where its requests go, and how they are authenticated. */
+export interface ConfiguredFetcherOptions {
+  settings: Pick<Config, 'tokenScope' | 'tokenParams' | 'tokenFetchTimeoutMs' | 'tokenDefaultTtlS'>;
+  /** `TOKEN_URL`, or the one `ISSUER_URL`'s metadata names: it says which, for every request. */
+  endpoint: TokenEndpoint;
+  /** The identity provider's connections. */
+  dispatcher: Dispatcher;
+  now: () => number;
+  clientAuth: ClientAuth;
+  dpop?: DpopClient | undefined;
+}
+
+/** The fetcher for a token endpoint, as the settings configure it, authenticating with `clientAuth`. */
+export function tokenFetcher(options: ConfiguredFetcherOptions): FetchToken {
+  const { settings, endpoint, dispatcher, now, clientAuth, dpop } = options;
   const request = createTokenRequester({
     dpop,
     clientAuth,
-    scope: config.tokenScope,
-    extraParams: config.tokenParams,
-    timeoutMs: config.tokenFetchTimeoutMs,
-    defaultTtlS: config.tokenDefaultTtlS,
+    scope: settings.tokenScope,
+    extraParams: settings.tokenParams,
+    timeoutMs: settings.tokenFetchTimeoutMs,
+    defaultTtlS: settings.tokenDefaultTtlS,
     dispatcher,
     now,
   });

@@ -1,14 +1,15 @@
 import { hash, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../core/clock.js';
-import { InvalidClientError, TokenUnavailableError } from '../core/errors.js';
-import { TokenFetchError } from './errors.js';
+import { InvalidClientError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
-import type { Authorization } from './authorization.js';
 import type { Credential } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
-import type { FetchToken } from './fetch-token.js';
-import { TokenSource, type TokenSourceObserver, type TokenSourceOptions } from './token-source.js';
+import type { HeldToken } from './held-token.js';
+import { RefreshLoop } from './refresh-loop.js';
+import type { BackoffPolicy } from './refresh-schedule.js';
+import type { TokenSupply } from './token-supply.js';
+import type { TokenSourceObserver, TokenState } from './token-state.js';
 
 /** How long a credential the token endpoint rejected is answered without asking it again. */
 export const REJECTION_MEMORY_MS = 10_000;
@@ -20,7 +21,10 @@ const rejectedClient = (): InvalidClientError =>
 export interface SourceCacheOptions {
   /** Most entries held (`TOKEN_CACHE_MAX`); the least recently used one is evicted beyond it. */
   max: number;
-  fetchToken: FetchToken;
+  /** A credential's supply: this proxy's fetch, or the store's around it, with its loop's backoff. */
+  supplyFor(credential: Credential, backoff: BackoffPolicy): TokenSupply;
+  /** How long a failed attempt waits before the next. */
+  backoff: BackoffPolicy;
   clock: Clock;
   random: () => number;
   refreshRatio: number;
@@ -36,35 +40,20 @@ export interface SourceCacheOptions {
   dpop?: DpopClient | undefined;
   /** Key for the HMAC of id and secret; random per process unless given. */
   hmacKey?: Buffer;
-  /** With a shared token store: the supply of a credential's source, keyed by its own secret (token/from-store/store-use.ts). */
-  withStore?: ((credential: Credential) => TokenSourceOptions['withStore']) | undefined;
-}
-
-/** A pass-through credential's token source: a rejected credential reads as `invalid_client`. */
-class PassthroughSource extends TokenSource {
-  override authorize(): Promise<Authorization> {
-    return super.authorize().catch((err: unknown) => {
-      throw isRejection(err) ? rejectedClient() : err;
-    });
-  }
-}
-
-function isRejection(err: unknown): boolean {
-  return err instanceof TokenUnavailableError && err.cause instanceof TokenFetchError && err.cause.outcome === 'rejected';
 }
 
 interface Entry {
-  source: PassthroughSource;
+  loop: RefreshLoop;
   /** When a request last asked for it: its idle time counts from here. */
   lastUsedAt: number;
   /** How long it may go without a request: a token's lifetime once it has one. */
   idleLimitMs: number;
 }
 
-/** The pass-through token sources: one per caller's own Basic credentials. */
+/** The pass-through credentials' token sources: one per caller's own Basic credentials. */
 export interface SourceCache {
-  /** The source for these credentials, or `invalid_client` while they are remembered as rejected. */
-  sourceFor(credential: Credential): TokenSource | InvalidClientError;
+  /** The held token for these credentials, or `invalid_client` while they are remembered as rejected. */
+  authorizerFor(credential: Credential): HeldToken | InvalidClientError;
   readonly size: number;
   /** Stops every entry's timers and drops them all. */
   stop(): void;
@@ -77,9 +66,9 @@ const DROPPED = 'the pass-through credential was idle for a token lifetime and i
 const EVICTED = 'more pass-through credentials are in use than TOKEN_CACHE_MAX; this one was evicted before its token came';
 
 /**
- * An LRU of token sources for callers' own credentials, keyed by an HMAC of id and secret under a
+ * An LRU of refresh loops for callers' own credentials, keyed by an HMAC of id and secret under a
  * per-process key, so a wrong secret finds no entry and never another caller's token. Each entry
- * runs the whole lifecycle of a {@link TokenSource}; it is dropped (timers stopped) after a token
+ * runs the whole lifecycle of a {@link RefreshLoop}; it is dropped (timers stopped) after a token
  * lifetime without a request, when evicted, or when the token endpoint rejects its credentials,
  * which are then answered `invalid_client` for {@link REJECTION_MEMORY_MS} without a fetch.
  */
@@ -99,59 +88,68 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
     dispose: (entry, _key, reason) => {
       if (reason === 'expire')
         options.log.debug({ credential: 'passthrough' }, 'pass-through credential idle for a token lifetime; dropped');
-      entry.source.stop(reason === 'evict' ? EVICTED : undefined);
+      entry.loop.stop(reason === 'evict' ? EVICTED : undefined);
     },
     disposeAfter: () => options.onSize(entries.size),
   });
   const keyOf = credentialKeyer(options.hmacKey ?? randomBytes(32));
-  /** Whether the entry is still held: a stale one (idle past its limit) is dropped here, its source stopped. */
+  /** Whether the entry is still held: a stale one (idle past its limit) is dropped here, its loop stopped. */
   const held = (key: string, entry: Entry): boolean => entries.get(key, { updateAgeOnGet: false }) === entry;
 
-  const create = (key: string, credential: Credential): Entry => {
-    const source = new PassthroughSource({
-      label: 'passthrough',
-      credential,
-      fetchToken: options.fetchToken,
-      clock,
-      random: options.random,
-      refreshRatio: options.refreshRatio,
-      waitTimeoutMs: options.waitTimeoutMs,
-      log: options.log,
-      dpop: options.dpop,
-      // Every attempt, a refresh included, first asks whether the entry is still held: an entry
-      // idle for a token lifetime costs no fetch, and its source stops.
-      withStore: (own, backoff) => {
-        const supply = options.withStore?.(credential)?.(own, backoff) ?? own;
-        return { obtain: (request) => (held(key, entry) ? supply.obtain(request) : Promise.reject(new Error(DROPPED))) };
-      },
-      observer: {
-        onFetch: (outcome, durationS) => options.observer.onFetch?.(outcome, durationS),
-        onAdopt: () => options.observer.onAdopt?.(),
-        onState(state) {
-          if (state.expiresAtMs === 0) return;
-          const lifetime = state.expiresAtMs - state.lastSuccessAtMs;
-          if (lifetime > 0 && lifetime !== entry.idleLimitMs && entries.peek(key) === entry) {
-            entry.idleLimitMs = lifetime;
-            // The same entry with its new limit, still counted from its last request.
-            entries.set(key, entry, { ttl: lifetime, start: entry.lastUsedAt });
-          }
-        },
-      },
-      // Once its retry is scheduled, so that stopping the source clears that timer too.
-      onFailure(error) {
-        if (error.outcome !== 'rejected' || entries.peek(key) !== entry) return;
+  /** What an entry's loop reports: fetches and adoptions counted; its token's lifetime and a rejection acted on. */
+  const observerOf = (key: string, entry: () => Entry): TokenSourceObserver => ({
+    onAdopt: () => options.observer.onAdopt?.(),
+    onState(state: TokenState) {
+      const e = entry();
+      if (entries.peek(key) !== e) return;
+      // Reported once its retry is scheduled, so that stopping the loop clears that timer too.
+      if (state.lastError?.outcome === 'rejected') {
         rejectedAt.set(key, clock.now());
         entries.delete(key);
-      },
-    });
-    const entry: Entry = { source, lastUsedAt: clock.now(), idleLimitMs: options.defaultLifetimeMs };
+        return;
+      }
+      if (state.expiresAtMs === 0) return;
+      const lifetime = state.expiresAtMs - state.lastSuccessAtMs;
+      if (lifetime > 0 && lifetime !== e.idleLimitMs) {
+        e.idleLimitMs = lifetime;
+        // The same entry with its new limit, still counted from its last request.
+        entries.set(key, e, { ttl: lifetime, start: e.lastUsedAt });
+      }
+    },
+  });
+
+  const create = (key: string, credential: Credential): Entry => {
+    const supply = options.supplyFor(credential, options.backoff);
+    const entry: Entry = {
+      loop: new RefreshLoop({
+        label: 'passthrough',
+        credential,
+        // Every attempt, a refresh included, first asks whether the entry is still held: an entry
+        // idle for a token lifetime costs no fetch, and its loop stops.
+        supply: {
+          obtain: (request) => (held(key, entry) ? supply.obtain(request) : Promise.reject(new Error(DROPPED))),
+          rejected: (token) => supply.rejected(token),
+        },
+        backoff: options.backoff,
+        clock,
+        random: options.random,
+        refreshRatio: options.refreshRatio,
+        waitTimeoutMs: options.waitTimeoutMs,
+        log: options.log,
+        dpop: options.dpop,
+        observer: observerOf(key, () => entry),
+        whenRejected: rejectedClient,
+      }),
+      lastUsedAt: clock.now(),
+      idleLimitMs: options.defaultLifetimeMs,
+    };
     entries.set(key, entry);
     options.onSize(entries.size);
     return entry;
   };
 
   return {
-    sourceFor(credential) {
+    authorizerFor(credential) {
       const key = keyOf(credential);
       const at = rejectedAt.get(key);
       if (at !== undefined) {
@@ -160,7 +158,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       }
       const entry = entries.get(key) ?? create(key, credential);
       entry.lastUsedAt = clock.now();
-      return entry.source;
+      return entry.loop.held;
     },
     get size() {
       return entries.size;

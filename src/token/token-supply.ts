@@ -43,12 +43,6 @@ export interface SupplyRequest {
   readonly held: HeldToken | undefined;
   /** The attempts that failed in a row before this one: the backoff's step. */
   readonly failures: number;
-  /**
-   * The tokens the gateway rejected (answered 401 for), newest last, as the source keeps them: none
-   * is ever taken again, and the newest is deleted from a shared store if it is still there. Read
-   * throughout the attempt: a token rejected meanwhile is not taken either.
-   */
-  readonly rejected: readonly string[];
   /** Aborted when the source stops: nothing is waited for any more. */
   readonly signal: AbortSignal;
 }
@@ -74,6 +68,12 @@ export interface TokenSupply {
    * be had now, saying when to try again; never holds anything once settled.
    */
   obtain(request: SupplyRequest): Promise<SuppliedToken>;
+  /**
+   * The gateway rejected `token` (answered 401 for it): a shared store's supply never hands it over
+   * again, and deletes it from the store at its next attempt if it is still there; this proxy's own
+   * fetch has nothing to do.
+   */
+  rejected(token: string): void;
 }
 
 /** What a supply is built with. */
@@ -98,6 +98,7 @@ export type FetchCounter = (outcome: FetchOutcome, durationS: number) => void;
 export function fetchingSupply(fetchToken: FetchToken, options: SupplyOptions): TokenSupply {
   const { clock, count, backoff, schedule } = options;
   return {
+    rejected() {},
     async obtain({ credential, held, failures }) {
       const sentAt = clock.now();
       try {

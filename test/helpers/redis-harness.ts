@@ -5,11 +5,11 @@
 import { Cluster, Redis } from 'iovalkey';
 import { systemClock } from '../../src/core/clock.js';
 import type { TlsMaterial } from '../../src/net/tls-material.js';
-import { openRedisTokenStore, type RedisTokenStore } from '../../src/store/redis-store.js';
+import { openTokenStore, type OpenedStore } from '../../src/store/open-store.js';
 import { parseStoreUrl, type StoreMode } from '../../src/store/redis-url.js';
 import type { StoreSettings } from '../../src/store/settings.js';
-import { scryptDeriver, sharedDeriver, type KeyDeriver } from '../../src/store/store-key.js';
-import type { TokenStoreObserver } from '../../src/store/contract.js';
+import { scryptDeriver, sharedDeriver, type KeyDeriver } from '../../src/store/slot-key.js';
+import type { TokenStore, TokenStoreObserver } from '../../src/store/contract.js';
 import { FakeLog } from './fakes.js';
 import { pollUntil } from './index.js';
 import { ADMIN_PASSWORD } from './redis-server.js';
@@ -50,13 +50,16 @@ export function storeSettings(target: RedisTarget, prefix: string, timeoutMs = 2
   };
 }
 
+/** A store opened as the proxy opens it: the store itself, with what the wiring changes on it. */
+export type TestStore = TokenStore & Pick<OpenedStore, 'setPassword' | 'close'>;
+
 /** Opens a store on `target` as the proxy does; the caller closes it. */
 export function openStore(
   target: RedisTarget,
   prefix: string,
   options: { fetchTimeoutMs?: number; observer?: TokenStoreObserver; timeoutMs?: number; log?: FakeLog; idleMs?: number } = {},
-): RedisTokenStore {
-  return openRedisTokenStore({
+): TestStore {
+  const opened = openTokenStore({
     settings: storeSettings(target, prefix, options.timeoutMs),
     fetchTimeoutMs: options.fetchTimeoutMs ?? 10_000,
     tls: target.tls ?? {},
@@ -67,6 +70,9 @@ export function openStore(
     derive: testDeriver,
     idleMs: options.idleMs,
   });
+  // The store's own operations (its methods need no `this`), closed as the opened store closes
+  // (which also stops watching files).
+  return Object.assign(Object.create(opened.tokens) as TokenStore, { setPassword: opened.setPassword, close: opened.close });
 }
 
 /** An administrator's client: the default user, every command. */
@@ -104,7 +110,7 @@ export function redisHarness(
   basePrefix: string,
 ): StoreHarness & { closeAll(): Promise<void> } {
   const prefix = `${basePrefix}${++run}-${Date.now()}:`;
-  const opened: RedisTokenStore[] = [];
+  const opened: TestStore[] = [];
   return {
     prefix,
     async open(options = {}) {

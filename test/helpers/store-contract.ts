@@ -7,14 +7,7 @@
  * never served; nothing readable without the credential.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import type {
-  CredentialKeyInput,
-  StoredToken,
-  StoreOperation,
-  StoreResult,
-  TokenStore,
-  TokenStoreObserver,
-} from '../../src/store/contract.js';
+import type { SlotSeed, StoredToken, StoreOperation, StoreResult, TokenStore, TokenStoreObserver } from '../../src/store/contract.js';
 import { STORE_VALUE_MAX_BYTES } from '../../src/store/scripts.js';
 
 /** A raw key of the store, as a client without the credential reads it. */
@@ -46,7 +39,7 @@ export interface StoreHarness {
 
 const DESCRIPTION = 'token_url=https://idp.example.com/oauth2/token client_id=ticket-client-7 method=client_secret_post scope=tickets.read';
 const SECRET = 'the-client-secret-of-ticket-client-7';
-const CREDENTIAL: CredentialKeyInput = { description: DESCRIPTION, keyMaterial: Buffer.from(SECRET) };
+const CREDENTIAL: SlotSeed = { description: DESCRIPTION, keyMaterial: Buffer.from(SECRET) };
 
 let serial = 0;
 /** A token issued now, usable for `usableMs` (its expiry a second later). */

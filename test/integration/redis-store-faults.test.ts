@@ -8,7 +8,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseCaFile } from '../../src/net/tls-material.js';
 import { functionLibrary, LIBRARY_NAME } from '../../src/store/scripts.js';
-import type { CredentialSlot, StoredToken } from '../../src/store/contract.js';
+import type { Slot, StoredToken } from '../../src/store/contract.js';
 import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
 import { FakeLog } from '../helpers/fakes.js';
 import { closedPort, pollUntil } from '../helpers/index.js';
@@ -32,7 +32,7 @@ afterEach(async () => {
 async function open(
   target: RedisTarget,
   options: Parameters<typeof openStore>[2] = {},
-): Promise<{ store: Opened; cred: CredentialSlot; log: FakeLog }> {
+): Promise<{ store: Opened; cred: Slot; log: FakeLog }> {
   const log = options.log ?? new FakeLog();
   const store = openStore(target, PREFIX, { timeoutMs: GENEROUS_MS, ...options, log });
   opened.push(store);

@@ -8,12 +8,12 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
-import { deriveStoreKey } from '../../src/store/store-key.js';
+import { deriveSlotKey } from '../../src/store/slot-key.js';
 import { sealFailure } from '../../src/store/entry.js';
-import { StoreNamespace } from '../../src/token/from-store/credential-namespace.js';
+import { CurrentSlot } from '../../src/token/from-store/slot-seed.js';
 import { storeSupply } from '../../src/token/from-store/store-supply.js';
 import { RETRY_AFTER_CAP_MS } from '../../src/token/parse-response.js';
-import { TokenSource } from '../../src/token/token-source.js';
+import { testSource } from '../helpers/token-loop.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
 import { FC } from './budget.js';
@@ -68,7 +68,7 @@ async function run(writes: readonly Write[], proxies: number) {
   const fetcher = new FakeFetcher(clock);
   fetcher.answer = (call) => ({ accessToken: `tok-${fetcher.calls.indexOf(call)}`, lifetimeMs: LIFETIME });
   const log = new FakeLog();
-  const key = await deriveStoreKey({ ...KEY, prefix: PREFIX, derive: fastDerive });
+  const key = await deriveSlotKey({ ...KEY, prefix: PREFIX, derive: fastDerive });
   const keyOf = (target: Target): string => (target === 'entry' ? key.entryKey : target === 'lease' ? key.leaseKey : key.failureKey);
   for (const w of writes) {
     clock.setTimeout(() => {
@@ -87,9 +87,9 @@ async function run(writes: readonly Write[], proxies: number) {
       return () => (x = (x * 16807) % 2147483647) / 2147483647;
     })();
     const store = createMemoryTokenStore({ server, clock, random, log, leaseMs: LEASE_MS, derive: fastDerive });
-    const namespace = new StoreNamespace(store, clock);
+    const namespace = new CurrentSlot(store, clock);
     namespace.use(KEY);
-    return new TokenSource({
+    return testSource({
       label: 'configured',
       credential: { clientId: 'fleet', clientSecret: 'fleet-secret' },
       fetchToken: fetcher.fetchToken,
@@ -99,7 +99,7 @@ async function run(writes: readonly Write[], proxies: number) {
       waitTimeoutMs: 5_000,
       log,
       withStore: (own, backoff) =>
-        storeSupply(own, { store, namespace, fetchTimeoutMs: FETCH_TIMEOUT, storeTimeoutMs: 250, backoff, clock, random }),
+        storeSupply(own, { store, slot: namespace, fetchTimeoutMs: FETCH_TIMEOUT, storeTimeoutMs: 250, backoff, clock, random }),
     });
   });
   const start = clock.now();

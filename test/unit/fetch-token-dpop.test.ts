@@ -36,7 +36,6 @@ function setup(mode: 'on' | 'required' = 'on'): { dpop: DpopClient; fetch: () =>
   const dpop = createDpopClient({
     mode,
     key: generateDpopKey(),
-    baseUrl: 'https://gw.example/base',
     clock: systemClock,
     log: createLogger('silent'),
     observer: { proofMade: (t) => counted.push(`proof ${t}`), nonceRequested: (t) => counted.push(`nonce ${t}`) },

@@ -1,14 +1,28 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { createLogger } from '../../src/core/log.js';
-import { setAuthorization } from '../../src/proxy/authorization-header.js';
-import { readRequestHeaders } from '../../src/proxy/request-headers.js';
+import { setProof, type ProofTarget } from '../../src/proxy/proof-header.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readCallerRequest } from '../../src/proxy/caller-request.js';
 import { callerResponseHeaders, flatHeaders, rewriteLocation, SeenHeaderNames } from '../../src/proxy/response-headers.js';
-import { authorizationFor } from '../../src/token/authorization.js';
-import { createDpopClient, generateDpopKey } from '../../src/token/dpop/index.js';
+import { authorizationFor, type Authorization } from '../../src/token/held-token.js';
+import { createDpopClient, dpopGateway, generateDpopKey } from '../../src/token/dpop/index.js';
 
 const BASE = 'https://gw.example.com/gw';
 const CALLER = 'http://127.0.0.1:8180';
+
+/**
+ * A caller's request with these raw headers, as the forwarder reads it: the headers it forwards
+ * end with the pair reserved for the proxy's own Authorization, which is taken off here.
+ */
+const readRequestHeaders = (rawHeaders: string[]) => {
+  const request = readCallerRequest({ rawHeaders } as unknown as IncomingMessage, {} as ServerResponse, 0, false);
+  expect(request.forward.slice(-2)).toEqual(['authorization', '']);
+  return { ...request, forward: request.forward.slice(0, -2) };
+};
+
+/** The gateway at BASE, with the header names it last sent when `seenNames` is given. */
+const gw = (seenNames?: SeenHeaderNames) => ({ baseUrl: BASE, seenNames });
 
 /** [name, value] pairs of a flat raw header list. */
 function pairs(raw: readonly string[]): [string, string][] {
@@ -138,7 +152,7 @@ describe('callerResponseHeaders', () => {
       'content-length',
       '2',
     );
-    expect(callerResponseHeaders(headers, BASE, CALLER)).toEqual([
+    expect(callerResponseHeaders(headers, gw(), CALLER)).toEqual([
       'Content-Type',
       'application/json',
       'ETag',
@@ -151,7 +165,7 @@ describe('callerResponseHeaders', () => {
   });
 
   it('drops what repeated Connection fields name, whatever their case', () => {
-    expect(callerResponseHeaders(raw('connection', 'close', 'Connection', 'X-A', 'x-a', '1', 'X-B', '2'), BASE, CALLER)).toEqual([
+    expect(callerResponseHeaders(raw('connection', 'close', 'Connection', 'X-A', 'x-a', '1', 'X-B', '2'), gw(), CALLER)).toEqual([
       'X-B',
       '2',
     ]);
@@ -159,7 +173,7 @@ describe('callerResponseHeaders', () => {
 
   it('keeps repeated Set-Cookie headers, each as it came', () => {
     const headers = raw('Set-Cookie', 'a=1; Path=/', 'Set-Cookie', 'b=2; HttpOnly', 'set-cookie', 'c=3, d=4');
-    expect(callerResponseHeaders(headers, BASE, CALLER)).toEqual([
+    expect(callerResponseHeaders(headers, gw(), CALLER)).toEqual([
       'Set-Cookie',
       'a=1; Path=/',
       'Set-Cookie',
@@ -170,7 +184,7 @@ describe('callerResponseHeaders', () => {
   });
 
   it('passes header values as latin1 bytes, unchanged', () => {
-    expect(callerResponseHeaders([Buffer.from('X-Name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])], BASE, CALLER)).toEqual([
+    expect(callerResponseHeaders([Buffer.from('X-Name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])], gw(), CALLER)).toEqual([
       'X-Name',
       'caf\u00e9',
     ]);
@@ -194,9 +208,9 @@ describe('callerResponseHeaders', () => {
       raw('Location', 'https://gw.example.com/gw/api/v1/x', 'x-name', '\u00e9t\u00e9'),
     ];
     for (const headers of cases) {
-      expect(callerResponseHeaders(headers, BASE, CALLER, parse(headers))).toEqual(callerResponseHeaders(headers, BASE, CALLER));
+      expect(callerResponseHeaders(headers, gw(), CALLER, parse(headers))).toEqual(callerResponseHeaders(headers, gw(), CALLER));
     }
-    expect(callerResponseHeaders(cases[1]!, BASE, CALLER, parse(cases[1]!))).toEqual([
+    expect(callerResponseHeaders(cases[1]!, gw(), CALLER, parse(cases[1]!))).toEqual([
       'Set-Cookie',
       'a=1',
       'X-Id',
@@ -209,15 +223,15 @@ describe('callerResponseHeaders', () => {
   });
 
   it("keeps each answer's own letter case when the names at the same places change between answers", () => {
-    expect(callerResponseHeaders(raw('X-Abc', '1', 'ETag', 'a'), BASE, CALLER)).toEqual(['X-Abc', '1', 'ETag', 'a']);
-    expect(callerResponseHeaders(raw('x-abc', '2', 'Etag', 'b'), BASE, CALLER)).toEqual(['x-abc', '2', 'Etag', 'b']);
-    expect(callerResponseHeaders(raw('X-Abd', '3', 'Connection', 'X-Abd', 'Date', 'd'), BASE, CALLER)).toEqual(['Date', 'd']);
-    expect(callerResponseHeaders(raw('X-Abc', '4', 'ETag', 'c'), BASE, CALLER)).toEqual(['X-Abc', '4', 'ETag', 'c']);
+    expect(callerResponseHeaders(raw('X-Abc', '1', 'ETag', 'a'), gw(), CALLER)).toEqual(['X-Abc', '1', 'ETag', 'a']);
+    expect(callerResponseHeaders(raw('x-abc', '2', 'Etag', 'b'), gw(), CALLER)).toEqual(['x-abc', '2', 'Etag', 'b']);
+    expect(callerResponseHeaders(raw('X-Abd', '3', 'Connection', 'X-Abd', 'Date', 'd'), gw(), CALLER)).toEqual(['Date', 'd']);
+    expect(callerResponseHeaders(raw('X-Abc', '4', 'ETag', 'c'), gw(), CALLER)).toEqual(['X-Abc', '4', 'ETag', 'c']);
   });
 
   it('keeps each answer its own letter case through the names an earlier answer left at the same places', () => {
     const seen = new SeenHeaderNames();
-    const answer = (...pairs: string[]): string[] => callerResponseHeaders(raw(...pairs), BASE, CALLER, undefined, seen);
+    const answer = (...pairs: string[]): string[] => callerResponseHeaders(raw(...pairs), gw(seen), CALLER);
     expect(answer('X-Abc', '1', 'ETag', 'a')).toEqual(['X-Abc', '1', 'ETag', 'a']);
     expect(seen.names).toEqual(['X-Abc', 'ETag']);
     expect(answer('X-Abc', '2', 'ETag', 'b')).toEqual(['X-Abc', '2', 'ETag', 'b']);
@@ -230,14 +244,14 @@ describe('callerResponseHeaders', () => {
   it('remembers the names of at most 64 places, however many headers an answer has', () => {
     const seen = new SeenHeaderNames();
     const many = Array.from({ length: 100 }, (_v, i) => [`X-H${i}`, `${i}`]).flat();
-    expect(callerResponseHeaders(raw(...many), BASE, CALLER, undefined, seen)).toEqual(many);
+    expect(callerResponseHeaders(raw(...many), gw(seen), CALLER)).toEqual(many);
     expect(seen.names).toHaveLength(64);
-    expect(callerResponseHeaders(raw(...many), BASE, CALLER, undefined, seen)).toEqual(many);
+    expect(callerResponseHeaders(raw(...many), gw(seen), CALLER)).toEqual(many);
   });
 
   it('rewrites a Location into the gateway to the origin the caller used', () => {
     const headers = raw('Location', 'https://gw.example.com/gw/api/v1/tickets/T-2', 'X-Other', 'https://gw.example.com/gw/api/v1/x');
-    expect(callerResponseHeaders(headers, BASE, 'http://localhost:9000')).toEqual([
+    expect(callerResponseHeaders(headers, gw(), 'http://localhost:9000')).toEqual([
       'Location',
       'http://localhost:9000/api/v1/tickets/T-2',
       'X-Other',
@@ -303,20 +317,22 @@ describe('rewriteLocation', () => {
 const claims = (proof: string): Record<string, unknown> =>
   JSON.parse(Buffer.from(proof.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 
-describe('setAuthorization: the credentials of a forwarded request', () => {
-  const dpop = createDpopClient({
-    mode: 'on',
-    key: generateDpopKey(),
-    baseUrl: 'https://gw.example:8443/pre/',
-    clock: systemClock,
-    log: createLogger('silent'),
-  });
+describe('the credentials of a forwarded request: its Authorization, and a DPoP proof before it', () => {
+  const dpop = createDpopClient({ mode: 'on', key: generateDpopKey(), clock: systemClock, log: createLogger('silent') });
+  const gateway = dpopGateway('https://gw.example:8443/pre/');
+  /** A request of `method` to `target` on the gateway. */
+  const to = (method: string, target: string) => ({ method, target, gateway });
+  /** As an exchange authorises each send: the last pair's value, then the proof pair (proof-header.ts). */
+  const setAuthorization = (headers: string[], auth: Authorization, target: ProofTarget, hasProof: boolean): boolean => {
+    headers[headers.length - 1] = auth.header;
+    return setProof(headers, auth, target, hasProof);
+  };
 
   it('is one Authorization pair for a Bearer token, and nothing more', () => {
     const auth = authorizationFor({ accessToken: 'b', lifetimeMs: 1, tokenType: 'Bearer' }, dpop);
     expect(auth).toEqual({ token: 'b', header: 'Bearer b' });
     const headers = ['accept', '*/*', 'authorization', ''];
-    expect(setAuthorization(headers, auth, 'GET', '/x', false)).toBe(false);
+    expect(setAuthorization(headers, auth, to('GET', '/x'), false)).toBe(false);
     expect(headers).toEqual(['accept', '*/*', 'authorization', 'Bearer b']);
   });
 
@@ -324,25 +340,27 @@ describe('setAuthorization: the credentials of a forwarded request', () => {
     const key = dpop.prover.key();
     const auth = authorizationFor({ accessToken: 'd', lifetimeMs: 1, tokenType: 'DPoP', dpopKey: key }, dpop);
     const headers = ['accept', '*/*', 'authorization', ''];
-    expect(setAuthorization(headers, auth, 'POST', '/api/v1/x?q=1#f', false)).toBe(true);
+    expect(setAuthorization(headers, auth, to('POST', '/api/v1/x?q=1#f'), false)).toBe(true);
     expect(headers.slice(0, 3)).toEqual(['accept', '*/*', 'dpop']);
     expect(headers.slice(4)).toEqual(['authorization', 'DPoP d']);
     expect(claims(headers[3]!)).toMatchObject({ htm: 'POST', htu: 'https://gw.example:8443/pre/api/v1/x', ath: expect.any(String) });
     const first = headers[3];
-    expect(setAuthorization(headers, auth, 'POST', '/api/v1/x', true)).toBe(true);
+    expect(setAuthorization(headers, auth, to('POST', '/api/v1/x'), true)).toBe(true);
     expect(headers).toHaveLength(6);
     expect(headers[3]).not.toBe(first);
-    expect(setAuthorization(headers, authorizationFor({ accessToken: 'b', lifetimeMs: 1 }, dpop), 'POST', '/api/v1/x', true)).toBe(false);
+    expect(setAuthorization(headers, authorizationFor({ accessToken: 'b', lifetimeMs: 1 }, dpop), to('POST', '/api/v1/x'), true)).toBe(
+      false,
+    );
     expect(headers).toEqual(['accept', '*/*', 'authorization', 'Bearer b']);
   });
 
   it('keeps the gateway nonce of any answer and asks for a replay only on a use_dpop_nonce 401 carrying one', () => {
     const auth = authorizationFor({ accessToken: 'd', lifetimeMs: 1, tokenType: 'DPoP', dpopKey: dpop.prover.key() }, dpop);
-    expect(auth.answered!(200, { 'dpop-nonce': 'g-1' })).toBe(false);
-    expect(claims(auth.proof!('GET', '/'))).toMatchObject({ nonce: 'g-1' });
-    expect(auth.answered!(401, { 'www-authenticate': 'DPoP error="invalid_token"', 'dpop-nonce': 'g-2' })).toBe(false);
-    expect(auth.answered!(401, { 'www-authenticate': 'Bearer, DPoP error="use_dpop_nonce"' })).toBe(false);
-    expect(auth.answered!(401, { 'www-authenticate': 'DPoP error="use_dpop_nonce"', 'dpop-nonce': 'g-3' })).toBe(true);
-    expect(claims(auth.proof!('GET', '/'))).toMatchObject({ nonce: 'g-3' });
+    expect(auth.answered!(gateway, 200, { 'dpop-nonce': 'g-1' })).toBe(false);
+    expect(claims(auth.proof!('GET', '/', gateway))).toMatchObject({ nonce: 'g-1' });
+    expect(auth.answered!(gateway, 401, { 'www-authenticate': 'DPoP error="invalid_token"', 'dpop-nonce': 'g-2' })).toBe(false);
+    expect(auth.answered!(gateway, 401, { 'www-authenticate': 'Bearer, DPoP error="use_dpop_nonce"' })).toBe(false);
+    expect(auth.answered!(gateway, 401, { 'www-authenticate': 'DPoP error="use_dpop_nonce"', 'dpop-nonce': 'g-3' })).toBe(true);
+    expect(claims(auth.proof!('GET', '/', gateway))).toMatchObject({ nonce: 'g-3' });
   });
 });

@@ -1,5 +1,5 @@
 import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
-import { scryptDeriver, sharedDeriver } from '../../src/store/store-key.js';
+import { scryptDeriver, sharedDeriver } from '../../src/store/slot-key.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeLog } from '../helpers/fakes.js';
 import { storeContract, type StoreHarness } from '../helpers/store-contract.js';

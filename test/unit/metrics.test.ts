@@ -65,7 +65,7 @@ const ESSENTIALS: Record<string, string> = {
 };
 
 /** What a configured credential's token source tells at its start: nothing held yet. */
-const STARTED = { expiresAtMs: 0, lastSuccessAtMs: 0, consecutiveFailures: 0 };
+const STARTED = { expiresAtMs: 0, usableUntilMs: 0, lastSuccessAtMs: 0, consecutiveFailures: 0, lastError: undefined };
 
 const OUTCOMES = ['success', 'rejected', 'rate_limited', 'server_error', 'network_error', 'timeout', 'invalid_response'];
 
@@ -182,7 +182,12 @@ describe('createMetrics', () => {
     metrics.passthroughToken.onFetch!('success', 0.1);
     const before = await scrape(registry);
     expect([...before.types.keys()].filter((n) => /token_(expiry|last_success|consecutive)/.test(n))).toEqual([]);
-    metrics.configuredToken.onState!({ expiresAtMs: 1_700_000_000_000, lastSuccessAtMs: 1_699_999_000_000, consecutiveFailures: 0 });
+    metrics.configuredToken.onState!({
+      ...STARTED,
+      expiresAtMs: 1_700_000_000_000,
+      lastSuccessAtMs: 1_699_999_000_000,
+      consecutiveFailures: 0,
+    });
     const { samples } = await scrape(registry);
     expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds')).toBe(1_700_000_000);
     expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds')).toBe(1_699_999_000);
@@ -207,7 +212,12 @@ describe('createMetrics', () => {
   it("publishes the configured credential's token state in seconds", async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.configuredToken.onState!({ expiresAtMs: 1_767_225_900_000, lastSuccessAtMs: 1_767_225_600_500, consecutiveFailures: 3 });
+    metrics.configuredToken.onState!({
+      ...STARTED,
+      expiresAtMs: 1_767_225_900_000,
+      lastSuccessAtMs: 1_767_225_600_500,
+      consecutiveFailures: 3,
+    });
     metrics.setTokenCacheEntries(12);
     const { samples } = await scrape(registry);
     expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds')).toBe(1_767_225_900);

@@ -2,19 +2,20 @@ import { describe, expect, it } from 'vitest';
 import { Readiness } from '../../src/app/readiness.js';
 import type { Readiness as ReadinessMode } from '../../src/config/config.js';
 import { TokenFetchError } from '../../src/token/errors.js';
-import { TokenSource } from '../../src/token/token-source.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
+import { testSource } from '../helpers/token-loop.js';
 
 const TOKEN_URL = 'https://idp.example/token';
 const LIFETIME = 100_000;
 const unreachable = () => new TokenFetchError('network_error', 'token endpoint idp.example:443 unreachable (ECONNREFUSED)');
 
-/** A configured credential's source, started, and the readiness over it with both listeners up. */
+/** A configured credential's source reporting to the readiness, which has both listeners up once holding. */
 function setup(mode: ReadinessMode) {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const fetcher = new FakeFetcher(clock);
-  const source = new TokenSource({
+  const readiness = new Readiness(mode, clock);
+  const source = testSource({
     label: 'configured',
     credential: { clientId: 'app', clientSecret: 's' },
     fetchToken: fetcher.fetchToken,
@@ -24,8 +25,9 @@ function setup(mode: ReadinessMode) {
     refreshRatio: 0.8,
     waitTimeoutMs: 5_000,
     log: new FakeLog(),
+    // Its token's state reaches the readiness through the observer, as the wiring hands it.
+    observer: readiness.credential(TOKEN_URL, {}),
   });
-  const readiness = new Readiness(mode, source, TOKEN_URL);
   /** Both listeners up, and the first token held. */
   const holding = async (): Promise<void> => {
     readiness.listen();
@@ -81,7 +83,7 @@ describe('readiness', () => {
   });
 
   it('waits for no token with only pass-through credentials', () => {
-    const readiness = new Readiness('token', undefined, TOKEN_URL);
+    const readiness = new Readiness('token', new FakeClock(Date.UTC(2026, 0, 1)));
     readiness.listen();
     expect(readiness.check()).toEqual({ ready: true });
   });

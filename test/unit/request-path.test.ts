@@ -4,16 +4,20 @@ import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.js';
-import type { Authorizer } from '../../src/proxy/exchange-options.js';
-import { createForwarder, createSourceSelector } from '../../src/proxy/forward.js';
+import { CREDENTIALS_REQUIRED, type Authorizer } from '../../src/proxy/authorizer.js';
+import { createForwarder } from '../../src/proxy/forward.js';
+import { DEFAULT_PATHS } from '../../src/proxy/path-guard.js';
+import { SeenHeaderNames } from '../../src/proxy/response-headers.js';
+import type { Route } from '../../src/proxy/route.js';
 import { type LoadShedding, NEVER_SHED } from '../../src/overload/overload-guard.js';
 import { NO_BUDGET, type ReadBudget } from '../../src/overload/read-budget.js';
-import { Recorder, type ProxyObserver } from '../../src/proxy/observer.js';
+import { Recorder, type ProxyObserver } from '../../src/proxy/recorder.js';
+import { dpopGateway } from '../../src/token/dpop/index.js';
 import { createProxyServer } from '../../src/proxy/server.js';
 import { createStalledCallers } from '../../src/proxy/stalled-callers.js';
 import { systemClock } from '../../src/core/clock.js';
 import { StopList } from '../../src/app/shutdown.js';
-import type { Authorization } from '../../src/token/authorization.js';
+import type { Authorization } from '../../src/token/held-token.js';
 import { pollUntil } from '../helpers/index.js';
 import { startRawGateway } from '../helpers/raw-gateway.js';
 
@@ -113,15 +117,23 @@ async function proxyFor(
     exchangeReset: () => events.push(['reset']),
   };
   const source = fakeSource();
-  const recorder = new Recorder(observer, createLogger('silent'), false);
-  const forward = createForwarder({
-    pool,
-    freshPool,
+  const recorder = new Recorder({ observer, log: createLogger('silent'), accessLog: false });
+  const route: Route = {
+    name: 'default',
+    paths: DEFAULT_PATHS,
     baseUrl: origin,
-    selectSource: createSourceSelector(options.configured === false ? undefined : (options.source ?? source), undefined),
+    basePath: '',
+    connections: { origin, pool, fresh: freshPool },
+    dpop: dpopGateway(origin),
+    authorizer: options.configured === false ? CREDENTIALS_REQUIRED : (options.source ?? source),
+    passthrough: undefined,
     upstreamTimeoutMs: 5_000,
     upstreamIdleTimeoutMs: 60_000,
     replayBodyLimitBytes: options.replayLimit ?? 1024,
+    seenNames: new SeenHeaderNames(),
+  };
+  const forward = createForwarder({
+    route,
     budget: options.budget ?? NO_BUDGET,
     load: options.load ?? NEVER_SHED,
     recorder,
@@ -268,7 +280,7 @@ function dpopSource(): Authorizer {
     token,
     header: `DPoP ${token}`,
     proof: (method, target) => `proof-${++proofs} ${method} ${target}`,
-    answered: (status, headers) => status === 401 && headers['www-authenticate'] === 'DPoP error="use_dpop_nonce"',
+    answered: (_gateway, status, headers) => status === 401 && headers['www-authenticate'] === 'DPoP error="use_dpop_nonce"',
   });
   let held = bound('t1');
   return {

@@ -4,7 +4,9 @@ import { InvalidClientError } from '../../src/core/errors.js';
 import { TokenFetchError, type FetchOutcome } from '../../src/token/errors.js';
 import { parseBasicCredentials } from '../../src/token/basic-credentials.js';
 import { createSourceCache, credentialKeyer, REJECTION_MEMORY_MS, type SourceCacheOptions } from '../../src/token/source-cache.js';
-import { TokenSource } from '../../src/token/token-source.js';
+import type { HeldToken } from '../../src/token/held-token.js';
+import { backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
+import { fetchingSupply } from '../../src/token/token-supply.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
 
@@ -19,28 +21,34 @@ function setup(options: Partial<SourceCacheOptions> = {}) {
   const log = new FakeLog();
   const fetches: FetchOutcome[] = [];
   const sizes: number[] = [];
+  const count = (outcome: FetchOutcome): void => void fetches.push(outcome);
   const cache = createSourceCache({
     max: 10,
-    fetchToken: fetcher.fetchToken,
+    // Each credential's own fetch, as the wiring gives it without a store.
+    supplyFor: (_credential, backoff) => fetchingSupply(fetcher.fetchToken, { clock, count, backoff, schedule: DEFAULT_SCHEDULE }),
+    backoff: backoffPolicy(DEFAULT_SCHEDULE, () => 0),
     clock,
     random: () => 0,
     refreshRatio: 0.8,
     waitTimeoutMs: 5_000,
     defaultLifetimeMs: 300_000,
     log,
-    observer: { onFetch: (outcome) => fetches.push(outcome) },
+    observer: {},
     onSize: (n) => sizes.push(n),
     ...options,
   });
   const use = async (credential: typeof ALPHA): Promise<string | Error> => {
-    const source = cache.sourceFor(credential);
-    if (!(source instanceof TokenSource)) return source;
-    const got = source.get().catch((err: Error) => err);
+    const source = cache.authorizerFor(credential);
+    if (source instanceof InvalidClientError) return source;
+    const got = tokenOf(source).catch((err: Error) => err);
     await settle();
     return got;
   };
   return { clock, fetcher, log, cache, fetches, sizes, use };
 }
+
+/** The token a request gets from a held token, waiting as a request waits. */
+const tokenOf = (held: HeldToken): Promise<string> => held.authorize().then((auth) => auth.token);
 
 const rejected = () =>
   new TokenFetchError('rejected', 'token endpoint answered 401 invalid_client', { status: 401, oauthError: 'invalid_client' });
@@ -48,9 +56,9 @@ const rejected = () =>
 describe('pass-through token sources', () => {
   it('gives the same credentials the same source, and a wrong secret a source of its own', async () => {
     const t = setup();
-    const a = t.cache.sourceFor(ALPHA);
-    expect(t.cache.sourceFor({ ...ALPHA })).toBe(a);
-    expect(t.cache.sourceFor({ ...ALPHA, clientSecret: 'wrong' })).not.toBe(a);
+    const a = t.cache.authorizerFor(ALPHA);
+    expect(t.cache.authorizerFor({ ...ALPHA })).toBe(a);
+    expect(t.cache.authorizerFor({ ...ALPHA, clientSecret: 'wrong' })).not.toBe(a);
     expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
     expect(t.cache.size).toBe(2);
   });
@@ -97,11 +105,11 @@ describe('pass-through token sources', () => {
   it('tells a request waiting on an evicted entry that it was evicted, not that the proxy is shutting down', async () => {
     const t = setup({ max: 1 });
     t.fetcher.answer = undefined;
-    const alpha = t.cache.sourceFor(ALPHA);
-    if (!(alpha instanceof TokenSource)) throw alpha;
-    const waiting = alpha.get().catch((err: Error) => err);
+    const alpha = t.cache.authorizerFor(ALPHA);
+    if (alpha instanceof InvalidClientError) throw alpha;
+    const waiting = tokenOf(alpha).catch((err: Error) => err);
     await settle();
-    t.cache.sourceFor(BETA);
+    t.cache.authorizerFor(BETA);
     const err = await waiting;
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toMatch(/TOKEN_CACHE_MAX/);
@@ -114,9 +122,9 @@ describe('pass-through token sources', () => {
     expect(await t.use(ALPHA)).toBeInstanceOf(InvalidClientError);
     expect(t.cache.size).toBe(0);
     expect(t.clock.pending).toBe(0);
-    for (let i = 0; i < 50; i++) expect(t.cache.sourceFor(ALPHA)).toBeInstanceOf(InvalidClientError);
+    for (let i = 0; i < 50; i++) expect(t.cache.authorizerFor(ALPHA)).toBeInstanceOf(InvalidClientError);
     await t.clock.advance(REJECTION_MEMORY_MS - 1);
-    expect(t.cache.sourceFor(ALPHA)).toBeInstanceOf(InvalidClientError);
+    expect(t.cache.authorizerFor(ALPHA)).toBeInstanceOf(InvalidClientError);
     expect(t.fetcher.calls).toHaveLength(1);
     await t.clock.advance(1);
     expect(await t.use(ALPHA)).toBeInstanceOf(InvalidClientError);
@@ -130,8 +138,8 @@ describe('pass-through token sources', () => {
   it('answers every waiting request of a rejected credential invalid_client', async () => {
     const t = setup();
     t.fetcher.answer = undefined;
-    const source = t.cache.sourceFor(ALPHA) as TokenSource;
-    const waiting = Array.from({ length: 5 }, () => source.get().catch((err: Error) => err));
+    const source = t.cache.authorizerFor(ALPHA) as HeldToken;
+    const waiting = Array.from({ length: 5 }, () => tokenOf(source).catch((err: Error) => err));
     await settle();
     t.fetcher.last.fail(rejected());
     for (const w of await Promise.all(waiting)) expect(w).toBeInstanceOf(InvalidClientError);

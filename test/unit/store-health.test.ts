@@ -7,8 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { CHECK_CAP_MS } from '../../src/store/health.js';
 import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
-import { scryptDeriver, sharedDeriver } from '../../src/store/store-key.js';
-import type { CredentialSlot, StoredToken, TokenStore } from '../../src/store/contract.js';
+import { scryptDeriver, sharedDeriver } from '../../src/store/slot-key.js';
+import type { Slot, StoredToken, TokenStore } from '../../src/store/contract.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
 import { FakeLog, track } from '../helpers/fakes.js';
 
@@ -20,7 +20,7 @@ async function setup(random = () => 0.5): Promise<{
   clock: FakeClock;
   server: MemoryStoreServer;
   store: TokenStore;
-  cred: CredentialSlot;
+  cred: Slot;
   log: FakeLog;
   health: boolean[];
 }> {

@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { TokenUnavailableError } from '../../src/core/errors.js';
 import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
-import type { CredentialKeyInput, StoreOperation, StoreResult } from '../../src/store/contract.js';
+import type { SlotSeed, StoreOperation, StoreResult } from '../../src/store/contract.js';
 import { TokenFetchError } from '../../src/token/errors.js';
 import { storeSupply, RecordedFailureError } from '../../src/token/from-store/store-supply.js';
-import { StoreNamespace } from '../../src/token/from-store/credential-namespace.js';
-import { TokenSource } from '../../src/token/token-source.js';
+import { CurrentSlot } from '../../src/token/from-store/slot-seed.js';
+import { testSource, type TestSource } from '../helpers/token-loop.js';
 import { sealFailure } from '../../src/store/entry.js';
-import { deriveStoreKey } from '../../src/store/store-key.js';
+import { deriveSlotKey } from '../../src/store/slot-key.js';
 import { BACKOFF_CAP_MS, backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
 import { fetchingSupply, SupplyFailure } from '../../src/token/token-supply.js';
 import { FakeClock } from '../helpers/fake-clock.js';
@@ -19,7 +19,7 @@ const LIFETIME = 100_000;
 const FETCH_TIMEOUT = 10_000;
 const STORE_TIMEOUT = 250;
 const CREDENTIAL = { clientId: 'fleet-client', clientSecret: 'fleet-secret' };
-const KEY: CredentialKeyInput = {
+const KEY: SlotSeed = {
   description: 'token_url=https://idp.example/token client_id=fleet-client',
   keyMaterial: Buffer.from('fleet-secret'),
 };
@@ -29,8 +29,8 @@ const fastDerive = async (material: Uint8Array, salt: string): Promise<Buffer> =
   createHash('sha256').update(material).update(salt).digest();
 
 interface Proxy {
-  source: TokenSource;
-  namespace: StoreNamespace;
+  source: TestSource;
+  namespace: CurrentSlot;
   operations: `${StoreOperation}:${StoreResult}`[];
   counts: { adoptions: number; fetches: number };
 }
@@ -46,7 +46,7 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
   const log = new FakeLog();
   const random = options.random ?? (() => 0.5);
   const proxies: Proxy[] = [];
-  const proxy = (key: CredentialKeyInput = KEY, extra: { derive?: typeof fastDerive; deriveWithinMs?: number } = {}): Proxy => {
+  const proxy = (key: SlotSeed = KEY, extra: { derive?: typeof fastDerive; deriveWithinMs?: number } = {}): Proxy => {
     const operations: `${StoreOperation}:${StoreResult}`[] = [];
     const counts = { adoptions: 0, fetches: 0 };
     const store = createMemoryTokenStore({
@@ -59,9 +59,9 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
       derive: extra.derive ?? fastDerive,
       observer: { onOperation: (op, result) => operations.push(`${op}:${result}`) },
     });
-    const namespace = new StoreNamespace(store, clock);
+    const namespace = new CurrentSlot(store, clock);
     namespace.use(key);
-    const source = new TokenSource({
+    const source = testSource({
       label: 'configured',
       credential: CREDENTIAL,
       fetchToken: fetcher.fetchToken,
@@ -74,7 +74,7 @@ function fleet(options: { random?: () => number; waitTimeoutMs?: number } = {}) 
       withStore: (own, backoff) =>
         storeSupply(own, {
           store,
-          namespace,
+          slot: namespace,
           fetchTimeoutMs: FETCH_TIMEOUT,
           storeTimeoutMs: STORE_TIMEOUT,
           backoff,
@@ -261,13 +261,13 @@ describe('a token shared through a store: failures', () => {
       leaseMs: FETCH_TIMEOUT + 1_000,
       derive: fastDerive,
     });
-    const namespace = new StoreNamespace(store, f.clock);
+    const namespace = new CurrentSlot(store, f.clock);
     namespace.use(KEY);
     const backoff = backoffPolicy(DEFAULT_SCHEDULE, () => 0.5);
     const own = fetchingSupply(f.fetcher.fetchToken, { clock: f.clock, backoff, schedule: DEFAULT_SCHEDULE });
     const supply = storeSupply(own, {
       store,
-      namespace,
+      slot: namespace,
       fetchTimeoutMs: FETCH_TIMEOUT,
       storeTimeoutMs: STORE_TIMEOUT,
       backoff,
@@ -279,7 +279,6 @@ describe('a token shared through a store: failures', () => {
       credential: CREDENTIAL,
       held: undefined,
       failures: 0,
-      rejected: [],
       signal: new AbortController().signal,
     });
     const failure = await attempt.then(
@@ -297,7 +296,7 @@ describe('a token shared through a store: failures', () => {
   it('honours a failure record sealed for a day no longer than its own backoff could wait, counts it, and then fetches', async () => {
     const f = fleet();
     const a = f.proxy();
-    const key = await deriveStoreKey({ ...KEY, prefix: 'ticket-auth-proxy:', derive: fastDerive });
+    const key = await deriveSlotKey({ ...KEY, prefix: 'ticket-auth-proxy:', derive: fastDerive });
     // Sealed under the credential's key (a holder of it), for a day, with a day to live.
     f.server.put(key.failureKey, sealFailure(key, { outcome: 'timeout', nextAttemptAtMs: f.clock.now() + 86_400_000 }), 86_400_000);
     a.source.start();
@@ -315,7 +314,7 @@ describe('a token shared through a store: failures', () => {
   it('passes by a failure record without a time to live, sealed or not, and counts it: no proxy writes one', async () => {
     const f = fleet();
     f.numberTokens();
-    const key = await deriveStoreKey({ ...KEY, prefix: 'ticket-auth-proxy:', derive: fastDerive });
+    const key = await deriveSlotKey({ ...KEY, prefix: 'ticket-auth-proxy:', derive: fastDerive });
     for (const value of ['garbage', sealFailure(key, { outcome: 'timeout', nextAttemptAtMs: f.clock.now() + 86_400_000 })]) {
       f.server.put(key.failureKey, value);
       const a = f.proxy();

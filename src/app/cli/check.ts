@@ -9,13 +9,13 @@ import type { StoreSettings } from '../../store/index.js';
 import { configuredCredential, type Credential, type TokenStartup } from '../../token/client-auth/index.js';
 import { describeFetchFailure } from '../../token/diagnose.js';
 import { tokenEndpointFromConfig, unlistedSettings, type TokenEndpoint } from '../../token/discovery/index.js';
-import { tokenFetcherFromConfig, type FetchToken } from '../../token/fetch-token.js';
+import { tokenFetcher, type FetchToken } from '../../token/fetch-token.js';
 import type { DpopClient, DpopStartup } from '../../token/dpop/index.js';
 import { readContainerMemory } from '../../overload/memory-limit.js';
 import { SHED_ABOVE } from '../../overload/overload-guard.js';
 import { checkTokenStore } from '../check-store.js';
 import { listenCode, listenProblemMeaning, listenProblems } from '../listeners/port-probe.js';
-import { dpopClient } from '../token-sources.js';
+import { dpopClient } from '../routes.js';
 import { listenOnSocket } from '../listeners/unix-socket.js';
 
 /**
@@ -52,14 +52,21 @@ export async function check(
   }
   const dispatchers = dispatchersFromSettings(config, startup.tls.material);
   for (const line of auth.describe(Date.now())) process.stdout.write(`${line}\n`);
-  const dpop = startup.dpop === undefined ? undefined : dpopClient(config, startup.dpop, { clock: systemClock, log });
+  const dpop = startup.dpop === undefined ? undefined : dpopClient(startup.dpop, { clock: systemClock, log });
   if (dpop !== undefined) {
     const key = dpop.prover.key();
     process.stdout.write(`DPoP: ${dpop.mode}, proofs signed ${key.alg}, key thumbprint (RFC 7638) ${key.thumbprint}\n`);
   }
   const dpopAlg = (): string | undefined => dpop?.prover.key().alg;
   const endpoint = tokenEndpointFromConfig(config, { dispatcher: dispatchers.token, clock: systemClock, log, dpopAlg });
-  const fetchToken = tokenFetcherFromConfig(config, endpoint, dispatchers.token, Date.now, auth.clientAuth, dpop);
+  const fetchToken = tokenFetcher({
+    settings: config,
+    endpoint,
+    dispatcher: dispatchers.token,
+    now: Date.now,
+    clientAuth: auth.clientAuth,
+    dpop,
+  });
   const listeners = listenerReport(config, log);
   const fetched = await fetchOnce(config, endpoint, fetchToken, credential, dpop);
   const listenersOpen = (await listeners)();

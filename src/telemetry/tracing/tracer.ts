@@ -5,12 +5,11 @@
  * the requests that waited for it, a span per token store operation. No attribute holds a path, a
  * query, a token, a header value or a client id.
  */
-import type { IncomingMessage } from 'node:http';
-import type { Context, Span, Tracer } from '@opentelemetry/api';
+import type { Context, Link, Span, Tracer } from '@opentelemetry/api';
 import type { Sampler } from '@opentelemetry/sdk-trace';
 import type { Dispatcher } from 'undici';
 import type { Log } from '../../core/log.js';
-import type { AttemptKind, RequestTracer } from '../../proxy/observer.js';
+import type { AttemptKind, RequestTrace, RequestTracer } from '../../proxy/recorder.js';
 import type { StoreOperation, StoreResult } from '../../store/index.js';
 import type { FetchOutcome } from '../../token/errors.js';
 import { createExportQueue } from './export-queue.js';
@@ -19,17 +18,6 @@ import type { TracingSettings } from './settings.js';
 
 /** The route of every forwarded request, as a span names it: never the path itself. */
 const ROUTE = '/api/v1/*';
-
-const kTrace = Symbol('trace');
-
-/** A request's spans, kept on the request itself. */
-interface RequestTrace {
-  server: Span;
-  context: Context;
-  client: Span | undefined;
-  attempts: number;
-}
-type Traced = IncomingMessage & { [kTrace]?: RequestTrace };
 
 /** Tracing as the rest of the proxy sees it. */
 export interface Tracing {
@@ -90,7 +78,8 @@ export async function createTracing(settings: TracingSettings, deps: TracingDeps
     'server.address': deps.gatewayUrl.hostname,
     'server.port': Number(deps.gatewayUrl.port || (deps.gatewayUrl.protocol === 'https:' ? 443 : 80)),
   };
-  const waiting = new Set<RequestTrace>();
+  /** The requests waiting for a token: linked to the next fetch's span. */
+  const waiting = new Set<Spans>();
 
   /** Sets (or replaces) `name` in a flat header list; a new one goes first, before the proxy's own at the end. */
   const setHeader = (headers: string[], name: string, value: string): void => {
@@ -103,8 +92,71 @@ export async function createTracing(settings: TracingSettings, deps: TracingDeps
     headers.unshift(name, value);
   };
 
+  /** One request's spans: its server span, and the client span of the attempt in flight. */
+  class Spans implements RequestTrace {
+    private client: Span | undefined;
+    private attempts = 0;
+    private readonly context: Context;
+
+    constructor(
+      private readonly method: string,
+      private readonly server: Span,
+      parent: Context,
+    ) {
+      this.context = trace.setSpan(parent, server);
+    }
+
+    /** Linked from the next token fetch's span (tokenFetched below). */
+    linkTo(link: Link): void {
+      this.server.addLink(link);
+    }
+
+    awaitingToken(): void {
+      waiting.add(this);
+    }
+
+    attempt(headers: string[], kind: AttemptKind): void {
+      waiting.delete(this);
+      this.client?.end();
+      const attributes = {
+        'http.request.method': this.method,
+        ...gateway,
+        'ticket_auth_proxy.attempt': kind,
+        ...(this.attempts > 0 ? { 'http.request.resend_count': this.attempts } : {}),
+      };
+      this.attempts += 1;
+      const client = (this.client = tracer.startSpan(this.method, { kind: SpanKind.CLIENT, attributes }, this.context));
+      // The W3C traceparent of the attempt's span (its tracestate is the caller's, passed on as sent).
+      const { traceId, spanId, traceFlags } = client.spanContext();
+      setHeader(headers, 'traceparent', `00-${traceId}-${spanId}-${traceFlags & 1 ? '01' : '00'}`);
+    }
+
+    attemptEnded(status: number, error?: string): void {
+      const client = this.client;
+      if (client === undefined) return;
+      if (status > 0) client.setAttribute('http.response.status_code', status);
+      if (error !== undefined || status >= 500) {
+        client.setAttribute('error.type', error ?? String(status));
+        client.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      client.end();
+      this.client = undefined;
+    }
+
+    ended(status: number): void {
+      waiting.delete(this);
+      this.client?.end();
+      this.server.setAttribute('http.response.status_code', status);
+      if (status >= 500) {
+        this.server.setAttribute('error.type', String(status));
+        this.server.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      this.server.end();
+    }
+  }
+
   const requests: RequestTracer = {
-    began(req: Traced) {
+    began(req) {
       // Most callers send no traceparent: the propagator is asked only when one came.
       const parent =
         req.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
@@ -114,52 +166,7 @@ export async function createTracing(settings: TracingSettings, deps: TracingDeps
         { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': ROUTE } },
         parent,
       );
-      req[kTrace] = { server, context: trace.setSpan(parent, server), client: undefined, attempts: 0 };
-    },
-    awaitingToken(req: Traced) {
-      const t = req[kTrace];
-      if (t !== undefined) waiting.add(t);
-    },
-    attempt(req: Traced, headers, kind: AttemptKind) {
-      const t = req[kTrace];
-      if (t === undefined) return;
-      waiting.delete(t);
-      t.client?.end();
-      const attributes = {
-        'http.request.method': req.method!,
-        ...gateway,
-        'ticket_auth_proxy.attempt': kind,
-        ...(t.attempts > 0 ? { 'http.request.resend_count': t.attempts } : {}),
-      };
-      t.attempts += 1;
-      t.client = tracer.startSpan(req.method!, { kind: SpanKind.CLIENT, attributes }, t.context);
-      // The W3C traceparent of the attempt's span (its tracestate is the caller's, passed on as sent).
-      const { traceId, spanId, traceFlags } = t.client.spanContext();
-      setHeader(headers, 'traceparent', `00-${traceId}-${spanId}-${traceFlags & 1 ? '01' : '00'}`);
-    },
-    attemptEnded(req: Traced, status, error) {
-      const client = req[kTrace]?.client;
-      if (client === undefined) return;
-      if (status > 0) client.setAttribute('http.response.status_code', status);
-      if (error !== undefined || status >= 500) {
-        client.setAttribute('error.type', error ?? String(status));
-        client.setStatus({ code: SpanStatusCode.ERROR });
-      }
-      client.end();
-      req[kTrace]!.client = undefined;
-    },
-    ended(req: Traced, status) {
-      const t = req[kTrace];
-      if (t === undefined) return;
-      waiting.delete(t);
-      t.client?.end();
-      t.server.setAttribute('http.response.status_code', status);
-      if (status >= 500) {
-        t.server.setAttribute('error.type', String(status));
-        t.server.setStatus({ code: SpanStatusCode.ERROR });
-      }
-      t.server.end();
-      req[kTrace] = undefined;
+      return new Spans(method, server, parent);
     },
   };
 
@@ -183,7 +190,7 @@ export async function createTracing(settings: TracingSettings, deps: TracingDeps
       if (outcome !== 'success') span.setStatus({ code: SpanStatusCode.ERROR });
       span.end(end);
       const link = { context: span.spanContext() };
-      for (const t of waiting) t.server.addLink(link);
+      for (const t of waiting) t.linkTo(link);
       waiting.clear();
     },
     tokenAdopted() {

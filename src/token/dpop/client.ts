@@ -2,7 +2,7 @@ import type { DpopMode } from '../../config/config.js';
 import type { Clock } from '../../core/clock.js';
 import type { Log } from '../../core/log.js';
 import type { DpopKey } from './dpop-key.js';
-import { gatewayHtu, htuOf } from './htu.js';
+import { htuOf, type DpopGateway } from './htu.js';
 import { asksForNonce, createDpopNonces, type DpopNonces, type NonceRole } from './nonces.js';
 import { createDpopProver, type DpopProver } from './proof.js';
 
@@ -25,22 +25,31 @@ export interface DpopClient {
   rememberTokenNonce(tokenUrl: string, header: string | string[] | undefined): void;
   /** The token endpoint asked for a nonce (counted; the caller retries). */
   tokenNonceRequested(): void;
-  /** A proof for a request with `token` (bound to `key`) to the gateway target `target` (path and query as received). */
-  gatewayProof(method: string, target: string, token: string, key: DpopKey): string;
+  /** A proof for a request with `token` (bound to `key`) to a gateway: see {@link GatewayProofRequest}. */
+  gatewayProof(request: GatewayProofRequest): string;
   /**
-   * Keeps the gateway's `DPoP-Nonce` from any of its answers; true (and counted) when the answer
+   * Keeps `gateway`'s `DPoP-Nonce` from any of its answers; true (and counted) when the answer
    * is a `401` with `WWW-Authenticate: DPoP error="use_dpop_nonce"` and a `DPoP-Nonce`.
    */
-  gatewayAnswered(status: number, headers: Readonly<Record<string, string | string[] | undefined>>): boolean;
+  gatewayAnswered(gateway: DpopGateway, status: number, headers: Readonly<Record<string, string | string[] | undefined>>): boolean;
   /** The identity provider answered a DPoP token request with a Bearer token: logged once. */
   bearerAnswered(): void;
+}
+
+/** What a proof for a request to a gateway is made for. */
+export interface GatewayProofRequest {
+  readonly gateway: DpopGateway;
+  readonly method: string;
+  /** The request target as the gateway gets it after its path prefix (path and query as received). */
+  readonly target: string;
+  /** The DPoP-bound token (the proof's `ath`) and the key it is bound to. */
+  readonly token: string;
+  readonly key: DpopKey;
 }
 
 export interface DpopClientOptions {
   mode: Exclude<DpopMode, 'off'>;
   key: DpopKey;
-  /** `BASE_URL`: the gateway the proofs' `htu` names. */
-  baseUrl: string;
   clock: Clock;
   log: Log;
   observer?: DpopObserver | undefined;
@@ -49,17 +58,14 @@ export interface DpopClientOptions {
 const NO_OBSERVER: DpopObserver = { proofMade: () => {}, nonceRequested: () => {} };
 
 /**
- * Creates the DPoP side (RFC 9449): one prover for every credential (one key per process), the
- * nonces of the token endpoint and of the gateway kept apart, and the `htu` of the gateway's
- * requests worked out once for `BASE_URL`.
+ * Creates the DPoP side (RFC 9449): one prover for every credential (one key per process), and the
+ * nonces of the token endpoint and of each gateway kept apart.
  */
 export function createDpopClient(options: DpopClientOptions): DpopClient {
   const { log } = options;
   const prover = createDpopProver({ key: options.key, clock: options.clock });
   const nonces: DpopNonces = createDpopNonces();
   const observer = options.observer ?? NO_OBSERVER;
-  const gatewayOrigin = new URL(options.baseUrl).origin;
-  const htuFor = gatewayHtu(options.baseUrl);
   const tokenHtus = new Map<string, { htu: string; origin: string }>();
   const tokenTarget = (tokenUrl: string): { htu: string; origin: string } => {
     let t = tokenHtus.get(tokenUrl);
@@ -82,14 +88,14 @@ export function createDpopClient(options: DpopClientOptions): DpopClient {
       if (header !== undefined) nonces.remember('token', tokenTarget(tokenUrl).origin, header);
     },
     tokenNonceRequested: () => observer.nonceRequested('token'),
-    gatewayProof(method, target, token, key) {
+    gatewayProof({ gateway, method, target, token, key }) {
       observer.proofMade('gateway');
-      return prover.proof(method, htuFor(target), { token, key, nonce: nonces.get('gateway', gatewayOrigin) });
+      return prover.proof(method, gateway.htu(target), { token, key, nonce: nonces.get('gateway', gateway.origin) });
     },
-    gatewayAnswered(status, headers) {
+    gatewayAnswered(gateway, status, headers) {
       const header = headers['dpop-nonce'];
       if (header === undefined) return false;
-      nonces.remember('gateway', gatewayOrigin, header);
+      nonces.remember('gateway', gateway.origin, header);
       if (status !== 401 || !asksForNonce(headers['www-authenticate'])) return false;
       observer.nonceRequested('gateway');
       return true;

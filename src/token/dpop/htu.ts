@@ -32,3 +32,16 @@ export function htuOf(target: string): string {
   const url = new URL(target);
   return `${url.protocol}//${url.host}${url.pathname}`;
 }
+
+/** A gateway as a DPoP proof names it: its origin, whose nonces are kept apart, and each target's `htu`. */
+export interface DpopGateway {
+  /** Scheme, host and port: the gateway's `DPoP-Nonce`s are kept per origin. */
+  readonly origin: string;
+  /** The `htu` of a request target (path and query as received): see {@link gatewayHtu}. */
+  readonly htu: (target: string) => string;
+}
+
+/** The gateway at `baseUrl` (`BASE_URL` as the configuration keeps it), as DPoP proofs name it. */
+export function dpopGateway(baseUrl: string): DpopGateway {
+  return { origin: new URL(baseUrl).origin, htu: gatewayHtu(baseUrl) };
+}

@@ -21,16 +21,16 @@
  *    if it is still there;
  * 6. whenever the store cannot be used (down, slow, refusing), the proxy fetches alone, as without
  *    a store; the store's operations before the fetch (1, 3, 5 and a pass-through key's
- *    derivation) take one store timeout in all, however many there are (store-budget.ts).
+ *    derivation) take one store timeout in all, however many there are (attempt-budget.ts).
  *
- * The store's operations are `store/contract.ts`; the credential's part of the store (its
- * namespace) is `credential-namespace.ts`; how the wiring hands this supply to each token source
- * is `store-use.ts`.
+ * The store's operations are `store/contract.ts`; the credential's slot in the store is
+ * `slot-seed.ts`; how the wiring gives each shared credential this supply is
+ * `shared-credentials.ts`.
  */
 import type { Clock } from '../../core/clock.js';
 import {
   LEASE_MARGIN_MS,
-  type CredentialSlot,
+  type Slot,
   type FailureRecord,
   type Lease,
   type LeaseResult,
@@ -41,8 +41,8 @@ import type { DpopClient } from '../dpop/index.js';
 import { TokenFetchError, type FetchOutcome } from '../errors.js';
 import { STORE_SCHEDULE, type BackoffPolicy } from '../refresh-schedule.js';
 import { SupplyFailure, type HeldToken, type SuppliedToken, type SupplyRequest, type TokenSupply } from '../token-supply.js';
-import type { StoreNamespace } from './credential-namespace.js';
-import { LATE, storeBudget } from './store-budget.js';
+import type { CurrentSlot } from './slot-seed.js';
+import { LATE, attemptBudget, type AttemptBudget } from './attempt-budget.js';
 
 /** A token from the store replaces the one held at a refresh only when usable at least this much longer. */
 export const ADOPT_MARGIN_MS = 1_000;
@@ -52,8 +52,8 @@ export const POLL_CAP_MS = 1_000;
 
 export interface StoreSupplyOptions {
   store: TokenStore;
-  /** The credential's part of the store. */
-  namespace: StoreNamespace;
+  /** The credential's slot in the store, as it is now. */
+  slot: CurrentSlot;
   /** `TOKEN_FETCH_TIMEOUT_MS`: how long another proxy's fetch is waited for before the lease is tried again. */
   fetchTimeoutMs: number;
   /** `TOKEN_STORE_TIMEOUT_MS`: what the store's operations before a fetch may take in all. */
@@ -85,7 +85,12 @@ export function storeSupply(own: TokenSupply, options: StoreSupplyOptions): Toke
   return new StoreSupply(own, options);
 }
 
+/** Tokens the gateway rejected, remembered so that none is taken from the store again. */
+const REJECTED_KEPT = 8;
+
 class StoreSupply implements TokenSupply {
+  /** Tokens the gateway rejected, newest last: none is ever taken again, and the newest is deleted from the store once. */
+  private readonly rejectedTokens: string[] = [];
   /** The newest rejected token deleted from the store, so each is deleted once. */
   private deleted: string | undefined;
   /** The sealed time of the last failure record waited for: the same record is not waited for twice. */
@@ -96,23 +101,38 @@ class StoreSupply implements TokenSupply {
     private readonly o: StoreSupplyOptions,
   ) {}
 
+  rejected(token: string): void {
+    this.rejectedTokens.push(token);
+    if (this.rejectedTokens.length > REJECTED_KEPT) this.rejectedTokens.shift();
+  }
+
   async obtain(request: SupplyRequest): Promise<SuppliedToken> {
-    // The connection is opened while the key may still be derived.
-    if (this.o.namespace.shared) this.o.store.need();
-    // A pass-through credential's key, derived on its first use, is waited for within the budget; the
-    // configured credential's is derived at start and on a change, whatever the store does.
     const { deriveWithinMs, clock, storeTimeoutMs } = this.o;
-    let budget = deriveWithinMs === undefined ? undefined : storeBudget(clock, storeTimeoutMs);
-    const slot = await this.o.namespace.current(budget === undefined ? undefined : Math.min(deriveWithinMs!, budget.leftMs()));
-    if (slot === undefined) return this.own.obtain(request);
-    budget ??= storeBudget(clock, storeTimeoutMs);
-    if ((await budget.within(() => this.deleteRejected(slot, request.rejected))) === LATE) return this.alone(request);
+    let budget: AttemptBudget | undefined;
+    let slot = this.o.slot.ready;
+    if (slot === undefined) {
+      if (!this.o.slot.shared) return this.own.obtain(request);
+      // The connection is opened while the key may still be derived. A pass-through credential's
+      // key, derived on its first use, is waited for within the budget; the configured
+      // credential's is derived at start and on a change, whatever the store does.
+      this.o.store.need();
+      budget = deriveWithinMs === undefined ? undefined : attemptBudget(clock, storeTimeoutMs);
+      slot = await this.o.slot.current(budget === undefined ? undefined : Math.min(deriveWithinMs!, budget.leftMs()));
+      if (slot === undefined) return this.own.obtain(request);
+    }
+    budget ??= attemptBudget(clock, storeTimeoutMs);
+    const newest = this.rejectedTokens.at(-1);
+    if (newest !== undefined && newest !== this.deleted) {
+      // The newest token the gateway rejected, deleted only if the entry still holds it: a newer token another proxy wrote stays.
+      this.deleted = newest;
+      if ((await budget.within(() => slot.deleteIfSame(newest))) === LATE) return this.alone(request);
+    }
     /** When the lease was first found taken: other proxies' fetches are waited for one lease length in all from then. */
     let waitingSince: number | undefined;
     for (;;) {
       // Until the lease is found taken, the store's operations share the budget; after that the
       // attempt is waiting for another proxy's fetch, each operation bounded on its own.
-      const read = waitingSince === undefined ? await budget.within(() => slot.read()) : await slot.read();
+      const read = waitingSince === undefined ? await budget.within(slot.read) : await slot.read();
       if (read === LATE || read.kind === 'unavailable') return this.alone(request);
       const adopted = this.adoptable(read, request);
       if (adopted !== undefined) return adopted;
@@ -137,25 +157,13 @@ class StoreSupply implements TokenSupply {
     }
   }
 
-  /** The newest token the gateway rejected, deleted only if the entry still holds it: a newer token another proxy wrote stays. */
-  private async deleteRejected(slot: CredentialSlot, rejected: readonly string[]): Promise<void> {
-    const newest = rejected.at(-1);
-    if (newest === undefined || newest === this.deleted) return;
-    this.deleted = newest;
-    await slot.deleteIfSame(newest);
-  }
-
   /**
    * This proxy's own fetch, alone, once the budget ran out on the lease. Should the lease come
    * after all, what the fetch gets is written under it (or its failure recorded) and the lease
    * released, as under a lease taken in time: a proxy that found it taken meanwhile waits for that
    * token, not for a lease nobody fetches under.
    */
-  private aloneWithLateLease(
-    slot: CredentialSlot,
-    taking: Promise<LeaseResult> | undefined,
-    request: SupplyRequest,
-  ): Promise<SuppliedToken> {
+  private aloneWithLateLease(slot: Slot, taking: Promise<LeaseResult> | undefined, request: SupplyRequest): Promise<SuppliedToken> {
     const fetching = this.alone(request);
     void taking
       ?.then((taken) => (taken.kind === 'acquired' ? this.publishUnder(slot, taken.lease, fetching) : undefined))
@@ -174,12 +182,12 @@ class StoreSupply implements TokenSupply {
    * its next attempt's time, then the lease released, before the attempt ends: a proxy that takes
    * the lease next finds the failure first.
    */
-  private fetchUnder(slot: CredentialSlot, lease: Lease | undefined, request: SupplyRequest): Promise<SuppliedToken> {
+  private fetchUnder(slot: Slot, lease: Lease | undefined, request: SupplyRequest): Promise<SuppliedToken> {
     return this.publishUnder(slot, lease, this.own.obtain(request));
   }
 
   /** What `fetching` gets, written under `lease` and the lease released; or its failure recorded, then the lease released. */
-  private async publishUnder(slot: CredentialSlot, lease: Lease | undefined, fetching: Promise<SuppliedToken>): Promise<SuppliedToken> {
+  private async publishUnder(slot: Slot, lease: Lease | undefined, fetching: Promise<SuppliedToken>): Promise<SuppliedToken> {
     let supplied: SuppliedToken;
     try {
       supplied = await fetching;
@@ -213,7 +221,7 @@ class StoreSupply implements TokenSupply {
    * time up to a second, each wait with jitter, until its token is there, its failure is
    * recorded, or `until` has passed (then the lease is tried again).
    */
-  private async awaitEntry(slot: CredentialSlot, request: SupplyRequest, until: number): Promise<Awaited> {
+  private async awaitEntry(slot: Slot, request: SupplyRequest, until: number): Promise<Awaited> {
     const { clock, random } = this.o;
     for (let step = POLL_FIRST_MS; ; step = Math.min(POLL_CAP_MS, step * 2)) {
       const left = until - clock.now();
@@ -231,7 +239,7 @@ class StoreSupply implements TokenSupply {
   private adoptable(read: ReadResult, request: SupplyRequest): SuppliedToken | undefined {
     if (read.kind !== 'hit') return undefined;
     const stored = read.token;
-    if (request.rejected.includes(stored.accessToken)) return undefined;
+    if (this.rejectedTokens.includes(stored.accessToken)) return undefined;
     const dpopKey = stored.tokenType === 'DPoP' ? this.o.dpop?.prover.key() : undefined;
     if (stored.tokenType === 'DPoP' && dpopKey === undefined) return undefined;
     const usableUntil = this.o.clock.now() + read.remainingMs;

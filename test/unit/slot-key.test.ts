@@ -1,19 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { openEntry, sealEntry } from '../../src/store/entry.js';
-import {
-  deriveStoreKey,
-  describeCredential,
-  FORMAT_VERSION,
-  scryptDeriver,
-  sharedDeriver,
-  type StoreKey,
-} from '../../src/store/store-key.js';
+import { deriveSlotKey, describeCredential, FORMAT_VERSION, scryptDeriver, sharedDeriver, type SlotKey } from '../../src/store/slot-key.js';
 
 const derive = sharedDeriver(scryptDeriver());
 const DESCRIPTION = 'token_url=https://idp.example/token client_id=app';
 
-function key(description = DESCRIPTION, material = 's3cret', prefix = 'ticket-auth-proxy:'): Promise<StoreKey> {
-  return deriveStoreKey({ description, keyMaterial: Buffer.from(material), prefix, derive });
+function key(description = DESCRIPTION, material = 's3cret', prefix = 'ticket-auth-proxy:'): Promise<SlotKey> {
+  return deriveSlotKey({ description, keyMaterial: Buffer.from(material), prefix, derive });
 }
 
 describe('the store key', () => {

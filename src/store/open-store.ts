@@ -5,8 +5,8 @@ import type { TokenStore, TokenStoreObserver } from './contract.js';
 import { createRedisBackend } from './redis-backend.js';
 import { createSealedStore } from './sealed-store.js';
 import type { StoreSettings } from './settings.js';
-import { watchStoreFiles } from './store-files.js';
-import type { KeyDeriver } from './store-key.js';
+import { watchSecretFiles } from './secret-files.js';
+import type { KeyDeriver } from './slot-key.js';
 
 /** A lease lasts the fetch it guards, plus this: a fetch that ends at its timeout still writes under it. */
 export const LEASE_MARGIN_MS = 1_000;
@@ -31,8 +31,13 @@ export interface OpenStoreOptions {
   watchFiles?: boolean | undefined;
 }
 
-/** The store on Redis or Valkey, with what the wiring changes when a watched file does. */
-export interface RedisTokenStore extends TokenStore {
+/**
+ * The store `TOKEN_STORE_URL` names, as the wiring holds it: the store the token side uses, and
+ * what the wiring changes when a watched file does.
+ */
+export interface OpenedStore {
+  /** The store itself: its operations reach the Redis client through the sealed store and its backend alone. */
+  readonly tokens: TokenStore;
   /** `TOKEN_STORE_TIMEOUT_MS`. */
   readonly timeoutMs: number;
   /** A new `TOKEN_STORE_PASSWORD_FILE` password: the connection is made anew with it. */
@@ -41,8 +46,10 @@ export interface RedisTokenStore extends TokenStore {
   setTls(material: TlsMaterial): void;
   /** `TOKEN_STORE_KEY_FILE`'s content now, if set. */
   keyFile(): Uint8Array | undefined;
-  /** Called when `TOKEN_STORE_KEY_FILE` changes (a new namespace for every credential). */
+  /** Called when `TOKEN_STORE_KEY_FILE` changes (a new slot for every credential). */
   onKeyFile(listener: () => void): void;
+  /** Stops watching the files, the background check, and closes the connection. */
+  close(): Promise<void>;
 }
 
 /**
@@ -51,7 +58,7 @@ export interface RedisTokenStore extends TokenStore {
  * key is derived ({@link TokenStore.slot}), and connects on first use or {@link TokenStore.need}.
  * Never connects here. With `watchFiles`, follows the password and key files until closed.
  */
-export function openRedisTokenStore(options: OpenStoreOptions): RedisTokenStore {
+export function openTokenStore(options: OpenStoreOptions): OpenedStore {
   const { settings, clock, log } = options;
   let password = settings.password;
   let tls = options.tls;
@@ -84,7 +91,7 @@ export function openRedisTokenStore(options: OpenStoreOptions): RedisTokenStore 
     backend.reset();
   };
   const stopWatching = options.watchFiles
-    ? watchStoreFiles({
+    ? watchSecretFiles({
         passwordFile: settings.passwordFile,
         keyFile: settings.keyFile,
         initial: settings,
@@ -98,14 +105,8 @@ export function openRedisTokenStore(options: OpenStoreOptions): RedisTokenStore 
       })
     : () => undefined;
   return {
+    tokens: store,
     timeoutMs: settings.timeoutMs,
-    slot: (input) => store.slot(input),
-    anomaly: (kind) => store.anomaly(kind),
-    need: () => store.need(),
-    get up() {
-      return store.up;
-    },
-    probe: () => store.probe(),
     async close() {
       stopWatching();
       await store.close();

@@ -4,7 +4,7 @@ import type { Log } from '../core/log.js';
 import { watchFile } from '../core/watched-file.js';
 import { MIN_KEY_BYTES, type StoreSettings } from './settings.js';
 
-export interface StoreFilesOptions {
+export interface SecretFilesOptions {
   passwordFile: string | undefined;
   keyFile: string | undefined;
   /** The settings as checked at start: the watchers start from the files as read then. */
@@ -28,7 +28,7 @@ const asText = (bytes: Uint8Array): string => Buffer.from(bytes).toString('latin
  * file is logged and the current one stays in use. The key file is read as bytes. Returns a
  * function that stops both.
  */
-export function watchStoreFiles(options: StoreFilesOptions): () => void {
+export function watchSecretFiles(options: SecretFilesOptions): () => void {
   const { clock, log, initial } = options;
   const read = options.read ?? ((path: string) => readFile(path));
   const stops: (() => void)[] = [];

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { TokenUnavailableError } from '../../src/core/errors.js';
 import { ClientAssertionError, TokenFetchError, type FetchOutcome } from '../../src/token/errors.js';
-import { TokenSource, type TokenSourceOptions, type TokenState } from '../../src/token/token-source.js';
+import type { TokenState } from '../../src/token/token-state.js';
+import { testSource, type TestSource, type TestSourceOptions } from '../helpers/token-loop.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog, track } from '../helpers/fakes.js';
 
@@ -11,14 +12,14 @@ const ID = 'app-client';
 const SECRET = 'secret-one-!@#';
 const SECRET_2 = 'secret-two-$%^';
 
-function setup(options: Partial<TokenSourceOptions> = {}) {
+function setup(options: Partial<TestSourceOptions> = {}) {
   const clock = new FakeClock(T0);
   const fetcher = new FakeFetcher(clock);
   const log = new FakeLog();
   const fetches: { outcome: FetchOutcome; durationS: number }[] = [];
   const states: TokenState[] = [];
   const jitter = { value: 0 };
-  const source = new TokenSource({
+  const source = testSource({
     label: 'configured',
     credential: { clientId: ID, clientSecret: SECRET },
     fetchToken: fetcher.fetchToken,
@@ -53,7 +54,7 @@ const rejected = () =>
     oauthErrorDescription: 'bad secret',
   });
 
-describe('TokenSource refresh schedule', () => {
+describe('The refresh loop: refresh schedule', () => {
   it('refreshes at 80 % of the lifetime when the jitter is zero', async () => {
     const t = setup();
     await t.holding();
@@ -129,7 +130,7 @@ describe('TokenSource refresh schedule', () => {
   });
 });
 
-describe('TokenSource injected schedule', () => {
+describe('The refresh loop: injected schedule', () => {
   it('takes the refresh offset and the backoff cap from the schedule it is given', async () => {
     const offsets: number[] = [];
     const t = setup({
@@ -158,7 +159,7 @@ describe('TokenSource injected schedule', () => {
   });
 });
 
-describe('TokenSource backoff', () => {
+describe('The refresh loop: backoff', () => {
   it('takes a token that arrives with no usable life left as a failure and backs off, instead of refetching at once', async () => {
     const t = setup();
     t.jitter.value = 0.999;
@@ -278,7 +279,7 @@ describe('TokenSource backoff', () => {
   });
 });
 
-describe('TokenSource expiry', () => {
+describe('The refresh loop: expiry', () => {
   it.each([
     [100_000, 90_000],
     [50_000, 45_000],
@@ -317,7 +318,7 @@ describe('TokenSource expiry', () => {
   });
 });
 
-describe('TokenSource single flight and waiting', () => {
+describe('The refresh loop: single flight and waiting', () => {
   it('makes exactly one fetch for 1,000 concurrent get() callers at a cold start', async () => {
     const t = setup();
     const got = Array.from({ length: 1_000 }, () => t.source.get());
@@ -412,7 +413,7 @@ describe('TokenSource single flight and waiting', () => {
   });
 });
 
-describe('TokenSource forced refresh after a gateway 401', () => {
+describe('The refresh loop: forced refresh after a gateway 401', () => {
   it('drops the rejected token and fetches a new one once', async () => {
     const t = setup();
     await t.holding('tok-A');
@@ -470,7 +471,7 @@ describe('TokenSource forced refresh after a gateway 401', () => {
   });
 });
 
-describe('TokenSource secret reload', () => {
+describe('The refresh loop: secret reload', () => {
   it('fetches with the new secret at once and keeps the held token meanwhile', async () => {
     const t = setup();
     await t.holding('tok-A');
@@ -551,7 +552,7 @@ describe('TokenSource secret reload', () => {
   });
 });
 
-describe('TokenSource refreshNow', () => {
+describe('The refresh loop: refreshNow', () => {
   it('fetches at once with the same credential when a key or assertion file changed, even while backing off, keeping the held token', async () => {
     const t = setup();
     t.jitter.value = 0.999;
@@ -569,14 +570,17 @@ describe('TokenSource refreshNow', () => {
   });
 });
 
-describe('TokenSource onFailure', () => {
-  it('is told each failure once its retry is scheduled, so stopping the source there leaves no timer behind', async () => {
+describe('The refresh loop: state of a failure', () => {
+  it('is reported once its retry is scheduled, so stopping the source there leaves no timer behind', async () => {
     const seen: string[] = [];
-    const holder: { source?: TokenSource } = {};
+    const holder: { source?: TestSource } = {};
     const t = setup({
-      onFailure: (error) => {
-        seen.push(error.outcome);
-        holder.source?.stop();
+      observer: {
+        onState: (state) => {
+          if (state.lastError === undefined) return;
+          seen.push(state.lastError.outcome);
+          holder.source?.stop();
+        },
       },
     });
     holder.source = t.source;
@@ -591,7 +595,7 @@ describe('TokenSource onFailure', () => {
   });
 });
 
-describe('TokenSource observer and log', () => {
+describe('The refresh loop: observer and log', () => {
   it('reports each fetch outcome and its duration', async () => {
     const t = setup();
     t.jitter.value = 0.999;
@@ -611,21 +615,40 @@ describe('TokenSource observer and log', () => {
     ]);
   });
 
-  it('publishes expiry, last success and consecutive failures as they change', async () => {
+  it('publishes expiry, last usable moment, last success, consecutive failures and the last failure as they change', async () => {
     const t = setup();
     await t.holding('tok-A');
-    expect(t.states.at(-1)).toEqual({ expiresAtMs: T0 + LIFETIME, lastSuccessAtMs: T0, consecutiveFailures: 0 });
+    const usable = T0 + LIFETIME - 10_000;
+    expect(t.states.at(-1)).toEqual({
+      expiresAtMs: T0 + LIFETIME,
+      usableUntilMs: usable,
+      lastSuccessAtMs: T0,
+      consecutiveFailures: 0,
+      lastError: undefined,
+    });
     await t.clock.advance(80_000);
     t.fetcher.last.fail(serverError());
     await settle();
-    expect(t.states.at(-1)).toEqual({ expiresAtMs: T0 + LIFETIME, lastSuccessAtMs: T0, consecutiveFailures: 1 });
+    expect(t.states.at(-1)).toEqual({
+      expiresAtMs: T0 + LIFETIME,
+      usableUntilMs: usable,
+      lastSuccessAtMs: T0,
+      consecutiveFailures: 1,
+      lastError: expect.objectContaining({ outcome: 'server_error' }),
+    });
     t.source.invalidate('tok-A');
-    expect(t.states.at(-1)).toEqual({ expiresAtMs: 0, lastSuccessAtMs: T0, consecutiveFailures: 1 });
+    expect(t.states.at(-1)).toMatchObject({ expiresAtMs: 0, usableUntilMs: 0, lastSuccessAtMs: T0, consecutiveFailures: 1 });
     await t.clock.advance(0);
     expect(t.fetcher.calls).toHaveLength(3);
     t.fetcher.last.succeed('tok-B', LIFETIME);
     await settle();
-    expect(t.states.at(-1)).toEqual({ expiresAtMs: T0 + 80_000 + LIFETIME, lastSuccessAtMs: T0 + 80_000, consecutiveFailures: 0 });
+    expect(t.states.at(-1)).toEqual({
+      expiresAtMs: T0 + 80_000 + LIFETIME,
+      usableUntilMs: T0 + 80_000 + LIFETIME - 10_000,
+      lastSuccessAtMs: T0 + 80_000,
+      consecutiveFailures: 0,
+      lastError: undefined,
+    });
   });
 
   it('logs a rejected client at error level with its OAuth error, and never the secret or a token', async () => {

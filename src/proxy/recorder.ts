@@ -2,13 +2,17 @@ import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Log } from '../core/log.js';
 
+/**
+ * The one place the request path reports from, and the interfaces it reports to: the observer
+ * (the metrics), the access log, and the tracer when tracing is on. The proxy owns these
+ * interfaces; the wiring hands their implementations in, so the request path knows nothing of how
+ * it is counted or traced.
+ */
+
 /** Which body went silent: the caller's request body, the gateway's answer, or the caller's reading of it. */
 export type StallDirection = 'request' | 'response' | 'send';
 
-/**
- * What the proxy reports of its requests. The proxy owns this interface; the wiring hands it an
- * implementation (the metrics), so the request path knows nothing of how it is counted.
- */
+/** What the proxy reports of its requests (implemented by the metrics). */
 export interface ProxyObserver {
   /** A request ended: answered, refused, or given up by its caller (499). */
   requestEnded(method: string, status: number, seconds: number): void;
@@ -25,21 +29,22 @@ export interface ProxyObserver {
 /** Which send of a request an attempt is: the first, a retry on a new connection, a replay after a 401. */
 export type AttemptKind = 'first' | 'retry' | 'replay';
 
-/**
- * The traces of the request path (docs/operations.md, "Traces"): the proxy owns this interface,
- * the wiring hands it an implementation when tracing is on. Every call names the caller's request.
- */
+/** One forwarded request's trace, held by its exchange, which tells it what happens in order. */
+export interface RequestTrace {
+  /** The request waits for a token: its span is linked to the fetch that ends the wait. */
+  awaitingToken(): void;
+  /** An attempt is sent with `headers` (a flat list): its span starts and its `traceparent` is set in them. */
+  attempt(headers: string[], kind: AttemptKind): void;
+  /** The attempt's answer began with `status`, or it failed (`status` 0, `error` its code). */
+  attemptEnded(status: number, error?: string): void;
+  /** The request ended with `status`: its server span ends. */
+  ended(status: number): void;
+}
+
+/** The traces of the request path (docs/operations.md, "Traces"), when tracing is on. */
 export interface RequestTracer {
   /** A request is forwarded: its server span starts, continuing the caller's `traceparent`. */
-  began(req: IncomingMessage): void;
-  /** The request waits for a token: its span is linked to the fetch that ends the wait. */
-  awaitingToken(req: IncomingMessage): void;
-  /** An attempt is sent with `headers` (a flat list): its span starts and its `traceparent` is set in them. */
-  attempt(req: IncomingMessage, headers: string[], kind: AttemptKind): void;
-  /** The attempt's answer began with `status`, or it failed (`status` 0, `error` its code). */
-  attemptEnded(req: IncomingMessage, status: number, error?: string): void;
-  /** The request ended with `status`: its server span ends. */
-  ended(req: IncomingMessage, status: number): void;
+  began(req: IncomingMessage): RequestTrace;
 }
 
 const STALL_MESSAGES: Record<StallDirection, string> = {
@@ -48,50 +53,42 @@ const STALL_MESSAGES: Record<StallDirection, string> = {
   send: 'the caller took none of its answer; closing the caller connection',
 };
 
+export interface RecorderOptions {
+  observer: ProxyObserver;
+  log: Log;
+  /** `ACCESS_LOG`: one line per request the forwarder ended. */
+  accessLog: boolean;
+  /** The tracer when tracing is on; each exchange holds its own request's trace. */
+  tracer?: RequestTracer | undefined;
+}
+
 /**
- * The one place the request path reports from: every ended request goes through here to the
- * observer and, when `ACCESS_LOG` is on, to the access log.
+ * Every ended request goes through here to the observer and, when `ACCESS_LOG` is on, to the
+ * access log; it counts what it was told, so that the memory release can tell traffic from quiet.
  */
 export class Recorder {
-  constructor(
-    private readonly observer: ProxyObserver,
-    private readonly log: Log,
-    private readonly accessLog: boolean,
-    private readonly tracer?: RequestTracer,
-  ) {}
+  private readonly observer: ProxyObserver;
+  private readonly log: Log;
+  private readonly accessLog: boolean;
+  /** The tracer, when tracing is on: an exchange starts its request's trace with it. */
+  readonly tracer: RequestTracer | undefined;
+  /** The requests recorded so far, answered or refused. */
+  served = 0;
 
-  /** A request became an exchange (traced when tracing is on). */
-  began(req: IncomingMessage): void {
-    if (this.tracer !== undefined) this.tracer.began(req);
-  }
-
-  /** The exchange waits for a token. */
-  awaitingToken(req: IncomingMessage): void {
-    if (this.tracer !== undefined) this.tracer.awaitingToken(req);
-  }
-
-  /** An attempt is sent to the gateway with `headers`. */
-  attempt(req: IncomingMessage, headers: string[], kind: AttemptKind): void {
-    if (this.tracer !== undefined) this.tracer.attempt(req, headers, kind);
-  }
-
-  /** An attempt's answer began (`status`) or it failed (`status` 0). */
-  attemptEnded(req: IncomingMessage, status: number, error?: string): void {
-    if (this.tracer !== undefined) this.tracer.attemptEnded(req, status, error);
+  constructor(options: RecorderOptions) {
+    this.observer = options.observer;
+    this.log = options.log;
+    this.accessLog = options.accessLog;
+    this.tracer = options.tracer;
   }
 
   /** A request the forwarder ended (answered, refused, or abandoned), `started` from `performance.now()`. */
   answered(req: IncomingMessage, status: number, started: number): void {
     const seconds = (performance.now() - started) / 1000;
+    this.served += 1;
     this.observer.requestEnded(req.method!, status, seconds);
-    if (this.tracer !== undefined) this.tracer.ended(req, status);
     if (this.accessLog) {
-      const url = req.url!;
-      const q = url.indexOf('?');
-      this.log.info(
-        { method: req.method, path: q === -1 ? url : url.slice(0, q), status, durationMs: Math.round(seconds * 1e4) / 10 },
-        'request',
-      );
+      this.log.info({ method: req.method, path: pathOf(req), status, durationMs: Math.round(seconds * 1e4) / 10 }, 'request');
     }
   }
 
@@ -100,6 +97,7 @@ export class Recorder {
    * head the parser refused): counted with no duration, and not in the access log.
    */
   refused(method: string, status: number): void {
+    this.served += 1;
     this.observer.requestEnded(method, status, 0);
   }
 
@@ -113,7 +111,7 @@ export class Recorder {
   }
 
   /** An exchange ended by the overload action (stalled-callers.ts): counted; the guard logs the action. */
-  overloadReset(_req: IncomingMessage, _idleMs: number): void {
+  overloadReset(): void {
     this.observer.exchangeReset();
   }
 
@@ -123,8 +121,13 @@ export class Recorder {
    */
   stalled(req: IncomingMessage, direction: StallDirection, idleMs: number): void {
     this.observer.upstreamStalled(direction);
-    const url = req.url!;
-    const q = url.indexOf('?');
-    this.log.warn({ direction, method: req.method, path: q === -1 ? url : url.slice(0, q), idleMs }, STALL_MESSAGES[direction]);
+    this.log.warn({ direction, method: req.method, path: pathOf(req), idleMs }, STALL_MESSAGES[direction]);
   }
+}
+
+/** The request's path without its query, which may hold anything. */
+function pathOf(req: IncomingMessage): string {
+  const url = req.url!;
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { watchStoreFiles } from '../../src/store/store-files.js';
+import { watchSecretFiles } from '../../src/store/secret-files.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { FakeLog } from '../helpers/fakes.js';
 
@@ -17,7 +17,7 @@ function setup() {
   const initial = { password: 'first-password', passwordFileText: 'first-password\n', keyMaterial: KEY };
   const passwords: string[] = [];
   const keys: Uint8Array[] = [];
-  const stop = watchStoreFiles({
+  const stop = watchSecretFiles({
     passwordFile: PASSWORD_FILE,
     keyFile: KEY_FILE,
     initial,

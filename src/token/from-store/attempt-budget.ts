@@ -11,7 +11,7 @@ import type { Clock } from '../../core/clock.js';
 /** What an operation the budget ran out on answers instead. */
 export const LATE = Symbol('late');
 
-export interface StoreBudget {
+export interface AttemptBudget {
   /** What is left of it, in ms (0 once spent). */
   leftMs(): number;
   /** Starts `operation` if time is left, and answers what it does within what is left; `LATE` otherwise. */
@@ -19,7 +19,7 @@ export interface StoreBudget {
 }
 
 /** A budget of `ms` from now, on `clock`. */
-export function storeBudget(clock: Clock, ms: number): StoreBudget {
+export function attemptBudget(clock: Clock, ms: number): AttemptBudget {
   const end = clock.now() + ms;
   const leftMs = (): number => Math.max(0, end - clock.now());
   return {

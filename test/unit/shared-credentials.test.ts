@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryTokenStore, MemoryStoreServer } from '../../src/store/memory-backend.js';
 import { clientSecretBasic } from '../../src/token/client-auth/client-secret-basic.js';
-import { DERIVATIONS_PER_MINUTE, passthroughStoreUse } from '../../src/token/from-store/store-use.js';
+import { DERIVATIONS_PER_MINUTE, sharePassthrough } from '../../src/token/from-store/shared-credentials.js';
 import { backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
 import type { SuppliedToken, TokenSupply } from '../../src/token/token-supply.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
@@ -21,6 +21,7 @@ const SETTINGS = {
 function ownFetch(clock: FakeClock): TokenSupply & { fetches: number } {
   const own = {
     fetches: 0,
+    rejected() {},
     obtain(): Promise<SuppliedToken> {
       own.fetches++;
       const now = clock.now();
@@ -49,7 +50,7 @@ function sharing(derive: (material: Uint8Array) => Promise<Buffer>) {
     leaseMs: 11_000,
     derive,
   });
-  const forCredential = passthroughStoreUse({
+  const supplyFor = sharePassthrough({
     store,
     settings: SETTINGS,
     storeTimeoutMs: 250,
@@ -67,13 +68,12 @@ function sharing(derive: (material: Uint8Array) => Promise<Buffer>) {
     clock,
     own,
     /** The supply of caller `i`'s credential. */
-    supply: (i: number) => forCredential(credential(i))!(own, backoff),
+    supply: (i: number) => supplyFor(credential(i), own, backoff),
     /** An attempt of caller `i`'s. */
     request: (i: number) => ({
       credential: credential(i),
       held: undefined,
       failures: 0,
-      rejected: [],
       signal: new AbortController().signal,
     }),
   };

@@ -1,17 +1,17 @@
 /**
- * A credential as a shared token store knows it (docs/token-store.md): the
- * description that makes two proxies' credentials the same, the key material its store key is
- * derived from, and its part of the store, derived anew when either changes. Proxies share a
- * token only when both are equal, so nothing written under one credential is read under another.
+ * A credential's slot in a shared token store (docs/token-store.md): its seed (the description
+ * that makes two proxies' credentials the same, and the key material the slot's key is derived
+ * from), and the slot as it is now, derived anew when the seed changes. Proxies share a token only
+ * when their seeds are equal, so nothing written under one credential is read under another.
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../../config/config.js';
 import type { Clock } from '../../core/clock.js';
-import { describeCredential, type CredentialKeyInput, type CredentialSlot, type TokenStore } from '../../store/index.js';
+import { describeCredential, type SlotSeed, type Slot, type TokenStore } from '../../store/index.js';
 import type { AuthMethod, CredentialMaterial } from '../client-auth/index.js';
 
 /** What a credential is made of beside its method's own material. */
-export interface StoreCredentialOptions {
+export interface CredentialParts {
   readonly settings: Pick<Config, 'tokenUrl' | 'issuerUrl' | 'tokenScope' | 'tokenParams' | 'dpop'>;
   /** The method its token requests are authenticated with. */
   readonly method: AuthMethod;
@@ -24,23 +24,22 @@ export interface StoreCredentialOptions {
   readonly keyFile: Uint8Array | undefined;
 }
 
-/** How a credential is shared: under this description and key material, or not at all (and why, said once). */
-export type StoreIdentity =
-  { readonly shared: true; readonly input: CredentialKeyInput } | { readonly shared: false; readonly reason: string };
+/** How a credential is shared: in the slot this seed derives, or not at all (and why, said once). */
+export type Sharing = { readonly shared: true; readonly seed: SlotSeed } | { readonly shared: false; readonly reason: string };
 
-/** The description's format: a change makes a new namespace, never a misread entry. */
+/** The description's format: a change makes a new slot, never a misread entry. */
 const DESCRIPTION_FORMAT = 'ticket-auth-proxy credential 1';
 
 /**
- * The credential's identity in the store. Its description holds the token URL (or the issuer whose
+ * The credential's slot seed. Its description holds the token URL (or the issuer whose
  * metadata names it), client id, method,
  * scope, `TOKEN_PARAMS` (sorted: their order changes nothing), the DPoP mode and key thumbprint,
  * and what the method adds (a client certificate's thumbprint). Its key material is the method's
  * secret or private key; with `TOKEN_STORE_KEY_FILE`, the key file, followed by that secret when
- * there is one, so a rotated secret is a new namespace still. Not shared: tokens bound to a DPoP
+ * there is one, so a rotated secret is a new slot still. Not shared: tokens bound to a DPoP
  * key generated in this process, and a method without a secret when no key file is given.
  */
-export function storeIdentity(options: StoreCredentialOptions): StoreIdentity {
+export function slotSeed(options: CredentialParts): Sharing {
   const { settings, method, dpopKey, keyFile } = options;
   if (dpopKey !== undefined && !dpopKey.fromFile) {
     return {
@@ -71,7 +70,7 @@ export function storeIdentity(options: StoreCredentialOptions): StoreIdentity {
   const secret = own.from === 'key_file' ? undefined : own.secret;
   const keyMaterial =
     keyFile === undefined ? secret! : secret === undefined ? keyFile : Buffer.concat([lengthPrefix(keyFile.length), keyFile, secret]);
-  return { shared: true, input: { description: describeCredential(parts), keyMaterial } };
+  return { shared: true, seed: { description: describeCredential(parts), keyMaterial } };
 }
 
 function lengthPrefix(n: number): Buffer {
@@ -81,51 +80,46 @@ function lengthPrefix(n: number): Buffer {
 }
 
 /**
- * One credential's part of the store as it is now: derived (scrypt, in the store) when the
- * credential is first described and again when its description or key material changes (a new
- * namespace). Holds a digest of the two to notice a change, never the material itself.
+ * One credential's slot as it is now: derived (scrypt, in the store) when the credential is first
+ * seeded and again when its seed changes (a new slot). Holds a digest of the seed to notice a
+ * change, never the key material itself.
  */
-export class StoreNamespace {
+export class CurrentSlot {
   private id: string | undefined;
-  private pending: Promise<CredentialSlot | undefined> = Promise.resolve(undefined);
-  private derived: CredentialSlot | undefined;
+  private pending: Promise<Slot | undefined> = Promise.resolve(undefined);
+  /** The slot, once its derivation is done: a field, read by every attempt. */
+  ready: Slot | undefined;
 
   constructor(
     private readonly store: TokenStore,
     private readonly clock: Clock,
   ) {}
 
-  /** Uses `input` from now on (undefined: the credential is not shared); true when that is another namespace. */
-  use(input: CredentialKeyInput | undefined): boolean {
-    const id = input && createHash('sha256').update(input.description).update('\0').update(input.keyMaterial).digest('base64');
+  /** Uses the slot of `seed` from now on (undefined: the credential is not shared); true when that is another slot. */
+  use(seed: SlotSeed | undefined): boolean {
+    const id = seed && createHash('sha256').update(seed.description).update('\0').update(seed.keyMaterial).digest('base64');
     if (id === this.id) return false;
     this.id = id;
-    this.derived = undefined;
-    const pending: Promise<CredentialSlot | undefined> =
-      input === undefined
+    this.ready = undefined;
+    const pending: Promise<Slot | undefined> =
+      seed === undefined
         ? Promise.resolve(undefined)
-        : this.store.slot(input).then((derived) => {
-            if (this.pending === pending) this.derived = derived;
+        : this.store.slot(seed).then((derived) => {
+            if (this.pending === pending) this.ready = derived;
             return derived;
           });
     this.pending = pending;
     return true;
   }
 
-  /** Whether the credential is shared now (its part may still be being derived). */
+  /** Whether the credential is shared now (its slot may still be being derived). */
   get shared(): boolean {
     return this.id !== undefined;
   }
 
-  /** The part derived for the current credential, if its derivation is done. */
-  get ready(): CredentialSlot | undefined {
-    return this.derived;
-  }
-
-  /** The current part, once derived; waiting at most `withinMs` when given (undefined after that). */
-  current(withinMs?: number): Promise<CredentialSlot | undefined> {
-    if (this.derived !== undefined || withinMs === undefined)
-      return this.derived !== undefined ? Promise.resolve(this.derived) : this.pending;
+  /** The slot, once derived; waiting at most `withinMs` when given (undefined after that). */
+  current(withinMs?: number): Promise<Slot | undefined> {
+    if (this.ready !== undefined || withinMs === undefined) return this.ready !== undefined ? Promise.resolve(this.ready) : this.pending;
     return new Promise((resolve) => {
       const timer = this.clock.setTimeout(() => resolve(undefined), withinMs);
       void this.pending.then((derived) => {

@@ -9,7 +9,7 @@ export const FORMAT_VERSION = 'v1';
 
 /**
  * scrypt's cost (RFC 7914): N = 2^15, r = 8, p = 1, the parameters golang.org/x/crypto/scrypt
- * gives for interactive use: 32 MiB and about 85 ms of one core (`node bench/store-key.js`). A
+ * gives for interactive use: 32 MiB and about 85 ms of one core (`node bench/slot-key.js`). A
  * copy of the store then costs whoever tests guesses of a weak secret as much per guess. 2^14
  * would halve the CPU, but glibc's malloc serves its 16 MiB from a thread's arena after the first
  * derivation and keeps it: eight derivations in a row (pass-through credentials) left 65 MB
@@ -74,7 +74,7 @@ export function sharedDeriver(inner: KeyDeriver): KeyDeriver {
 }
 
 /** The names and the ciphers of one credential's part of the store. */
-export interface StoreKey {
+export interface SlotKey {
   /** The entry: `prefix` + `v1:{` + hex HMAC of the credential's description + `}`. */
   readonly entryKey: string;
   /** The lease, in the entry's hash slot (the hash tag is the same). */
@@ -105,12 +105,12 @@ function hmacHex(key: Buffer, label: string, text: string): string {
  * The description reaches the store only as an HMAC under the naming subkey, so neither it nor
  * anything it holds (client id, scope, URL) can be read or confirmed without the key material.
  */
-export async function deriveStoreKey(input: {
+export async function deriveSlotKey(input: {
   description: string;
   keyMaterial: Uint8Array;
   prefix: string;
   derive: KeyDeriver;
-}): Promise<StoreKey> {
+}): Promise<SlotKey> {
   const storeKey = await input.derive(input.keyMaterial, input.description);
   const naming = subkey(storeKey, 'naming');
   const encryption = subkey(storeKey, 'encryption');

@@ -3,10 +3,10 @@ import { clientAssertionFile } from '../../src/token/client-auth/client-assertio
 import { clientSecretBasic } from '../../src/token/client-auth/client-secret-basic.js';
 import { clientSecretPost } from '../../src/token/client-auth/client-secret-post.js';
 import { tlsClientAuth } from '../../src/token/client-auth/tls-client-auth.js';
-import { storeIdentity, type StoreCredentialOptions } from '../../src/token/from-store/credential-namespace.js';
+import { slotSeed, type CredentialParts } from '../../src/token/from-store/slot-seed.js';
 import { clientCert, createCa } from '../helpers/certs.js';
 
-const BASE: StoreCredentialOptions = {
+const BASE: CredentialParts = {
   settings: {
     tokenUrl: 'https://idp.example/oauth2/token',
     issuerUrl: undefined,
@@ -21,11 +21,11 @@ const BASE: StoreCredentialOptions = {
   keyFile: undefined,
 };
 
-/** The identity of `options` over the base, which must be shared. */
-function shared(options: Partial<StoreCredentialOptions> = {}) {
-  const identity = storeIdentity({ ...BASE, ...options });
+/** The slot seed of `options` over the base, which must be shared. */
+function shared(options: Partial<CredentialParts> = {}) {
+  const identity = slotSeed({ ...BASE, ...options });
   if (!identity.shared) throw new Error(`not shared: ${identity.reason}`);
-  return identity.input;
+  return identity.seed;
 }
 
 describe('a credential as the token store knows it', () => {
@@ -72,7 +72,7 @@ describe('a credential as the token store knows it', () => {
   });
 
   it('is not shared with a DPoP key generated in this process, and says how to share it', () => {
-    const identity = storeIdentity({
+    const identity = slotSeed({
       ...BASE,
       settings: { ...BASE.settings, dpop: 'on' },
       dpopKey: { thumbprint: 'jkt', fromFile: false },
@@ -83,11 +83,11 @@ describe('a credential as the token store knows it', () => {
   it('needs TOKEN_STORE_KEY_FILE with a method that has no secret, and is then described by its certificate', async () => {
     const ca = await createCa();
     const cert = (await clientCert(ca, 'proxy-a')).cert;
-    expect(storeIdentity({ ...BASE, method: tlsClientAuth, material: { clientCertificate: cert } })).toEqual({
+    expect(slotSeed({ ...BASE, method: tlsClientAuth, material: { clientCertificate: cert } })).toEqual({
       shared: false,
       reason: expect.stringContaining('TOKEN_STORE_KEY_FILE'),
     });
-    expect(storeIdentity({ ...BASE, method: clientAssertionFile, material: {} })).toEqual({
+    expect(slotSeed({ ...BASE, method: clientAssertionFile, material: {} })).toEqual({
       shared: false,
       reason: expect.stringContaining('TOKEN_STORE_KEY_FILE'),
     });

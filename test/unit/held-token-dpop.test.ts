@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/core/log.js';
-import { createDpopClient, generateDpopKey } from '../../src/token/dpop/index.js';
-import { TokenSource } from '../../src/token/token-source.js';
+import { createDpopClient, dpopGateway, generateDpopKey } from '../../src/token/dpop/index.js';
+import { testSource } from '../helpers/token-loop.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
 import { FakeFetcher, FakeLog } from '../helpers/fakes.js';
 
@@ -10,8 +10,8 @@ const T0 = Date.UTC(2026, 0, 1);
 function setup() {
   const clock = new FakeClock(T0);
   const fetcher = new FakeFetcher(clock);
-  const dpop = createDpopClient({ mode: 'on', key: generateDpopKey(), baseUrl: 'https://gw.example', clock, log: createLogger('silent') });
-  const source = new TokenSource({
+  const dpop = createDpopClient({ mode: 'on', key: generateDpopKey(), clock, log: createLogger('silent') });
+  const source = testSource({
     label: 'configured',
     credential: { clientId: 'c', clientSecret: 's' },
     fetchToken: fetcher.fetchToken,
@@ -28,7 +28,7 @@ function setup() {
 const claims = (proof: string): Record<string, unknown> =>
   JSON.parse(Buffer.from(proof.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 
-describe('the token source with DPoP', () => {
+describe('the held token with DPoP', () => {
   it('hands out one authorization per token, read synchronously: DPoP with proofs by the bound key, Bearer without', async () => {
     const { fetcher, dpop, source } = setup();
     const key = dpop.prover.key();
@@ -42,11 +42,16 @@ describe('the token source with DPoP', () => {
     expect(auth.header).toBe('DPoP tok-D');
     // A rotation: the held token's proofs keep the key it is bound to.
     dpop.prover.replaceKey(generateDpopKey());
-    const header = JSON.parse(Buffer.from(auth.proof!('GET', '/api/v1/x').split('.')[0]!, 'base64url').toString()) as {
+    const header = JSON.parse(
+      Buffer.from(auth.proof!('GET', '/api/v1/x', dpopGateway('https://gw.example')).split('.')[0]!, 'base64url').toString(),
+    ) as {
       jwk: Record<string, string>;
     };
     expect(header.jwk).toEqual(key.jwk);
-    expect(claims(auth.proof!('GET', '/api/v1/x'))).toMatchObject({ htm: 'GET', htu: 'https://gw.example/api/v1/x' });
+    expect(claims(auth.proof!('GET', '/api/v1/x', dpopGateway('https://gw.example')))).toMatchObject({
+      htm: 'GET',
+      htu: 'https://gw.example/api/v1/x',
+    });
 
     fetcher.answer = () => ({ accessToken: 'tok-B', lifetimeMs: 100_000, tokenType: 'Bearer' });
     source.refreshNow('test');

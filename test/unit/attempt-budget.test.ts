@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { LATE, storeBudget } from '../../src/token/from-store/store-budget.js';
+import { LATE, attemptBudget } from '../../src/token/from-store/attempt-budget.js';
 import { FakeClock, settle } from '../helpers/fake-clock.js';
 
 describe("the store's budget of one attempt", () => {
   it('answers what an operation answers in time, its timer cleared, and LATE once the budget runs out', async () => {
     const clock = new FakeClock();
-    const budget = storeBudget(clock, 250);
+    const budget = attemptBudget(clock, 250);
     expect(await budget.within(() => Promise.resolve('first'))).toBe('first');
     expect(clock.pending).toBe(0);
     let answer: (value: string) => void = () => {};
@@ -24,7 +24,7 @@ describe("the store's budget of one attempt", () => {
 
   it('starts no operation once spent, and passes on a failure that comes in time', async () => {
     const clock = new FakeClock();
-    const budget = storeBudget(clock, 100);
+    const budget = attemptBudget(clock, 100);
     await expect(budget.within(() => Promise.reject(new Error('refused')))).rejects.toThrow('refused');
     expect(clock.pending).toBe(0);
     await clock.advance(100);
