@@ -5,7 +5,7 @@
  * proxy reports.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -384,6 +384,18 @@ describe('helm lint', () => {
     for (const message of messages) expect(result.stdout).toContain(message);
     const install = await helm(['template', 'rel', chart, ...args]);
     expect(install.code).not.toBe(0);
+  });
+});
+
+describe("the chart's refusals", () => {
+  it("stop helm lint as they stop helm template: helm's fail, which lint takes for a note and renders on, is called only by ticket-auth-proxy.fail", () => {
+    const templates = join(chart, 'templates');
+    const calls = readdirSync(templates).flatMap((file) =>
+      [...readFileSync(join(templates, file), 'utf8').matchAll(/(?:\{\{-?|\()\s*fail\s/g)].map(() => file),
+    );
+    expect(calls).toEqual(['_helpers.tpl']);
+    const helpers = readFileSync(join(templates, '_helpers.tpl'), 'utf8');
+    expect(helpers).toMatch(/define "ticket-auth-proxy\.fail" -}}\n\{\{- fail \. -}}\n\{\{- include \(replace "\\n" " " \.\) dict -}}/);
   });
 });
 
