@@ -544,6 +544,115 @@ describe('extraEnv values the proxy refuses at start', () => {
   });
 });
 
+describe('the OpenTelemetry settings the proxy refuses at start', () => {
+  const COLLECTOR = 'http://otel-collector.observability:4318';
+  /** The collector's API key the headers carry: never in a message. */
+  const KEY = 'k3y-0f-the-c0llector';
+
+  it.each([
+    ['a protocol other than http/protobuf', { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }],
+    ['headers that are no key=value pairs', { OTEL_EXPORTER_OTLP_HEADERS: `api-key ${KEY}` }],
+    ['headers with a name left empty', { OTEL_EXPORTER_OTLP_HEADERS: `=${KEY}` }],
+    ['headers whose percent-encoding decodes nothing', { OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}%zz` }],
+    ['headers whose percent-encoding is no UTF-8', { OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}%C0%AF` }],
+    ['resource attributes that are no key=value pairs', { OTEL_RESOURCE_ATTRIBUTES: 'team' }],
+    ['an endpoint with credentials', { OTEL_EXPORTER_OTLP_ENDPOINT: `http://tenant:${KEY}@otel-collector:4318` }],
+    ['an endpoint with credentials and no scheme', { OTEL_EXPORTER_OTLP_ENDPOINT: `tenant:${KEY}@otel-collector:4318` }],
+    ['an endpoint without a scheme', { OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318' }],
+    ['a gRPC endpoint', { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'grpc://otel-collector:4317' }],
+    ['an endpoint whose port is out of range', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:70000' }],
+    ['an endpoint whose IPv4 address is out of range', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://10.0.0.256:4318' }],
+    [
+      'headers in the clear to a collector off loopback',
+      { OTEL_EXPORTER_OTLP_ENDPOINT: COLLECTOR, OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}` },
+    ],
+    [
+      'headers in the clear to the traces endpoint, which wins over the base endpoint',
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel-collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://OTel-Collector:80/v1/traces',
+        OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}`,
+      },
+    ],
+    ['an unknown sampler', { OTEL_TRACES_SAMPLER: 'ratio' }],
+    [
+      'every one of them at once',
+      {
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_HEADERS: KEY,
+        OTEL_RESOURCE_ATTRIBUTES: 'team',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+      },
+    ],
+  ])('refuses %s from extraEnv, with the proxy message, never the key', async (_name, env: Record<string, string>) => {
+    const extraEnv = Object.entries(env).map(([name, value]) => ({ name, value }));
+    const stderr = await expectRefusedLikeTheProxy({ extraEnv }, env);
+    expect(stderr).toContain('extraEnv: OTEL_');
+    expect(stderr).not.toContain(KEY);
+  });
+
+  it('accepts what the proxy accepts: headers to a loopback collector, over https, or with ALLOW_INSECURE_HTTP; any endpoint with OTEL_SDK_DISABLED', async () => {
+    for (const env of [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.1:4318', OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}, x-tenant=a%20b` },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318/', OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}` },
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com',
+        OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}`,
+        OTEL_RESOURCE_ATTRIBUTES: 'team=a, env=%E2%82%AC',
+      },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: COLLECTOR, OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}`, ALLOW_INSECURE_HTTP: 'true' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: COLLECTOR, OTEL_EXPORTER_OTLP_HEADERS: ' , ' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318', OTEL_SDK_DISABLED: 'true' },
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' },
+    ] as Record<string, string>[]) {
+      await expectAccepted({ extraEnv: Object.entries(env).map(([name, value]) => ({ name, value })) }, env);
+    }
+  });
+
+  it.each([
+    'http://otel-collector:4318',
+    'HTTPS://Otel.Example.com:443/otlp/',
+    'http:otel-collector:4318',
+    'http:\\\\otel-collector:4318',
+    'http:///otel-collector',
+    'http://@otel-collector:4318',
+    'http://:@otel-collector:4318',
+    'http://tenant@otel-collector:4318',
+    'http://::@otel-collector:4318',
+    'http://tenant@',
+    'http://otel-collector:',
+    'http://otel-collector:04318',
+    'http://otel-collector:65536',
+    'http://otel-collector:43 18',
+    'http://otel collector:4318',
+    'http://otel_collector:4318',
+    'http://otel%2Dcollector:4318',
+    'http://otel%zzcollector:4318',
+    'http://[::1]:4318',
+    'http://[::1',
+    'http://127.0.0.1:4318',
+    'http://127.1',
+    'http://0x7f.1',
+    'http://2130706433',
+    'http://4294967296',
+    'http://1.2.3.4.5',
+    'http://1.2.3.4.',
+    'http://08.1.1.1',
+    'http://collector.1',
+    'http://1.0x',
+    'https://otel.example.com/v1/traces?tenant=a#x',
+    'otel-collector:4318',
+    '//otel-collector:4318',
+    'grpc://otel-collector:4317',
+    'localhost:4318',
+  ])('refuses the collector %j with headers exactly when the proxy refuses it', async (endpoint) => {
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_HEADERS: 'api-key=x' };
+    const refusedByProxy = proxyProblems({ ...CHART_ENV, ...env }).length > 0;
+    const { lint } = await helmWith({ extraEnv: Object.entries(env).map(([name, value]) => ({ name, value })) });
+    expect(lint.code !== 0, lint.stdout).toBe(refusedByProxy);
+  });
+});
+
 /** Every node of a JSON document, depth first. */
 function* nodes(value: unknown): Generator<Record<string, unknown>> {
   if (value === null || typeof value !== 'object') return;

@@ -3,9 +3,9 @@ The proxy's start-up checks, run on the environment the chart gives its containe
 proxy would refuse (exit 2 at start, the pod in CrashLoopBackOff) stop the render instead, with
 the proxy's own message for each problem. The rules mirror the settings table and loader
 (src/config/config.ts, values.ts, load.ts) and the checks of src/net/settings.ts,
-src/token/settings.ts, src/token/dpop/settings.ts, src/token/discovery/settings.ts and the token
-store's (templates/_token-store.tpl); files named by a setting cannot be read here and are left to
-the proxy.
+src/token/settings.ts, src/token/dpop/settings.ts, src/token/discovery/settings.ts, the token
+store's (templates/_token-store.tpl) and the traces' (templates/_tracing.tpl); files named by a
+setting cannot be read here and are left to the proxy.
 Every value here comes from the container's environment, so a message that says where a value
 came from says "from the environment".
 */}}
@@ -375,6 +375,8 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- end -}}
 {{- $store := include "ticket-auth-proxy.tokenStoreProblems" (dict "env" $env) -}}
 {{- if $store }}{{ $problems = concat $problems (splitList "\n" $store) }}{{ end -}}
+{{- $tracing := include "ticket-auth-proxy.tracingProblems" (dict "env" $env "out" $out) -}}
+{{- if $tracing }}{{ $problems = concat $problems (splitList "\n" $tracing) }}{{ end -}}
 {{- /* Whatever a check quoted, a URL's user information is not shown (loadConfig in src/config/load.ts). */ -}}
 {{- $redacted := list -}}
 {{- range $problems }}{{ $redacted = append $redacted (include "ticket-auth-proxy.redactUserinfo" .) }}{{ end -}}
