@@ -653,6 +653,91 @@ describe('the OpenTelemetry settings the proxy refuses at start', () => {
   });
 });
 
+describe("the chart's tracing values", () => {
+  const tracing = (values: Record<string, unknown>): Record<string, unknown> => ({ tracing: values });
+
+  it.each([
+    [
+      'an endpoint without a scheme',
+      tracing({ endpoint: 'otel-collector:4318' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318' },
+      'tracing.endpoint: OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http or https URL',
+    ],
+    [
+      'an endpoint with credentials',
+      tracing({ endpoint: 'http://tenant:k3y@otel-collector:4318' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://tenant:k3y@otel-collector:4318' },
+      '(got "http://***@otel-collector:4318")',
+    ],
+    [
+      'headers from a Secret to an http collector off loopback',
+      tracing({ endpoint: 'http://otel-collector:4318', existingSecret: 'otlp' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=from-the-secret' },
+      "tracing.existingSecret: OTEL_EXPORTER_OTLP_HEADERS would be sent in the clear to otel-collector:4318 (OTEL_EXPORTER_OTLP_ENDPOINT is http): use an https collector, a loopback one, or set ALLOW_INSECURE_HTTP=true (in the chart's values: allowInsecureHttp: true)",
+    ],
+    [
+      'a ratio past 1',
+      tracing({ endpoint: 'https://otel.example.com', samplerArg: 1.5 }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com', OTEL_TRACES_SAMPLER_ARG: '1.5' },
+      'tracing.samplerArg: OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (got "1.5")',
+    ],
+    [
+      'a ratio that is no number',
+      tracing({ endpoint: 'https://otel.example.com', samplerArg: 'half' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com', OTEL_TRACES_SAMPLER_ARG: 'half' },
+      'tracing.samplerArg: OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (got "half")',
+    ],
+  ])('refuses %s with the proxy message, naming the value', async (_name, values, env, named) => {
+    expect(await expectRefusedLikeTheProxy(values, env)).toContain(named);
+  });
+
+  it('refuses an unknown sampler in its schema, with the proxy choices', async () => {
+    await expectRefusedBySchema(
+      tracing({ endpoint: 'https://otel.example.com', sampler: 'ratio' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com', OTEL_TRACES_SAMPLER: 'ratio' },
+      "at '/tracing/sampler': value must be one of '', 'always_on'",
+    );
+  });
+
+  it('refuses a sampler, a ratio or headers without a collector, in helm template and helm lint', async () => {
+    const { template, lint } = await helmWith(tracing({ sampler: 'traceidratio', samplerArg: 0.5, existingSecret: 'otlp' }));
+    const message = 'tracing.sampler and tracing.samplerArg and tracing.existingSecret are set without tracing.endpoint: set the collector';
+    expect(template.code).not.toBe(0);
+    expect(template.stderr).toContain(message);
+    expect(lint.code).not.toBe(0);
+    expect(lint.stdout).toContain(message);
+  });
+
+  it('accepts what the proxy accepts: headers from a Secret over https, to loopback, or with allowInsecureHttp; a ratio of 0', async () => {
+    for (const [values, env] of [
+      [
+        tracing({ endpoint: 'https://otel.example.com', existingSecret: 'otlp', sampler: 'traceidratio', samplerArg: 0 }),
+        {
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com',
+          OTEL_EXPORTER_OTLP_HEADERS: 'api-key=x',
+          OTEL_TRACES_SAMPLER: 'traceidratio',
+          OTEL_TRACES_SAMPLER_ARG: '0',
+        },
+      ],
+      [
+        tracing({ endpoint: 'http://127.0.0.1:4318', existingSecret: 'otlp' }),
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=x' },
+      ],
+      [
+        { allowInsecureHttp: true, ...tracing({ endpoint: 'http://otel-collector:4318', existingSecret: 'otlp', samplerArg: '0.25' }) },
+        {
+          ALLOW_INSECURE_HTTP: 'true',
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318',
+          OTEL_EXPORTER_OTLP_HEADERS: 'api-key=x',
+          OTEL_TRACES_SAMPLER_ARG: '0.25',
+        },
+      ],
+    ] as const) {
+      await expectAccepted(values, env);
+    }
+  });
+});
+
 /** Every node of a JSON document, depth first. */
 function* nodes(value: unknown): Generator<Record<string, unknown>> {
   if (value === null || typeof value !== 'object') return;
@@ -671,6 +756,7 @@ describe('values.schema.json', () => {
     expect(schema.properties.logLevel.enum).toEqual(choices('LOG_LEVEL'));
     expect(schema.properties.dpop.properties.alg.enum).toEqual(['', ...choices('DPOP_ALG')]);
     expect(schema.properties.dpop.properties.mode.else.else.enum).toEqual(choices('DPOP'));
+    expect(schema.properties.tracing.properties.sampler.enum).toEqual(['', ...choices('OTEL_TRACES_SAMPLER')]);
   });
 
   it('writes every refusal so that helm prints it as written (no quote for helm to escape)', () => {

@@ -1,8 +1,45 @@
 {{/*
-Traces (docs/operations.md, "Traces"): the checks the proxy makes of the OpenTelemetry settings at
-start (checkTracingSettings in src/telemetry/tracing/settings.ts, on the syntax of
-src/config/tracing.ts).
+Traces (docs/operations.md, "Traces"): the collector the proxy sends its spans to, the sampler,
+and the collector's headers (an API key) from an existing Secret, as env entries; and the checks
+the proxy makes of the OpenTelemetry settings at start (checkTracingSettings in
+src/telemetry/tracing/settings.ts, on the syntax of src/config/tracing.ts).
 */}}
+
+{{/* tracing as env entries; nothing without tracing.endpoint. */}}
+{{- define "ticket-auth-proxy.tracingEnv" -}}
+{{- $tracing := (include "ticket-auth-proxy.values" . | fromYaml).tracing | default dict -}}
+{{- $arg := toString ($tracing.samplerArg | default "") -}}
+{{- if kindIs "float64" $tracing.samplerArg }}{{ $arg = toString $tracing.samplerArg }}{{ end -}}
+{{- if not $tracing.endpoint -}}
+{{- $alone := list -}}
+{{- if $tracing.sampler }}{{ $alone = append $alone "tracing.sampler" }}{{ end -}}
+{{- if ne $arg "" }}{{ $alone = append $alone "tracing.samplerArg" }}{{ end -}}
+{{- if $tracing.existingSecret }}{{ $alone = append $alone "tracing.existingSecret" }}{{ end -}}
+{{- if $alone -}}
+{{- include "ticket-auth-proxy.fail" (printf "ticket-auth-proxy: %s %s set without tracing.endpoint: set the collector's URL to send traces, or remove %s" (join " and " $alone) (ternary "are" "is" (gt (len $alone) 1)) (ternary "them" "it" (gt (len $alone) 1))) -}}
+{{- end -}}
+{{- else }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ $tracing.endpoint | quote }}
+{{- with $tracing.sampler }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ . | quote }}
+{{- end }}
+{{- if ne $arg "" }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ $arg | quote }}
+{{- end }}
+{{- if $tracing.existingSecret }}
+# The collector's headers from the Secret, never in values; read at start: a rotated key takes a
+# restart of the pods.
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ $tracing.existingSecret }}
+      key: {{ $tracing.headersKey | default "otlp-headers" }}
+{{- end }}
+{{- end }}
+{{- end -}}
 
 {{/* "true" when the OpenTelemetry key=value,... list parses as parsePairs in
      src/telemetry/tracing/settings.ts parses it: every part that is not blank has a "=" after its

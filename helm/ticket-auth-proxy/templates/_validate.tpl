@@ -406,6 +406,10 @@ TOKEN_STORE_KEY_FILE: tokenStore.keyFileKey
 TOKEN_STORE_PREFIX: tokenStore.prefix
 TOKEN_STORE_TIMEOUT_MS: tokenStore.timeoutMs
 TOKEN_STORE_SCRIPTS: tokenStore.scripts
+OTEL_EXPORTER_OTLP_ENDPOINT: tracing.endpoint
+OTEL_TRACES_SAMPLER: tracing.sampler
+OTEL_TRACES_SAMPLER_ARG: tracing.samplerArg
+OTEL_EXPORTER_OTLP_HEADERS: tracing.existingSecret
 {{- end -}}
 
 {{/* Chart values named back after a problem whose remedy is a setting the chart sets. */}}
