@@ -72,6 +72,16 @@ describe('the chart with traces', () => {
     expect(env.OTEL_EXPORTER_OTLP_HEADERS!.valueFrom.secretKeyRef).toEqual({ name: 's', key: 'api-key' });
   });
 
+  it.each([
+    [0, '0'],
+    [1, '1'],
+    [0.125, '0.125'],
+    ['0.5', '0.5'],
+  ])('passes the ratio %j on as %j', async (samplerArg, value) => {
+    const env = envOf(proxyOf(await render({ ...STANDALONE, tracing: { endpoint: 'https://otel.example.com', samplerArg } })));
+    expect(env.OTEL_TRACES_SAMPLER_ARG!.value).toBe(value);
+  });
+
   it("renders operations.md's example (Traces) into the collector, the sampler and the headers from the Secret it names", async () => {
     const traces = section(readDoc('docs/operations.md'), 'Traces');
     const block = /```yaml\n(tracing:\n[\s\S]*?)```/.exec(traces)![1]!;

@@ -8,8 +8,9 @@ src/telemetry/tracing/settings.ts, on the syntax of src/config/tracing.ts).
 {{/* tracing as env entries; nothing without tracing.endpoint. */}}
 {{- define "ticket-auth-proxy.tracingEnv" -}}
 {{- $tracing := (include "ticket-auth-proxy.values" . | fromYaml).tracing | default dict -}}
-{{- $arg := toString ($tracing.samplerArg | default "") -}}
-{{- if kindIs "float64" $tracing.samplerArg }}{{ $arg = toString $tracing.samplerArg }}{{ end -}}
+{{- /* A number, 0 included, or a string (--set gives one): as written. */ -}}
+{{- $arg := "" -}}
+{{- if not (kindIs "invalid" $tracing.samplerArg) }}{{ $arg = toString $tracing.samplerArg }}{{ end -}}
 {{- if not $tracing.endpoint -}}
 {{- $alone := list -}}
 {{- if $tracing.sampler }}{{ $alone = append $alone "tracing.sampler" }}{{ end -}}
