@@ -75,9 +75,10 @@ function readList(value: string, mode: StoreMode): WrittenList {
   const urls: string[] = [];
   const found = new Set<string>();
   for (const chunk of chunks) {
+    const start = SCHEME.exec(chunk)?.[0].length ?? 0;
     const at = chunk.lastIndexOf('@');
-    const hostAt = at < 0 ? (SCHEME.exec(chunk)?.[0].length ?? 0) : at + 1;
-    const userinfo = chunk.slice(SCHEME.exec(chunk)?.[0].length ?? 0, Math.max(at, 0));
+    const hostAt = at < 0 ? start : at + 1;
+    const userinfo = at < 0 ? '' : chunk.slice(start, at);
     const [first = '', ...more] = chunk.slice(hostAt).split(',');
     urls.push(`${chunk.slice(0, hostAt)}${first}`.trim(), ...more.map((u) => u.trim()));
     for (const c of ['/', '?', '#', ...(mode === 'cluster' ? [','] : [])]) if (userinfo.includes(c)) found.add(c);
