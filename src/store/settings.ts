@@ -72,7 +72,7 @@ export function checkStoreSettings(ctx: SettingsCheckContext): StoreSettings | u
     if (endpoint?.urlPassword !== undefined) {
       ctx.problem(
         `${ctx.name('tokenStoreUrl')} holds a password and ${ctx.name('tokenStorePasswordFile')} is set: keep the password in ` +
-          `the file alone and write the URL without it (rediss://user@host:6379)`,
+          `the file alone and leave it out of the URL (a user name stays, before the "@")`,
       );
     }
     passwordFileText = ctx.readFile('tokenStorePasswordFile');

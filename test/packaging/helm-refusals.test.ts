@@ -5,7 +5,7 @@
  * proxy reports.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -387,6 +387,18 @@ describe('helm lint', () => {
   });
 });
 
+describe("the chart's refusals", () => {
+  it("stop helm lint as they stop helm template: helm's fail, which lint takes for a note and renders on, is called only by ticket-auth-proxy.fail", () => {
+    const templates = join(chart, 'templates');
+    const calls = readdirSync(templates).flatMap((file) =>
+      [...readFileSync(join(templates, file), 'utf8').matchAll(/(?:\{\{-?|\()\s*fail\s/g)].map(() => file),
+    );
+    expect(calls).toEqual(['_helpers.tpl']);
+    const helpers = readFileSync(join(templates, '_helpers.tpl'), 'utf8');
+    expect(helpers).toMatch(/define "ticket-auth-proxy\.fail" -}}\n\{\{- fail \. -}}\n\{\{- include \(replace "\\n" " " \.\) dict -}}/);
+  });
+});
+
 /** A value of each kind that the proxy refuses. */
 function badValue(kind: (typeof SETTINGS)[number]['kind']): string | undefined {
   switch (kind.type) {
@@ -532,6 +544,200 @@ describe('extraEnv values the proxy refuses at start', () => {
   });
 });
 
+describe('the OpenTelemetry settings the proxy refuses at start', () => {
+  const COLLECTOR = 'http://otel-collector.observability:4318';
+  /** The collector's API key the headers carry: never in a message. */
+  const KEY = 'k3y-0f-the-c0llector';
+
+  it.each([
+    ['a protocol other than http/protobuf', { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }],
+    ['headers that are no key=value pairs', { OTEL_EXPORTER_OTLP_HEADERS: `api-key ${KEY}` }],
+    ['headers with a name left empty', { OTEL_EXPORTER_OTLP_HEADERS: `=${KEY}` }],
+    ['headers whose percent-encoding decodes nothing', { OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}%zz` }],
+    ['headers whose percent-encoding is no UTF-8', { OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}%C0%AF` }],
+    ['resource attributes that are no key=value pairs', { OTEL_RESOURCE_ATTRIBUTES: 'team' }],
+    ['an endpoint with credentials', { OTEL_EXPORTER_OTLP_ENDPOINT: `http://tenant:${KEY}@otel-collector:4318` }],
+    ['an endpoint with credentials and no scheme', { OTEL_EXPORTER_OTLP_ENDPOINT: `tenant:${KEY}@otel-collector:4318` }],
+    ['an endpoint without a scheme', { OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318' }],
+    ['a gRPC endpoint', { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'grpc://otel-collector:4317' }],
+    ['an endpoint whose port is out of range', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:70000' }],
+    ['an endpoint whose IPv4 address is out of range', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://10.0.0.256:4318' }],
+    [
+      'headers in the clear to a collector off loopback',
+      { OTEL_EXPORTER_OTLP_ENDPOINT: COLLECTOR, OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}` },
+    ],
+    [
+      'headers in the clear to the traces endpoint, which wins over the base endpoint',
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel-collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://OTel-Collector:80/v1/traces',
+        OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}`,
+      },
+    ],
+    ['an unknown sampler', { OTEL_TRACES_SAMPLER: 'ratio' }],
+    [
+      'every one of them at once',
+      {
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_HEADERS: KEY,
+        OTEL_RESOURCE_ATTRIBUTES: 'team',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+      },
+    ],
+  ])('refuses %s from extraEnv, with the proxy message, never the key', async (_name, env: Record<string, string>) => {
+    const extraEnv = Object.entries(env).map(([name, value]) => ({ name, value }));
+    const stderr = await expectRefusedLikeTheProxy({ extraEnv }, env);
+    expect(stderr).toContain('extraEnv: OTEL_');
+    expect(stderr).not.toContain(KEY);
+  });
+
+  it('accepts what the proxy accepts: headers to a loopback collector, over https, or with ALLOW_INSECURE_HTTP; any endpoint with OTEL_SDK_DISABLED', async () => {
+    for (const env of [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.1:4318', OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}, x-tenant=a%20b` },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318/', OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}` },
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com',
+        OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}`,
+        OTEL_RESOURCE_ATTRIBUTES: 'team=a, env=%E2%82%AC',
+      },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: COLLECTOR, OTEL_EXPORTER_OTLP_HEADERS: `api-key=${KEY}`, ALLOW_INSECURE_HTTP: 'true' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: COLLECTOR, OTEL_EXPORTER_OTLP_HEADERS: ' , ' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318', OTEL_SDK_DISABLED: 'true' },
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' },
+    ] as Record<string, string>[]) {
+      await expectAccepted({ extraEnv: Object.entries(env).map(([name, value]) => ({ name, value })) }, env);
+    }
+  });
+
+  it.each([
+    'http://otel-collector:4318',
+    'HTTPS://Otel.Example.com:443/otlp/',
+    'http:otel-collector:4318',
+    'http:\\\\otel-collector:4318',
+    'http:///otel-collector',
+    'http://@otel-collector:4318',
+    'http://:@otel-collector:4318',
+    'http://tenant@otel-collector:4318',
+    'http://::@otel-collector:4318',
+    'http://tenant@',
+    'http://otel-collector:',
+    'http://otel-collector:04318',
+    'http://otel-collector:65536',
+    'http://otel-collector:43 18',
+    'http://otel collector:4318',
+    'http://otel_collector:4318',
+    'http://otel%2Dcollector:4318',
+    'http://otel%zzcollector:4318',
+    'http://[::1]:4318',
+    'http://[::1',
+    'http://127.0.0.1:4318',
+    'http://127.1',
+    'http://0x7f.1',
+    'http://2130706433',
+    'http://4294967296',
+    'http://1.2.3.4.5',
+    'http://1.2.3.4.',
+    'http://08.1.1.1',
+    'http://collector.1',
+    'http://1.0x',
+    'https://otel.example.com/v1/traces?tenant=a#x',
+    'otel-collector:4318',
+    '//otel-collector:4318',
+    'grpc://otel-collector:4317',
+    'localhost:4318',
+  ])('refuses the collector %j with headers exactly when the proxy refuses it', async (endpoint) => {
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_HEADERS: 'api-key=x' };
+    const refusedByProxy = proxyProblems({ ...CHART_ENV, ...env }).length > 0;
+    const { lint } = await helmWith({ extraEnv: Object.entries(env).map(([name, value]) => ({ name, value })) });
+    expect(lint.code !== 0, lint.stdout).toBe(refusedByProxy);
+  });
+});
+
+describe("the chart's tracing values", () => {
+  const tracing = (values: Record<string, unknown>): Record<string, unknown> => ({ tracing: values });
+
+  it.each([
+    [
+      'an endpoint without a scheme',
+      tracing({ endpoint: 'otel-collector:4318' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'otel-collector:4318' },
+      'tracing.endpoint: OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http or https URL',
+    ],
+    [
+      'an endpoint with credentials',
+      tracing({ endpoint: 'http://tenant:k3y@otel-collector:4318' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://tenant:k3y@otel-collector:4318' },
+      '(got "http://***@otel-collector:4318")',
+    ],
+    [
+      'headers from a Secret to an http collector off loopback',
+      tracing({ endpoint: 'http://otel-collector:4318', existingSecret: 'otlp' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=from-the-secret' },
+      "tracing.existingSecret: OTEL_EXPORTER_OTLP_HEADERS would be sent in the clear to otel-collector:4318 (OTEL_EXPORTER_OTLP_ENDPOINT is http): use an https collector, a loopback one, or set ALLOW_INSECURE_HTTP=true (in the chart's values: allowInsecureHttp: true)",
+    ],
+    [
+      'a ratio past 1',
+      tracing({ endpoint: 'https://otel.example.com', samplerArg: 1.5 }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com', OTEL_TRACES_SAMPLER_ARG: '1.5' },
+      'tracing.samplerArg: OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (got "1.5")',
+    ],
+    [
+      'a ratio that is no number',
+      tracing({ endpoint: 'https://otel.example.com', samplerArg: 'half' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com', OTEL_TRACES_SAMPLER_ARG: 'half' },
+      'tracing.samplerArg: OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (got "half")',
+    ],
+  ])('refuses %s with the proxy message, naming the value', async (_name, values, env, named) => {
+    expect(await expectRefusedLikeTheProxy(values, env)).toContain(named);
+  });
+
+  it('refuses an unknown sampler in its schema, with the proxy choices', async () => {
+    await expectRefusedBySchema(
+      tracing({ endpoint: 'https://otel.example.com', sampler: 'ratio' }),
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com', OTEL_TRACES_SAMPLER: 'ratio' },
+      "at '/tracing/sampler': value must be one of '', 'always_on'",
+    );
+  });
+
+  it('refuses a sampler, a ratio or headers without a collector, in helm template and helm lint', async () => {
+    const { template, lint } = await helmWith(tracing({ sampler: 'traceidratio', samplerArg: 0.5, existingSecret: 'otlp' }));
+    const message = 'tracing.sampler and tracing.samplerArg and tracing.existingSecret are set without tracing.endpoint: set the collector';
+    expect(template.code).not.toBe(0);
+    expect(template.stderr).toContain(message);
+    expect(lint.code).not.toBe(0);
+    expect(lint.stdout).toContain(message);
+  });
+
+  it('accepts what the proxy accepts: headers from a Secret over https, to loopback, or with allowInsecureHttp; a ratio of 0', async () => {
+    for (const [values, env] of [
+      [
+        tracing({ endpoint: 'https://otel.example.com', existingSecret: 'otlp', sampler: 'traceidratio', samplerArg: 0 }),
+        {
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com',
+          OTEL_EXPORTER_OTLP_HEADERS: 'api-key=x',
+          OTEL_TRACES_SAMPLER: 'traceidratio',
+          OTEL_TRACES_SAMPLER_ARG: '0',
+        },
+      ],
+      [
+        tracing({ endpoint: 'http://127.0.0.1:4318', existingSecret: 'otlp' }),
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=x' },
+      ],
+      [
+        { allowInsecureHttp: true, ...tracing({ endpoint: 'http://otel-collector:4318', existingSecret: 'otlp', samplerArg: '0.25' }) },
+        {
+          ALLOW_INSECURE_HTTP: 'true',
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318',
+          OTEL_EXPORTER_OTLP_HEADERS: 'api-key=x',
+          OTEL_TRACES_SAMPLER_ARG: '0.25',
+        },
+      ],
+    ] as const) {
+      await expectAccepted(values, env);
+    }
+  });
+});
+
 /** Every node of a JSON document, depth first. */
 function* nodes(value: unknown): Generator<Record<string, unknown>> {
   if (value === null || typeof value !== 'object') return;
@@ -550,6 +756,7 @@ describe('values.schema.json', () => {
     expect(schema.properties.logLevel.enum).toEqual(choices('LOG_LEVEL'));
     expect(schema.properties.dpop.properties.alg.enum).toEqual(['', ...choices('DPOP_ALG')]);
     expect(schema.properties.dpop.properties.mode.else.else.enum).toEqual(choices('DPOP'));
+    expect(schema.properties.tracing.properties.sampler.enum).toEqual(['', ...choices('OTEL_TRACES_SAMPLER')]);
   });
 
   it('writes every refusal so that helm prints it as written (no quote for helm to escape)', () => {

@@ -21,10 +21,13 @@ const PEERS = [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.nam
 
 let files = 0;
 /** helm template with these values (a file, so every value keeps its type). */
-async function render(values: Record<string, unknown>): Promise<{ code: number; stdout: string; stderr: string }> {
+async function render(
+  values: Record<string, unknown>,
+  command: 'template' | 'lint' = 'template',
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const file = join(work, `values-${files++}.yaml`);
   writeFileSync(file, JSON.stringify({ existingSecret: 'creds', baseUrl: 'https://tickets.example.com', ...values }));
-  return helm(['template', 'rel', chart, '-f', file]);
+  return helm(command === 'template' ? ['template', 'rel', chart, '-f', file] : ['lint', chart, '-f', file]);
 }
 
 async function objects(values: Record<string, unknown>): Promise<Obj[]> {
@@ -127,12 +130,21 @@ describe('the chart with a token store', () => {
     ],
     ['a Secret without a store', { tokenStore: { existingSecret: 's' } }, 'tokenStore.existingSecret is set without tokenStore.url'],
     ['a password in the URL', { tokenStore: { url: 'redis://user:hunter2@redis:6379' } }, 'tokenStore.url holds a password'],
+    ['a password with an unencoded "/"', { tokenStore: { url: 'redis://u:hunter2/et@redis:6379' } }, 'tokenStore.url holds a password'],
+    [
+      'a password with a "," in a list of seed nodes',
+      { tokenStore: { url: 'redis://u:hunter2,x@10.0.0.1:6379,redis://u:hunter2,x@10.0.0.2:6379', mode: 'cluster' } },
+      'tokenStore.url holds a password',
+    ],
     ['an unknown mode', { tokenStore: { url: URL, mode: 'sentinel' } }, '/tokenStore/mode'],
-  ])('refuses %s, saying what to set', async (_what, values, message) => {
-    const result = await render(values);
+  ])('refuses %s, saying what to set, in helm template and helm lint', async (_what, values, message) => {
+    const [result, lint] = await Promise.all([render(values), render(values, 'lint')]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(message);
-    expect(result.stderr).not.toContain('hunter2');
+    expect(lint.code, 'helm lint should have failed').not.toBe(0);
+    expect(lint.stdout).toContain(message);
+    expect(lint.stdout + lint.stderr).toContain('1 chart(s) failed');
+    expect(result.stderr + lint.stdout + lint.stderr).not.toContain('hunter2');
   });
 });
 
@@ -196,6 +208,56 @@ describe('token store values the proxy refuses at start', () => {
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(problems[0]);
   });
+
+  it.each([
+    ['standalone', 'redis://cache:6379'],
+    ['standalone', 'redis://u:s3cr/et@redis:6379'],
+    ['standalone', 'redis://u:123/et@cache:6379'],
+    ['standalone', 'rediss://u:a?b#c@cache'],
+    ['standalone', 'redis://u:50%off@cache'],
+    ['standalone', 'redis://u:%E2%82%AC@cache'],
+    ['standalone', 'redis://u:%C0%AF@cache'],
+    ['standalone', 'redis://u:%ED%A0%80@cache'],
+    ['standalone', 'redis://u:p@ss@cache:6379'],
+    ['standalone', 'redis://u:a,b@cache:6379'],
+    ['standalone', 'redis://u:pw@a:6379,b:6379'],
+    ['standalone', 'redis://a:6379,redis://b:6379'],
+    ['standalone', 'redis://u:pw@cache:port'],
+    ['standalone', 'redis://cache:70000'],
+    ['standalone', 'redis:cache:6379'],
+    ['standalone', 'redis:///0'],
+    ['standalone', 'redis://cache:6379?'],
+    ['standalone', 'redis://cache:6379/0/'],
+    ['standalone', 'redis://[::1]:6379/2'],
+    ['standalone', 'redis://ca che:6379'],
+    ['standalone', 'http://u:pw@cache'],
+    ['standalone', 'u:pw@cache:6379'],
+    ['standalone', '127.0.0.1:6379'],
+    ['standalone', 'redis://proxy@cache'],
+    ['cluster', 'redis://app:RPW1a,b@10.0.0.1:6379,redis://app:RPW1a,b@10.0.0.2:6379'],
+    ['cluster', 'redis://a:6379, redis://b:7000'],
+    ['cluster', 'redis://a:6379,b:6379'],
+    ['cluster', 'redis://a:6379/1'],
+    ['cluster', 'redis://u:pw@a:6379,redis://v:pw@b:6379'],
+    ['cluster', 'rediss://u:pw@a,redis://u:pw@b'],
+  ])(
+    'refuses the %s TOKEN_STORE_URL %j from extraEnv exactly when the proxy does, with its message, never the password',
+    async (mode, url) => {
+      const env = { TOKEN_STORE_URL: url, TOKEN_STORE_MODE: mode };
+      const problems = proxyProblems(env);
+      const extraEnv = Object.entries(env).map(([name, value]) => ({ name, value }));
+      const [result, lint] = await Promise.all([render({ extraEnv }), render({ extraEnv }, 'lint')]);
+      expect(result.code !== 0, result.stderr).toBe(problems.length > 0);
+      expect(lint.code !== 0, lint.stdout).toBe(problems.length > 0);
+      for (const problem of problems) {
+        expect(result.stderr).toContain(`extraEnv: ${problem}`);
+        expect(lint.stdout).toContain(problem.replaceAll('"', '\\"'));
+      }
+      for (const secret of ['s3cr', '123/et', 'a?b', '50%', '%E2', '%C0', '%ED', 'p@ss', 'a,b', 'RPW1a', ':pw']) {
+        expect(result.stderr + lint.stdout).not.toContain(secret);
+      }
+    },
+  );
 
   it('accepts what the proxy accepts: a cluster of seed nodes with a user and its password file', async () => {
     const url = 'rediss://proxy@10.0.0.1:6379,rediss://proxy@10.0.0.2:6379';

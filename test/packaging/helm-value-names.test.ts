@@ -50,6 +50,9 @@ const SETTING_VALUES: SettingValue[] = [
   ['tokenStore.prefix', 'probe:', 'TOKEN_STORE_PREFIX', { tokenStore: { url: 'redis://probe-redis:6379' } }],
   ['tokenStore.timeoutMs', 321, 'TOKEN_STORE_TIMEOUT_MS', { tokenStore: { url: 'redis://probe-redis:6379' } }],
   ['tokenStore.scripts', 'functions', 'TOKEN_STORE_SCRIPTS', { tokenStore: { url: 'redis://probe-redis:6379' } }],
+  ['tracing.endpoint', 'https://otel.probe.example', 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+  ['tracing.sampler', 'traceidratio', 'OTEL_TRACES_SAMPLER', { tracing: { endpoint: 'https://otel.probe.example' } }],
+  ['tracing.samplerArg', 0.25, 'OTEL_TRACES_SAMPLER_ARG', { tracing: { endpoint: 'https://otel.probe.example' } }],
   // Secretless: the client id is a value, and the assertion type a setting.
   [
     'clientId',
@@ -93,6 +96,8 @@ const CHART_ONLY: Record<string, string> = {
   'tokenStore.passwordKey': 'a key of that Secret',
   'tokenStore.keyFileKey': 'a key of that Secret',
   'tokenStore.networkPolicyTo': 'the NetworkPolicy',
+  'tracing.existingSecret': 'a Secret name; OTEL_EXPORTER_OTLP_HEADERS is set from it',
+  'tracing.headersKey': 'a key of that Secret',
   extraEnv: 'any setting, by its variable name',
   nodeOptions: "Node's NODE_OPTIONS, not a setting",
   'shutdown.keepServingSeconds': 'a preStop sleep where the cluster has one, else SHUTDOWN_DELAY_S: not one setting',

@@ -123,8 +123,60 @@ describe('the token store settings', () => {
       ),
       ...problems({ TOKEN_STORE_URL: '   ' }),
     ].join('\n');
-    expect(all).toContain('TOKEN_STORE_URL holds a password and TOKEN_STORE_PASSWORD_FILE is set');
+    expect(all).toContain(
+      'TOKEN_STORE_URL holds a password and TOKEN_STORE_PASSWORD_FILE is set: keep the password in the file alone and leave it out of the URL (a user name stays, before the "@")',
+    );
     expect(all).not.toContain('hunter2');
+  });
+
+  it.each([
+    ['a "/"', 'redis://u:s3cr/et@127.0.0.1:26390', {}, '"/" as %2F', '"redis://***@127.0.0.1:26390"'],
+    [
+      'a "/" after digits, which would read as a port and a path',
+      'redis://u:123/et@cache:6379',
+      {},
+      '"/" as %2F',
+      '"redis://***@cache:6379"',
+    ],
+    ['a "?" and a "#"', 'rediss://u:a?b#c@cache', {}, '"?" as %3F, "#" as %23', '"rediss://***@cache"'],
+    ['a "%" that encodes nothing', 'redis://u:50%off@cache', {}, '"%" as %25', '"redis://***@cache"'],
+    [
+      'a "," in cluster mode (where it separates the seed nodes)',
+      'redis://app:RPW1a,b@10.0.0.1:6379,redis://app:RPW1a,b@10.0.0.2:6379',
+      { TOKEN_STORE_MODE: 'cluster' },
+      '"," as %2C',
+      '"redis://***@10.0.0.2:6379"',
+    ],
+  ])('refuse a password with %s, naming the character and how to write it, never the password', (_what, url, env, how, shown) => {
+    const all = problems({ TOKEN_STORE_URL: url, ...env });
+    expect(all).toHaveLength(1);
+    expect(all[0]).toMatch(/^TOKEN_STORE_URL has an unencoded "[^"]+"( and "[^"]+")* in its user information, before the "@" \(got "/);
+    expect(all[0]).toContain(`(${how})`);
+    expect(all[0]).toContain(`(got ${shown})`);
+    expect(all[0]).toContain('or keep the password in TOKEN_STORE_PASSWORD_FILE and leave it out of the URL');
+    for (const piece of ['s3cr', 'et@', '123', 'a?b', 'b#c', 'off', 'RPW1a', 'u:', 'app:']) expect(all[0]).not.toContain(piece);
+  });
+
+  it('take a password that holds an "@" or, with one server, a ","; refuse two servers without cluster', () => {
+    expect(store({ TOKEN_STORE_URL: 'redis://u:p@ss@cache:6379' })).toMatchObject({
+      password: 'p@ss',
+      endpoint: { shown: 'redis://u@cache:6379' },
+    });
+    expect(store({ TOKEN_STORE_URL: 'redis://u:a,b@cache:6379' })).toMatchObject({
+      password: 'a,b',
+      endpoint: { nodes: [{ host: 'cache' }] },
+    });
+    for (const url of ['redis://a:6379,redis://b:6379', 'redis://u:pw@a:6379,b:6379']) {
+      expect(problems({ TOKEN_STORE_URL: url })).toEqual([
+        'TOKEN_STORE_URL names one server; a list of seed nodes needs TOKEN_STORE_MODE=cluster',
+      ]);
+    }
+  });
+
+  it('show a malformed URL without its user information, and an example without one', () => {
+    expect(problems({ TOKEN_STORE_URL: 'redis://u:pw@cache:port' })).toEqual([
+      'TOKEN_STORE_URL must be a URL such as redis://redis.example.com:6379 or rediss://... for TLS (got "redis://***@cache:port")',
+    ]);
   });
 
   it('refuse a password file that cannot be read or is empty, naming it', () => {

@@ -242,6 +242,9 @@ env:
   {{- with include "ticket-auth-proxy.tokenStoreEnv" $ctx | trim }}
   {{- . | nindent 2 }}
   {{- end }}
+  {{- with include "ticket-auth-proxy.tracingEnv" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
   {{- with $v.nodeOptions }}
   - name: NODE_OPTIONS
     value: {{ . | quote }}

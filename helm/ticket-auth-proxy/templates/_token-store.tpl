@@ -12,10 +12,17 @@ src/store/redis-url.ts).
 {{- define "ticket-auth-proxy.tokenStoreEnv" -}}
 {{- $store := (include "ticket-auth-proxy.values" . | fromYaml).tokenStore | default dict -}}
 {{- if and $store.existingSecret (not $store.url) -}}
-{{- fail "ticket-auth-proxy: tokenStore.existingSecret is set without tokenStore.url: set the store's URL to share tokens through it, or remove the Secret" -}}
+{{- include "ticket-auth-proxy.fail" "ticket-auth-proxy: tokenStore.existingSecret is set without tokenStore.url: set the store's URL to share tokens through it, or remove the Secret" -}}
 {{- end -}}
-{{- if regexMatch "//[^/@]*:[^/@]*@" ($store.url | default "") -}}
-{{- fail "ticket-auth-proxy: tokenStore.url holds a password: keep it in the Secret named by tokenStore.existingSecret (key tokenStore.passwordKey) and write the URL without it (rediss://user@host:6379)" -}}
+{{- /* Values are kept in clear in the release's history: a password written into the URL is
+       refused, though the proxy would take it. A URL's user information is found as the proxy
+       finds it, up to its last "@" (storeUrlList), so an unencoded "/" or "," in a password
+       does not hide it. */ -}}
+{{- $userinfos := (include "ticket-auth-proxy.storeUrlList" (dict "value" ($store.url | default "") "mode" "cluster") | fromYaml).userinfos -}}
+{{- range $userinfos -}}
+{{- if contains ":" . -}}
+{{- include "ticket-auth-proxy.fail" "ticket-auth-proxy: tokenStore.url holds a password: keep it in the Secret named by tokenStore.existingSecret (key tokenStore.passwordKey) and write the URL without it (rediss://user@host:6379)" -}}
+{{- end -}}
 {{- end -}}
 {{- if $store.url }}
 - name: TOKEN_STORE_URL
@@ -84,11 +91,12 @@ is written). A store without its peers would be unreachable: the render stops, n
 {{- $store := .Values.tokenStore | default dict -}}
 {{- if $store.url -}}
 {{- if not $store.networkPolicyTo -}}
-{{- fail "ticket-auth-proxy: tokenStore.networkPolicyTo is required with tokenStore.url while networkPolicy.egress restricts the pods' egress: the NetworkPolicy peers the store is reached at (a namespaceSelector and podSelector for a Redis in the cluster, an ipBlock for a managed one), or the proxy cannot reach its store" -}}
+{{- include "ticket-auth-proxy.fail" "ticket-auth-proxy: tokenStore.networkPolicyTo is required with tokenStore.url while networkPolicy.egress restricts the pods' egress: the NetworkPolicy peers the store is reached at (a namespaceSelector and podSelector for a Redis in the cluster, an ipBlock for a managed one), or the proxy cannot reach its store" -}}
 {{- end -}}
 {{- $ports := list -}}
-{{- range splitList "," $store.url -}}
-{{- $port := regexFind ":[0-9]+$" (urlParse (trim .)).host | trimPrefix ":" | default "6379" -}}
+{{- range (include "ticket-auth-proxy.storeUrlList" (dict "value" $store.url "mode" ($store.mode | default "standalone")) | fromYaml).urls -}}
+{{- $authority := regexReplaceAll "^[A-Za-z][A-Za-z0-9+.-]*://([\\s\\S]*@)?([^/?#]*)[\\s\\S]*$" . "${2}" -}}
+{{- $port := regexFind ":[0-9]+$" $authority | trimPrefix ":" | default "6379" -}}
 {{- $ports = append $ports $port -}}
 {{- end }}
 # The token store, on the port of each of its URLs.
@@ -100,6 +108,43 @@ is written). A store without its peers would be unreachable: the render stops, n
       protocol: TCP
     {{- end }}
 {{- end -}}
+{{- end -}}
+
+{{/*
+TOKEN_STORE_URL as written, read as readList in src/store/redis-url.ts reads it, before anything is
+split or shown: each URL's user information runs to the last "@" before the next URL's scheme (a
+password may hold an "@"); a comma after that "@" separates seed nodes, one before it is the
+password's. Argument: (dict "value" "mode"). Returns YAML {urls, unencoded, shown, userinfos}:
+the URLs, trimmed; the characters their user information holds unencoded ("/", "?", "#", a "%"
+that decodes nothing, and in cluster mode ","), in that order; the whole value as a message shows
+it, every URL's user information hidden; and each URL's user information, for the checks that
+need it (never shown).
+*/}}
+{{- define "ticket-auth-proxy.storeUrlList" -}}
+{{- $urls := list -}}
+{{- $userinfos := list -}}
+{{- $shown := list -}}
+{{- $found := dict -}}
+{{- range splitList "\x00" (regexReplaceAll "(?i),(\\s*[a-z][a-z0-9+.-]*://)" .value "\x00${1}") -}}
+{{- $chunk := trim . -}}
+{{- $shown = append $shown (include "ticket-auth-proxy.withoutUserinfo" $chunk) -}}
+{{- $start := len (regexFind "(?i)^[a-z][a-z0-9+.-]*:/+" $chunk) -}}
+{{- $upToAt := regexFind "^[\\s\\S]*@" $chunk -}}
+{{- $hostAt := ternary (len $upToAt) $start (ne $upToAt "") -}}
+{{- $userinfo := ternary (substr $start (int (sub (len $upToAt) 1)) $chunk) "" (gt (len $upToAt) $start) -}}
+{{- $pieces := splitList "," (substr $hostAt (len $chunk) $chunk) -}}
+{{- $urls = append $urls (trim (printf "%s%s" (substr 0 $hostAt $chunk) (first $pieces))) -}}
+{{- $userinfos = append $userinfos $userinfo -}}
+{{- range rest $pieces }}{{ $urls = append $urls (trim .) }}{{ $userinfos = append $userinfos "" }}{{ end -}}
+{{- range list "/" "?" "#" -}}
+{{- if contains . $userinfo }}{{ $_ := set $found . true }}{{ end -}}
+{{- end -}}
+{{- if and (eq $.mode "cluster") (contains "," $userinfo) }}{{ $_ := set $found "," true }}{{ end -}}
+{{- if not (include "ticket-auth-proxy.decodes" $userinfo) }}{{ $_ := set $found "%" true }}{{ end -}}
+{{- end -}}
+{{- $unencoded := list -}}
+{{- range list "/" "?" "#" "%" "," }}{{ if hasKey $found . }}{{ $unencoded = append $unencoded . }}{{ end }}{{ end -}}
+{{- dict "urls" $urls "userinfos" $userinfos "unencoded" $unencoded "shown" (join "," $shown) | toYaml -}}
 {{- end -}}
 
 {{/*
@@ -122,44 +167,64 @@ key material) cannot be read here and are left to the proxy.
 {{- end -}}
 {{- else if $url -}}
 {{- $mode := toString (index $env "TOKEN_STORE_MODE" | default "standalone") -}}
-{{- $parts := ternary (splitList "," $url) (list $url) (eq $mode "cluster") -}}
+{{- $list := include "ticket-auth-proxy.storeUrlList" (dict "value" $url "mode" $mode) | fromYaml -}}
 {{- $user := "" -}}
 {{- $urlPassword := false -}}
-{{- if and (eq $mode "standalone") (contains "," $url) -}}
+{{- $encoded := dict "/" "%2F" "?" "%3F" "#" "%23" "%" "%25" "," "%2C" -}}
+{{- if $list.unencoded -}}
+{{- $named := list -}}
+{{- $how := list -}}
+{{- range $list.unencoded }}{{ $named = append $named (printf "%q" .) }}{{ $how = append $how (printf "%q as %s" . (index $encoded .)) }}{{ end -}}
+{{- $comma := ternary "; with TOKEN_STORE_MODE=cluster a comma separates the seed nodes" "" (has "," $list.unencoded) -}}
+{{- $problems = append $problems (printf "TOKEN_STORE_URL has an unencoded %s in its user information, before the \"@\" (got %q)%s: percent-encode %s in the user name or password (%s), or keep the password in TOKEN_STORE_PASSWORD_FILE and leave it out of the URL" (join " and " $named) $list.shown $comma (ternary "each" "it" (gt (len $list.unencoded) 1)) (join ", " $how)) -}}
+{{- else if and (eq $mode "standalone") (gt (len $list.urls) 1) -}}
 {{- $problems = append $problems "TOKEN_STORE_URL names one server; a list of seed nodes needs TOKEN_STORE_MODE=cluster" -}}
 {{- else -}}
-{{- range $parts -}}
-{{- $part := trim . -}}
-{{- $shown := regexReplaceAll "//[^/@]*@" $part "//" | quote -}}
+{{- $urlProblems := list -}}
+{{- range $list.urls -}}
+{{- $part := . -}}
+{{- $shown := include "ticket-auth-proxy.withoutUserinfo" $part | quote -}}
 {{- $scheme := lower (regexFind "^[A-Za-z][A-Za-z0-9+.-]*:" $part | trimSuffix ":") -}}
-{{- $parsable := regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://([^/@\\s]*@)?(\\[[0-9A-Fa-f:.]+\\]|[^/:@\\s\\[\\]?#]*)(:[0-9]*)?([/?#][^\\s]*)?$" $part -}}
-{{- $u := dict -}}
-{{- if $parsable }}{{ $u = urlParse $part }}{{ end -}}
-{{- $path := $u.path | default "" -}}
+{{- /* The URL after its user information: scheme://host[:port][/path][?query][#fragment]. */ -}}
+{{- $bare := regexReplaceAll "^[A-Za-z][A-Za-z0-9+.-]*://([\\s\\S]*@)?" $part (printf "%s://" $scheme) -}}
+{{- $re := "^[a-z]+://(\\[[0-9A-Fa-f:.]+\\]|[^/:@\\s\\[\\]?#<>\\\\^|]*)(:([0-9]*))?([/?#][^\\s]*)?$" -}}
+{{- $parsable := and (regexMatch $re $bare) (le (atoi (regexReplaceAll $re $bare "${3}")) 65535) -}}
+{{- $host := ternary (regexReplaceAll $re $bare "${1}") "" $parsable -}}
+{{- $tail := ternary (regexReplaceAll $re $bare "${4}") "" $parsable -}}
+{{- $path := regexReplaceAll "[?#][\\s\\S]*$" $tail "" -}}
 {{- if not $scheme -}}
-{{- $problems = append $problems (printf "TOKEN_STORE_URL must be a URL such as redis://user@redis.example.com:6379 or rediss://... for TLS (got %s)" $shown) -}}
+{{- $urlProblems = append $urlProblems (printf "TOKEN_STORE_URL must be a URL such as redis://redis.example.com:6379 or rediss://... for TLS (got %s)" $shown) -}}
 {{- else if not (has $scheme (list "redis" "rediss")) -}}
-{{- $problems = append $problems (printf "TOKEN_STORE_URL must begin with redis:// or rediss:// (got %s)" $shown) -}}
+{{- $urlProblems = append $urlProblems (printf "TOKEN_STORE_URL must begin with redis:// or rediss:// (got %s)" $shown) -}}
 {{- else if and (hasPrefix (printf "%s://" $scheme) (lower $part)) (not $parsable) -}}
-{{- $problems = append $problems (printf "TOKEN_STORE_URL must be a URL such as redis://user@redis.example.com:6379 or rediss://... for TLS (got %s)" $shown) -}}
-{{- else if not (regexReplaceAll ":[0-9]*$" ($u.host | default "") "") -}}
-{{- $problems = append $problems (printf "TOKEN_STORE_URL must name a host (got %s)" $shown) -}}
-{{- else if or $u.query $u.fragment (contains "?" $part) (contains "#" $part) -}}
-{{- $problems = append $problems (printf "TOKEN_STORE_URL must not have a query or fragment (got %s): the settings are TOKEN_STORE_MODE, TOKEN_STORE_PASSWORD_FILE, ..." $shown) -}}
+{{- $urlProblems = append $urlProblems (printf "TOKEN_STORE_URL must be a URL such as redis://redis.example.com:6379 or rediss://... for TLS (got %s)" $shown) -}}
+{{- else if not $host -}}
+{{- $urlProblems = append $urlProblems (printf "TOKEN_STORE_URL must name a host (got %s)" $shown) -}}
+{{- else if or (regexMatch "\\?[^#]" $tail) (regexMatch "#." $tail) -}}
+{{- $urlProblems = append $urlProblems (printf "TOKEN_STORE_URL must not have a query or fragment (got %s): the settings are TOKEN_STORE_MODE, TOKEN_STORE_PASSWORD_FILE, ..." $shown) -}}
 {{- else if not (regexMatch "^/?[0-9]*$" $path) -}}
-{{- $problems = append $problems (printf "TOKEN_STORE_URL may end only in a database number, such as /0 (got %s)" $shown) -}}
+{{- $urlProblems = append $urlProblems (printf "TOKEN_STORE_URL may end only in a database number, such as /0 (got %s)" $shown) -}}
 {{- else if and (eq $mode "cluster") (regexMatch "^/[0-9]+$" $path) (ne $path "/0") -}}
-{{- $problems = append $problems (printf "TOKEN_STORE_URL must not name a database with TOKEN_STORE_MODE=cluster: a cluster has only database 0 (got %s)" $shown) -}}
+{{- $urlProblems = append $urlProblems (printf "TOKEN_STORE_URL must not name a database with TOKEN_STORE_MODE=cluster: a cluster has only database 0 (got %s)" $shown) -}}
+{{- end -}}
+{{- end -}}
+{{- $problems = concat $problems $urlProblems -}}
+{{- if not $urlProblems -}}
+{{- /* The seed nodes alike: one scheme, user and password (compared as written). */ -}}
+{{- $schemes := list -}}
+{{- range $list.urls }}{{ $schemes = append $schemes (lower (regexFind "^[A-Za-z][A-Za-z0-9+.-]*:" .)) }}{{ end -}}
+{{- if or (gt (len (uniq $schemes)) 1) (gt (len (uniq $list.userinfos)) 1) -}}
+{{- $problems = append $problems "TOKEN_STORE_URL lists seed nodes with different schemes, users or passwords: write every one in full, alike" -}}
 {{- else -}}
-{{- $userinfo := regexFind "//[^/@]*@" $part | trimPrefix "//" | trimSuffix "@" -}}
-{{- $user = regexReplaceAll ":.*$" $userinfo "" -}}
-{{- if contains ":" $userinfo }}{{ $urlPassword = true }}{{ end -}}
+{{- $userinfo := first $list.userinfos -}}
+{{- $user = regexReplaceAll ":[\\s\\S]*$" $userinfo "" -}}
+{{- $urlPassword = ne (regexReplaceAll "^[^:]*:?" $userinfo "") "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
 {{- $passwordFile := index $env "TOKEN_STORE_PASSWORD_FILE" -}}
 {{- if and $urlPassword $passwordFile -}}
-{{- $problems = append $problems "TOKEN_STORE_URL holds a password and TOKEN_STORE_PASSWORD_FILE is set: keep the password in the file alone and write the URL without it (rediss://user@host:6379)" -}}
+{{- $problems = append $problems "TOKEN_STORE_URL holds a password and TOKEN_STORE_PASSWORD_FILE is set: keep the password in the file alone and leave it out of the URL (a user name stays, before the \"@\")" -}}
 {{- end -}}
 {{- if and $user (not $urlPassword) (not $passwordFile) -}}
 {{- $problems = append $problems (printf "TOKEN_STORE_URL names the user %q without a password: set TOKEN_STORE_PASSWORD_FILE to the file holding it" $user) -}}

@@ -3,7 +3,9 @@ The proxy's start-up checks, run on the environment the chart gives its containe
 proxy would refuse (exit 2 at start, the pod in CrashLoopBackOff) stop the render instead, with
 the proxy's own message for each problem. The rules mirror the settings table and loader
 (src/config/config.ts, values.ts, load.ts) and the checks of src/net/settings.ts,
-src/token/settings.ts, src/token/dpop/settings.ts and src/token/discovery/settings.ts; files named by a setting cannot be read here and are left to the proxy.
+src/token/settings.ts, src/token/dpop/settings.ts, src/token/discovery/settings.ts, the token
+store's (templates/_token-store.tpl) and the traces' (templates/_tracing.tpl); files named by a
+setting cannot be read here and are left to the proxy.
 Every value here comes from the container's environment, so a message that says where a value
 came from says "from the environment".
 */}}
@@ -153,7 +155,7 @@ OTEL_SDK_DISABLED: {type: bool}
 {{- end -}}
 {{- else if eq $k.type "proxy" -}}
 {{- if not (include "ticket-auth-proxy.proxyUrlOk" $s) -}}
-{{- $problem = printf "%s must be a proxy URL such as http://proxy.example.com:3128 (got %q)" .name (include "ticket-auth-proxy.redactUserinfo" $raw) -}}
+{{- $problem = printf "%s must be a proxy URL such as http://proxy.example.com:3128 (got %q)" .name (include "ticket-auth-proxy.withoutUserinfo" $raw) -}}
 {{- end -}}
 {{- end -}}
 {{- if $problem -}}
@@ -163,9 +165,29 @@ OTEL_SDK_DISABLED: {type: bool}
 {{- end -}}
 {{- end -}}
 
-{{/* A URL as shown in a message: user information replaced. */}}
+{{/* One value meant as a URL, as the proxy shows it (withoutUserinfo in src/core/redact.ts): its
+     user information replaced by ***, with a scheme and any number of slashes after it, or
+     without a scheme (user:pass@proxy:3128), up to the last "@" of the value (a password may
+     hold an unencoded "/", "?", "#" or space). */}}
 {{- define "ticket-auth-proxy.withoutUserinfo" -}}
-{{- regexReplaceAll "^([A-Za-z][A-Za-z0-9+.-]*:/*)?[^/?#]*@" . "${1}***@" -}}
+{{- regexReplaceAll "(?i)^([a-z][a-z0-9+.-]*:/+)?[\\s\\S]*@" . "${1}***@" -}}
+{{- end -}}
+
+{{/* A message as the proxy prints it (redactUserinfo in src/core/redact.ts, which the loader
+     applies to every problem): the user information of every URL in it replaced by ***, a URL
+     quoted as the messages quote a value running to its closing quote, one not quoted to white
+     space. */}}
+{{- define "ticket-auth-proxy.redactUserinfo" -}}
+{{- $quoted := regexReplaceAll "(?i)(\"[a-z][a-z0-9+.-]*:/*)[^\\n]*@([^\"\\n]*\")" . "${1}***@${2}" -}}
+{{- regexReplaceAll "(?i)(\\b[a-z][a-z0-9+.-]*:/*)\\S*@" $quoted "${1}***@" -}}
+{{- end -}}
+
+{{/* "true" when decodeURIComponent would decode the text: every "%" begins an octet (%XX), and
+     the octets written so spell UTF-8 characters, no overlong form or surrogate among them. */}}
+{{- define "ticket-auth-proxy.decodes" -}}
+{{- $octet := "%[89ab][0-9a-f]" -}}
+{{- $char := list "[^%]" "%[0-7][0-9a-f]" (printf "%%(c[2-9a-f]|d[0-9a-f])%s" $octet) (printf "%%e0%%[ab][0-9a-f]%s" $octet) (printf "%%(e[1-9a-c]|e[ef])(%s){2}" $octet) (printf "%%ed%%[89][0-9a-f]%s" $octet) (printf "%%f0%%[9ab][0-9a-f](%s){2}" $octet) (printf "%%f[1-3](%s){3}" $octet) (printf "%%f4%%8[0-9a-f](%s){2}" $octet) -}}
+{{- ternary "true" "" (regexMatch (printf "(?i)^(%s)*$" (join "|" $char)) .) -}}
 {{- end -}}
 
 {{/* BASE_URL or TOKEN_URL as the proxy checks it. Argument: (dict "name" "value" "insecure"
@@ -206,15 +228,6 @@ OTEL_SDK_DISABLED: {type: bool}
 {{- $re := "(?i)^https?://(?:[^/?#]*@)?(\\[[0-9a-f:.]+\\]|[^@/?#:<>^|\\\\\\[\\]\\s]+)(?::([0-9]{0,5}))?/?$" -}}
 {{- $ok := regexMatch $re $u -}}
 {{- ternary "true" "" (and $ok (le (atoi (regexReplaceAll $re $u "${2}")) 65535)) -}}
-{{- end -}}
-
-{{/* A proxy URL as the proxy shows it (redactUserinfo in src/core/redact.ts): the user
-     information of every scheme://user:pass@ replaced. A value without a scheme keeps its
-     user information in the proxy's message; the chart hides it there too, as it is a secret. */}}
-{{- define "ticket-auth-proxy.redactUserinfo" -}}
-{{- $shown := regexReplaceAll "(?i)(\\b[a-z][a-z0-9+.-]*://)[^/?#\\s@]*@" . "${1}***@" -}}
-{{- if not (regexMatch "(?i)^\\s*[a-z][a-z0-9+.-]*://" .) }}{{ $shown = regexReplaceAll "^(\\s*)[^/?#]*@" $shown "${1}***@" }}{{ end -}}
-{{- $shown -}}
 {{- end -}}
 
 {{/*
@@ -362,7 +375,12 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- end -}}
 {{- $store := include "ticket-auth-proxy.tokenStoreProblems" (dict "env" $env) -}}
 {{- if $store }}{{ $problems = concat $problems (splitList "\n" $store) }}{{ end -}}
-{{- join "\n" $problems -}}
+{{- $tracing := include "ticket-auth-proxy.tracingProblems" (dict "env" $env "out" $out) -}}
+{{- if $tracing }}{{ $problems = concat $problems (splitList "\n" $tracing) }}{{ end -}}
+{{- /* Whatever a check quoted, a URL's user information is not shown (loadConfig in src/config/load.ts). */ -}}
+{{- $redacted := list -}}
+{{- range $problems }}{{ $redacted = append $redacted (include "ticket-auth-proxy.redactUserinfo" .) }}{{ end -}}
+{{- join "\n" $redacted -}}
 {{- end -}}
 
 {{/* The chart value each setting comes from, named before a problem that starts with it. */}}
@@ -388,6 +406,10 @@ TOKEN_STORE_KEY_FILE: tokenStore.keyFileKey
 TOKEN_STORE_PREFIX: tokenStore.prefix
 TOKEN_STORE_TIMEOUT_MS: tokenStore.timeoutMs
 TOKEN_STORE_SCRIPTS: tokenStore.scripts
+OTEL_EXPORTER_OTLP_ENDPOINT: tracing.endpoint
+OTEL_TRACES_SAMPLER: tracing.sampler
+OTEL_TRACES_SAMPLER_ARG: tracing.samplerArg
+OTEL_EXPORTER_OTLP_HEADERS: tracing.existingSecret
 {{- end -}}
 
 {{/* Chart values named back after a problem whose remedy is a setting the chart sets. */}}
