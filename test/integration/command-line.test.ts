@@ -295,6 +295,18 @@ describe('the command line', () => {
     }
   });
 
+  it('refuses a relative LISTEN_SOCKET at start and in check, naming the setting', async ({ shared: { gateway } }) => {
+    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, LISTEN_SOCKET: 'no-such-dir-here/proxy.sock' };
+    const [start, check] = await Promise.all([runCli([], env), runCli(['check'], env)]);
+    const refusal =
+      'LISTEN_SOCKET must be an absolute path, such as /run/ticket-auth-proxy/proxy.sock (got "no-such-dir-here/proxy.sock"): ' +
+      'a relative one depends on the directory the proxy is started in';
+    expect(start.code).toBe(2);
+    expect(start.stderr).toBe(`ticket-auth-proxy: invalid configuration (1 problem):\n  - ${refusal}\n`);
+    expect(check.code).toBe(2);
+    expect(check.stderr).toBe(start.stderr);
+  });
+
   it('runs client_assertion_file beside a token store without TOKEN_STORE_KEY_FILE, saying once its tokens are not shared, as docs/token-store.md says', async ({
     shared: { gateway },
     stack,
