@@ -295,6 +295,44 @@ describe('the command line', () => {
     }
   });
 
+  it('refuses an unresolved YAML tag or alias in the file at start and in check, naming the key, never the value, and prints nothing of the file', async ({
+    shared: { gateway },
+  }) => {
+    const dir = mkdtempSync(join(tmpdir(), 'tap-yaml-tags-'));
+    const head = `baseUrl: ${gateway.url}\nclientId: client\n`;
+    const files: Record<string, [string, string]> = {
+      tag: [`${head}clientSecret: !vault ${SECRET}\n`, `clientSecret in ${join(dir, 'tag.yaml')} (CLIENT_SECRET), line 3: a YAML tag`],
+      alias: [`${head}clientSecret: *${SECRET}\n`, `clientSecret in ${join(dir, 'alias.yaml')} (CLIENT_SECRET), line 3: an alias`],
+      // A YAML 1.1 type is a tag this reading does not resolve: the secret base64-decoded would be used otherwise.
+      binary: [
+        `${head}clientSecret: !!binary ${Buffer.from(SECRET).toString('base64')}\n`,
+        `clientSecret in ${join(dir, 'binary.yaml')} (CLIENT_SECRET), line 3: a YAML tag`,
+      ],
+      // The library's warning for an unknown directive quotes the line; here the proxy's warning names the line only.
+      directive: [
+        `%SECRETS ${SECRET}\n---\n${head}clientSecret: !vault x\n`,
+        `clientSecret in ${join(dir, 'directive.yaml')} (CLIENT_SECRET), line 5: a YAML tag`,
+      ],
+    };
+    for (const [name, [text, refusal]] of Object.entries(files)) {
+      const file = join(dir, `${name}.yaml`);
+      writeFileSync(file, text);
+      // The library's own debugging variables, set, would print every token of the file.
+      const env = { LOG_TOKENS: '1', LOG_STREAM: '1' };
+      const [start, check] = await Promise.all([runCli(['--config', file], env), runCli(['check', '--config', file], env)]);
+      for (const [what, res] of [
+        ['start', start],
+        ['check', check],
+      ] as const) {
+        expect(res.code, `${name} ${what}: ${res.stderr}`).toBe(2);
+        expect(res.stderr, `${name} ${what}`).toContain(`  - ${refusal}`);
+        expect(res.stdout + res.stderr, `${name} ${what}`).not.toContain(SECRET);
+        expect(res.stdout + res.stderr, `${name} ${what}`).not.toContain('vault');
+      }
+      expect(check.stderr).toBe(start.stderr);
+    }
+  });
+
   it('refuses a relative LISTEN_SOCKET at start and in check, naming the setting', async ({ shared: { gateway } }) => {
     const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, LISTEN_SOCKET: 'no-such-dir-here/proxy.sock' };
     const [start, check] = await Promise.all([runCli([], env), runCli(['check'], env)]);

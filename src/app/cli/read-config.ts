@@ -1,12 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig, type Loaded, type SettingsCheck } from '../../config/load.js';
 import { nearMissVariables, nearMissWarning } from '../../config/near-miss.js';
+import { readYamlFile, type SettingsFile } from '../../config/yaml-file.js';
 import { ConfigError } from '../../core/errors.js';
 import { redactUserinfo } from '../../core/redact.js';
 import { unreadableFileProblem } from '../../core/unreadable.js';
 
 /**
- * Reads the configuration: the YAML file named by `--config` or `CONFIG_FILE`, the environment,
+ * Reads the configuration: the YAML file named by `--config` or `CONFIG_FILE` (read so that the
+ * YAML library prints nothing of it: yaml-file.ts), the environment (the process's own: the
+ * library reads it too),
  * then each feature's check of its own settings (handed in by the caller, so that the loader
  * knows no feature). `yaml` is loaded only when a file is named: it costs memory otherwise unused.
  * Throws {@link ConfigError} naming every problem.
@@ -17,7 +20,7 @@ export async function readConfig<C extends Record<string, SettingsCheck>>(
   env: NodeJS.ProcessEnv,
 ): Promise<Loaded<C>> {
   const path = configFile ?? env.CONFIG_FILE;
-  let file: { path: string; values: unknown } | undefined;
+  let file: SettingsFile | undefined;
   if (path !== undefined && path !== '') {
     let text: string;
     try {
@@ -25,11 +28,11 @@ export async function readConfig<C extends Record<string, SettingsCheck>>(
     } catch (err) {
       throw new ConfigError([unreadableFileProblem(configFile !== undefined ? '--config' : 'CONFIG_FILE', path, err)]);
     }
-    const { parse: parseYaml } = await import('yaml');
     try {
-      file = { path, values: parseYaml(text) };
+      file = await readYamlFile(path, text, env);
     } catch (err) {
-      throw new ConfigError([redactUserinfo(`${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`)]);
+      // Its problems name lines and settings, never a value; a path may carry user information.
+      throw err instanceof ConfigError ? new ConfigError(err.problems.map(redactUserinfo)) : err;
     }
   }
   return loadConfig({ env, file, readFile: (p) => readFileSync(p, 'utf8'), readBytes: (p) => readFileSync(p) }, checks);
