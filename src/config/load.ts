@@ -73,6 +73,22 @@ export interface ConfigWarning {
   readonly message: string;
 }
 
+/**
+ * The loader's refusal: every problem, with what it would have warned of beside them (said with
+ * the problems, not after they are fixed) and the settings as far as they could be read (a
+ * refused value reads as its default), for what the start examines beyond them.
+ */
+export class SettingsRefused extends ConfigError {
+  declare readonly warnings: readonly ConfigWarning[];
+  /** Not enumerable: it holds the secret, and a logger's error serializer copies what is. */
+  declare readonly config: Config;
+  constructor(problems: readonly string[], warnings: readonly ConfigWarning[], config: Config) {
+    super(problems);
+    Object.defineProperty(this, 'warnings', { value: warnings, enumerable: false });
+    Object.defineProperty(this, 'config', { value: config, enumerable: false });
+  }
+}
+
 const BY_KEY = new Map(SETTINGS.map((s) => [s.key as string, s]));
 
 interface Given {
@@ -201,7 +217,7 @@ function endpoints(
 /**
  * Builds the configuration from the environment and an optional file (environment wins), then
  * runs each feature's check of its own settings, collecting every problem before failing.
- * Throws {@link ConfigError}; its message names each setting and never contains a secret.
+ * Throws {@link SettingsRefused}; its message names each setting and never contains a secret.
  */
 export function loadConfig<C extends Record<string, SettingsCheck>>(sources: ConfigSources, checks: C): Loaded<C> {
   const problems: string[] = [];
@@ -262,6 +278,6 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
   for (const [what, check] of Object.entries(checks)) checked[what] = check(context);
 
   // Whatever a check quoted, a URL's user information is not shown (a password written in it).
-  if (problems.length > 0) throw new ConfigError(problems.map(redactUserinfo));
+  if (problems.length > 0) throw new SettingsRefused(problems.map(redactUserinfo), warnings, config);
   return { config, checked: checked as Loaded<C>['checked'], warnings };
 }

@@ -331,6 +331,29 @@ describe('the command line', () => {
       }
       expect(check.stderr).toBe(start.stderr);
     }
+    expect((await runCli(['--config', join(dir, 'directive.yaml')], {})).stderr).toMatch(
+      /^ticket-auth-proxy: warning: \S+directive\.yaml, line 1, column 1: a directive \(a line beginning with "%"\) that YAML does not know/,
+    );
+  });
+
+  it('reports every problem at once: what is at LISTEN_SOCKET beside a conflict of settings, and the warnings beside the errors', async ({
+    shared: { gateway },
+  }) => {
+    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET };
+    const missingDir = join(mkdtempSync(join(tmpdir(), 'tap-at-once-')), 'no-such-dir');
+    const pair = { ...env, LISTEN_SOCKET: join(missingDir, 'p.sock'), LISTEN_PORT: '8180', TOKEN_SCOPE: 'tickets.read,tickets.write' };
+    const [start, check] = await Promise.all([runCli([], pair), runCli(['check'], pair)]);
+    expect(start.code).toBe(2);
+    expect(start.stderr).toMatch(
+      /^ticket-auth-proxy: warning: TOKEN_SCOPE holds a comma .*\nticket-auth-proxy: invalid configuration \(2 problems\):\n/,
+    );
+    expect(start.stderr).toContain('  - LISTEN_SOCKET and LISTEN_PORT are both set');
+    expect(start.stderr).toContain(
+      `  - LISTEN_SOCKET ${join(missingDir, 'p.sock')} cannot be made: its directory ${missingDir} does not exist\n`,
+    );
+    expect(check.code).toBe(2);
+    expect(check.stderr).toBe(start.stderr);
+    expect(start.stdout + check.stdout).toBe('');
   });
 
   it('refuses a relative LISTEN_SOCKET at start and in check, naming the setting', async ({ shared: { gateway } }) => {

@@ -1,10 +1,11 @@
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stdSerializers } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { SETTINGS, type Config } from '../../src/config/config.js';
-import { loadConfig } from '../../src/config/load.js';
+import { loadConfig, SettingsRefused } from '../../src/config/load.js';
 import { isLoopbackHost } from '../../src/core/hosts.js';
 import { ConfigError } from '../../src/core/errors.js';
 import type { TokenStartup } from '../../src/token/client-auth/index.js';
@@ -647,6 +648,16 @@ describe('loadConfig errors', () => {
     expect(configError(MINIMAL, { adminPort: 'eighty' }).problems).toEqual([
       `adminPort in ${FILE} (ADMIN_PORT) must be a port number from 0 to 65535 (got "eighty")`,
     ]);
+  });
+
+  it('carries the settings read and the warnings with a refusal, where no error serializer copies the secret', () => {
+    const err = configError({ ...MINIMAL, CLIENT_SECRET: 'carried-secret-5k', TOKEN_SCOPE: 'a,b', LOG_LEVEL: 'chatty' });
+    expect(err).toBeInstanceOf(SettingsRefused);
+    const refusal = err as SettingsRefused;
+    expect(refusal.config.clientSecret).toBe('carried-secret-5k');
+    expect(refusal.warnings.map((w) => w.setting)).toEqual(['TOKEN_SCOPE']);
+    expect(JSON.stringify(stdSerializers.err(refusal))).not.toContain('carried-secret-5k');
+    expect(JSON.stringify(refusal)).not.toContain('carried-secret-5k');
   });
 
   it('reports every problem at once, each naming its setting', () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SettingsRefused } from '../../src/config/load.js';
 import { readYamlFile } from '../../src/config/yaml-file.js';
 import { ConfigError } from '../../src/core/errors.js';
 import { filesOf, loadSettings } from '../helpers/load-settings.js';
@@ -17,8 +18,8 @@ async function problemsOf(text: string, env: Record<string, string> = {}): Promi
     loadSettings({ env, file, readFile: filesOf({}) });
     return [];
   } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).problems;
+    expect(err).toBeInstanceOf(SettingsRefused);
+    return (err as SettingsRefused).problems;
   }
 }
 

@@ -146,7 +146,7 @@ export async function claimSocketPath(path: string): Promise<Stats | undefined> 
   const answer = await tryConnect(path);
   if (answer === 'refused') return found;
   if (answer === 'gone') return undefined;
-  if (answer === 'answered') throw refused(path, 'is in use: another process answers on it; stop that process or choose another path');
+  if (answer === 'answered') throw new SocketInUseError(path);
   throw refused(path, `is a socket, but whether a process answers on it cannot be told (${answer}); remove it if it is a leftover`);
 }
 
@@ -239,6 +239,16 @@ function ignoreCode(code: string): (err: unknown) => void {
   return (err) => {
     if ((err as NodeJS.ErrnoException).code !== code) throw err;
   };
+}
+
+/**
+ * The refusal of a socket a process answers on: the start refuses it; `check` only warns, since a
+ * running proxy holds its own socket, as it holds its own port.
+ */
+export class SocketInUseError extends ConfigError {
+  constructor(path: string) {
+    super([`LISTEN_SOCKET ${path} is in use: another process answers on it; stop that process or choose another path`]);
+  }
 }
 
 function refused(path: string, why: string): ConfigError {
