@@ -117,11 +117,12 @@ describe('the command line', () => {
     expect(free.code).toBe(0);
     expect(free.stdout).toContain(`listeners: 127.0.0.1:${listen} and 0.0.0.0:${admin} can be opened\n`);
     expect(free.stderr).toBe('');
-    // With a Unix socket for the proxy listener, the admin port alone; the socket file is not touched.
+    // With a Unix socket for the proxy listener, the socket (made there and removed again) and the admin port.
     const dir = mkdtempSync(join(tmpdir(), 'tap-check-socket-'));
     const socket = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'proxy.sock'), ADMIN_PORT: String(admin) });
     expect(socket.code).toBe(0);
-    expect(socket.stdout).toContain(`listeners: 0.0.0.0:${admin} can be opened\n`);
+    expect(socket.stdout).toContain(`listeners: socket ${join(dir, 'proxy.sock')} and 0.0.0.0:${admin} can be opened\n`);
+    expect(socket.stderr).toBe('');
     expect(existsSync(join(dir, 'proxy.sock'))).toBe(false);
     // The shared stack's proxy holds both of its own ports.
     const { proxyPort, adminPort } = shared.proxy;
@@ -269,6 +270,12 @@ describe('the command line', () => {
     const stale = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'stale.sock') });
     expect(stale.code, stale.stderr).toBe(0);
     expect(stale.stderr).toBe('');
+    expect(stale.stdout).toMatch(
+      new RegExp(
+        `^listeners: socket ${join(dir, 'stale.sock')} \\(a socket no process answers on is there, a stopped proxy's: the start replaces it\\) and 0\\.0\\.0\\.0:\\d+ can be opened$`,
+        'm',
+      ),
+    );
   });
 
   it('check only warns when a process answers on LISTEN_SOCKET, which the start refuses', async ({ shared }) => {
