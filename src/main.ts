@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { startApp } from './app/app.js';
 import { check } from './app/cli/check.js';
 import { helpText, parseArgs } from './app/cli/cli.js';
-import { readConfig, settingWarnings } from './app/cli/read-config.js';
+import { readConfig, refusalWarnings, settingWarnings } from './app/cli/read-config.js';
 import { SETTINGS_CHECKS } from './app/settings-checks.js';
 import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';
@@ -44,8 +44,11 @@ async function main(): Promise<void> {
   };
   let loaded;
   try {
-    loaded = await readConfig(args.configFile, SETTINGS_CHECKS, process.env);
+    loaded = await readConfig(args.configFile, SETTINGS_CHECKS, process.env, {
+      socketInUse: args.command === 'check' ? 'left to the caller' : 'problem',
+    });
   } catch (err) {
+    warnings.push(...refusalWarnings(err));
     writeWarnings();
     if (err instanceof ConfigError) fail(err.message);
     throw err;
@@ -76,7 +79,7 @@ async function main(): Promise<void> {
   });
   app.catch((err: unknown) => {
     log.error({ reason: (err as Error).message }, 'start failed');
-    // What is at LISTEN_SOCKET's path is configuration too, examined only at start.
+    // What is at LISTEN_SOCKET's path is configuration too, examined again as the socket is made.
     fail((err as Error).message, err instanceof ConfigError ? 2 : 1);
   });
   let stopping = false;

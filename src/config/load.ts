@@ -5,12 +5,24 @@ import { SETTINGS, type Config, type Setting } from './config.js';
 import { nearestSetting } from './near-miss.js';
 import { FILE_KEY_GROUPS } from './tracing.js';
 import { checkUrl, parseValue } from './values.js';
+import type { RefusedKey } from './yaml-file.js';
 
 export interface ConfigSources {
   /** The environment (only variables named in {@link SETTINGS} are read). */
   env: Readonly<Record<string, string | undefined>>;
-  /** The parsed YAML file, when there is one, and its path for messages. */
-  file?: { path: string; values: unknown } | undefined;
+  /**
+   * The parsed YAML file, when there is one, and its path for messages; with what reading it
+   * found (yaml-file.ts): keys refused as written, problems of no setting, warnings.
+   */
+  file?:
+    | {
+        path: string;
+        values: unknown;
+        refused?: readonly RefusedKey[];
+        problems?: readonly string[];
+        warnings?: readonly string[];
+      }
+    | undefined;
   /** Reads a file a setting names (secret, key, certificate); injected so tests need no files. Throws when unreadable. */
   readFile: (path: string) => string;
   /** Reads a file of raw bytes (key material); without it, `readFile`'s text as UTF-8. Throws when unreadable. */
@@ -61,6 +73,22 @@ export interface ConfigWarning {
   readonly message: string;
 }
 
+/**
+ * The loader's refusal: every problem, with what it would have warned of beside them (said with
+ * the problems, not after they are fixed) and the settings as far as they could be read (a
+ * refused value reads as its default), for what the start examines beyond them.
+ */
+export class SettingsRefused extends ConfigError {
+  declare readonly warnings: readonly ConfigWarning[];
+  /** Not enumerable: it holds the secret, and a logger's error serializer copies what is. */
+  declare readonly config: Config;
+  constructor(problems: readonly string[], warnings: readonly ConfigWarning[], config: Config) {
+    super(problems);
+    Object.defineProperty(this, 'warnings', { value: warnings, enumerable: false });
+    Object.defineProperty(this, 'config', { value: config, enumerable: false });
+  }
+}
+
 const BY_KEY = new Map(SETTINGS.map((s) => [s.key as string, s]));
 
 interface Given {
@@ -68,10 +96,20 @@ interface Given {
   /** The env name it was read from, or `key in /path` for the file. */
   from: string;
   inFile: boolean;
+  /** Refused as written in the file (an unresolved tag or alias): given, but not parsed. */
+  refused?: boolean;
 }
 
 function fileValues(file: NonNullable<ConfigSources['file']>, raw: Map<string, Given>, problems: string[]): void {
   const { path, values } = file;
+  problems.push(...(file.problems ?? []));
+  const refusals = new Map<string, RefusedKey[]>();
+  for (const r of file.refused ?? []) refusals.set(r.key, [...(refusals.get(r.key) ?? []), r]);
+  const refuse = (shown: string, env: string | undefined): void => {
+    for (const r of refusals.get(shown) ?? [])
+      problems.push(`${shown} in ${path}${env === undefined ? '' : ` (${env})`}, line ${r.line}: ${r.reason}`);
+    refusals.delete(shown);
+  };
   if (values !== null && values !== undefined && (typeof values !== 'object' || Array.isArray(values))) {
     problems.push(`${path} must hold a YAML mapping of settings (got ${Array.isArray(values) ? 'a list' : typeof values})`);
     return;
@@ -84,10 +122,15 @@ function fileValues(file: NonNullable<ConfigSources['file']>, raw: Map<string, G
       problems.push(`${shown} in ${path} is not a setting${hint} (keys are lower camelCase, e.g. baseUrl, clientSecretFile)`);
     } else if (setting.envOnly) {
       problems.push(`${shown} in ${path}: ${setting.env} is read from the environment only (a configuration file cannot name another)`);
+    } else if (refusals.has(shown)) {
+      refuse(shown, setting.env);
+      raw.set(key, { value: undefined, from: `${shown} in ${path}`, inFile: true, refused: true });
     } else if (value !== null && value !== undefined) {
       raw.set(key, { value, from: `${shown} in ${path}`, inFile: true });
     }
   }
+  // A group whose whole value was refused, or a key said otherwise above.
+  for (const shown of [...refusals.keys()]) refuse(shown, BY_KEY.get(shown)?.env);
 }
 
 /**
@@ -174,7 +217,7 @@ function endpoints(
 /**
  * Builds the configuration from the environment and an optional file (environment wins), then
  * runs each feature's check of its own settings, collecting every problem before failing.
- * Throws {@link ConfigError}; its message names each setting and never contains a secret.
+ * Throws {@link SettingsRefused}; its message names each setting and never contains a secret.
  */
 export function loadConfig<C extends Record<string, SettingsCheck>>(sources: ConfigSources, checks: C): Loaded<C> {
   const problems: string[] = [];
@@ -186,7 +229,7 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
   const out: Record<string, unknown> = {};
   for (const s of SETTINGS) {
     const given = raw.get(s.key);
-    const parsed = given === undefined ? undefined : parseValue(s.kind, given.value, name(s.key), problems);
+    const parsed = given === undefined || given.refused === true ? undefined : parseValue(s.kind, given.value, name(s.key), problems);
     out[s.key] = parsed ?? (s.kind.type === 'params' ? Object.freeze([]) : s.default);
   }
   endpoints(out, (key) => raw.has(key), name, problems);
@@ -211,7 +254,7 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
     }
   };
   const bytes = new Map<keyof Config, Uint8Array | undefined>();
-  const warnings: ConfigWarning[] = [];
+  const warnings: ConfigWarning[] = (sources.file?.warnings ?? []).map((message) => ({ setting: 'CONFIG_FILE', message }));
   const context: SettingsCheckContext = {
     config,
     given: (key) => raw.has(key),
@@ -235,6 +278,6 @@ export function loadConfig<C extends Record<string, SettingsCheck>>(sources: Con
   for (const [what, check] of Object.entries(checks)) checked[what] = check(context);
 
   // Whatever a check quoted, a URL's user information is not shown (a password written in it).
-  if (problems.length > 0) throw new ConfigError(problems.map(redactUserinfo));
+  if (problems.length > 0) throw new SettingsRefused(problems.map(redactUserinfo), warnings, config);
   return { config, checked: checked as Loaded<C>['checked'], warnings };
 }

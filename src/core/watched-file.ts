@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Clock } from './clock.js';
 import type { Log } from './log.js';
+import { DIRECTORY_HINT } from './unreadable.js';
 
 /** How often a watched file is read: a change is seen within 2 s. */
 export const FILE_POLL_INTERVAL_MS = 1_000;
@@ -47,7 +48,7 @@ export function watchFile<T>(options: WatchFileOptions<T>): () => void {
   let timer: unknown;
   let stopped = false;
 
-  const report = (key: string, fields: { code?: string; reason?: string }, message: string): void => {
+  const report = (key: string, fields: { code?: string; reason?: string; hint?: string }, message: string): void => {
     if (problem !== key) {
       log.warn({ path, ...fields }, message);
       const reason = fields.code ?? fields.reason ?? 'error';
@@ -62,7 +63,9 @@ export function watchFile<T>(options: WatchFileOptions<T>): () => void {
       text = await read(path);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      report(`read:${code}`, { code }, `${what} cannot be read; keeping the current one`);
+      // A directory put where the file was (a Secret's mount point): the setting must name a file in it.
+      const hint = code === 'EISDIR' ? { hint: `a directory: ${DIRECTORY_HINT}` } : {};
+      report(`read:${code}`, { code, ...hint }, `${what} cannot be read; keeping the current one`);
       return;
     }
     if (text === current && problem === undefined) return;

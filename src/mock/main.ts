@@ -5,6 +5,31 @@
  */
 import { createMockTicketService, DEMO_CLIENT } from './ticket-service.js';
 
+const USAGE = `Usage: npm run mock [-- --help]
+       node dist/mock/main.js [--help]
+
+The mock Ticket Service alone, on loopback: a token endpoint issuing short-lived tokens to the demo
+client, its issuer metadata (/.well-known/oauth-authorization-server), and a tickets endpoint that
+refuses a request without a valid token. It prints its URL, the demo client's id and secret, and
+the lines that point a proxy at it. Ctrl-C stops it.
+
+Settings, from the environment:
+  MOCK_HOST         the address to listen on (default 127.0.0.1)
+  MOCK_PORT         the port to listen on (default 8080; 0 for any free one)
+  MOCK_TOKEN_TTL_S  the lifetime of the tokens it issues, in seconds (default 60)
+`;
+
+for (const arg of process.argv.slice(2)) {
+  if (arg === '--help' || arg === '-h') {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  process.stderr.write(
+    `mock: unknown argument ${JSON.stringify(arg)}: it takes its settings from the environment (MOCK_PORT=9080 npm run mock); see --help\n`,
+  );
+  process.exit(2);
+}
+
 const host = process.env.MOCK_HOST ?? '127.0.0.1';
 const port = Number(process.env.MOCK_PORT ?? 8080);
 const ttlS = Number(process.env.MOCK_TOKEN_TTL_S ?? 60);

@@ -117,11 +117,12 @@ describe('the command line', () => {
     expect(free.code).toBe(0);
     expect(free.stdout).toContain(`listeners: 127.0.0.1:${listen} and 0.0.0.0:${admin} can be opened\n`);
     expect(free.stderr).toBe('');
-    // With a Unix socket for the proxy listener, the admin port alone; the socket file is not touched.
+    // With a Unix socket for the proxy listener, the socket (made there and removed again) and the admin port.
     const dir = mkdtempSync(join(tmpdir(), 'tap-check-socket-'));
     const socket = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'proxy.sock'), ADMIN_PORT: String(admin) });
     expect(socket.code).toBe(0);
-    expect(socket.stdout).toContain(`listeners: 0.0.0.0:${admin} can be opened\n`);
+    expect(socket.stdout).toContain(`listeners: socket ${join(dir, 'proxy.sock')} and 0.0.0.0:${admin} can be opened\n`);
+    expect(socket.stderr).toBe('');
     expect(existsSync(join(dir, 'proxy.sock'))).toBe(false);
     // The shared stack's proxy holds both of its own ports.
     const { proxyPort, adminPort } = shared.proxy;
@@ -269,6 +270,12 @@ describe('the command line', () => {
     const stale = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'stale.sock') });
     expect(stale.code, stale.stderr).toBe(0);
     expect(stale.stderr).toBe('');
+    expect(stale.stdout).toMatch(
+      new RegExp(
+        `^listeners: socket ${join(dir, 'stale.sock')} \\(a socket no process answers on is there, a stopped proxy's: the start replaces it\\) and 0\\.0\\.0\\.0:\\d+ can be opened$`,
+        'm',
+      ),
+    );
   });
 
   it('check only warns when a process answers on LISTEN_SOCKET, which the start refuses', async ({ shared }) => {
@@ -293,6 +300,79 @@ describe('the command line', () => {
     } finally {
       await new Promise((resolve) => holder.close(resolve));
     }
+  });
+
+  it('refuses an unresolved YAML tag or alias in the file at start and in check, naming the key, never the value, and prints nothing of the file', async ({
+    shared: { gateway },
+  }) => {
+    const dir = mkdtempSync(join(tmpdir(), 'tap-yaml-tags-'));
+    const head = `baseUrl: ${gateway.url}\nclientId: client\n`;
+    const files: Record<string, [string, string]> = {
+      tag: [`${head}clientSecret: !vault ${SECRET}\n`, `clientSecret in ${join(dir, 'tag.yaml')} (CLIENT_SECRET), line 3: a YAML tag`],
+      alias: [`${head}clientSecret: *${SECRET}\n`, `clientSecret in ${join(dir, 'alias.yaml')} (CLIENT_SECRET), line 3: an alias`],
+      // A YAML 1.1 type is a tag this reading does not resolve: the secret base64-decoded would be used otherwise.
+      binary: [
+        `${head}clientSecret: !!binary ${Buffer.from(SECRET).toString('base64')}\n`,
+        `clientSecret in ${join(dir, 'binary.yaml')} (CLIENT_SECRET), line 3: a YAML tag`,
+      ],
+      // The library's warning for an unknown directive quotes the line; here the proxy's warning names the line only.
+      directive: [
+        `%SECRETS ${SECRET}\n---\n${head}clientSecret: !vault x\n`,
+        `clientSecret in ${join(dir, 'directive.yaml')} (CLIENT_SECRET), line 5: a YAML tag`,
+      ],
+    };
+    for (const [name, [text, refusal]] of Object.entries(files)) {
+      const file = join(dir, `${name}.yaml`);
+      writeFileSync(file, text);
+      // The library's own debugging variables, set, would print every token of the file.
+      const env = { LOG_TOKENS: '1', LOG_STREAM: '1' };
+      const [start, check] = await Promise.all([runCli(['--config', file], env), runCli(['check', '--config', file], env)]);
+      for (const [what, res] of [
+        ['start', start],
+        ['check', check],
+      ] as const) {
+        expect(res.code, `${name} ${what}: ${res.stderr}`).toBe(2);
+        expect(res.stderr, `${name} ${what}`).toContain(`  - ${refusal}`);
+        expect(res.stdout + res.stderr, `${name} ${what}`).not.toContain(SECRET);
+        expect(res.stdout + res.stderr, `${name} ${what}`).not.toContain('vault');
+      }
+      expect(check.stderr).toBe(start.stderr);
+    }
+    expect((await runCli(['--config', join(dir, 'directive.yaml')], {})).stderr).toMatch(
+      /^ticket-auth-proxy: warning: \S+directive\.yaml, line 1, column 1: a directive \(a line beginning with "%"\) that YAML does not know/,
+    );
+  });
+
+  it('reports every problem at once: what is at LISTEN_SOCKET beside a conflict of settings, and the warnings beside the errors', async ({
+    shared: { gateway },
+  }) => {
+    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET };
+    const missingDir = join(mkdtempSync(join(tmpdir(), 'tap-at-once-')), 'no-such-dir');
+    const pair = { ...env, LISTEN_SOCKET: join(missingDir, 'p.sock'), LISTEN_PORT: '8180', TOKEN_SCOPE: 'tickets.read,tickets.write' };
+    const [start, check] = await Promise.all([runCli([], pair), runCli(['check'], pair)]);
+    expect(start.code).toBe(2);
+    expect(start.stderr).toMatch(
+      /^ticket-auth-proxy: warning: TOKEN_SCOPE holds a comma .*\nticket-auth-proxy: invalid configuration \(2 problems\):\n/,
+    );
+    expect(start.stderr).toContain('  - LISTEN_SOCKET and LISTEN_PORT are both set');
+    expect(start.stderr).toContain(
+      `  - LISTEN_SOCKET ${join(missingDir, 'p.sock')} cannot be made: its directory ${missingDir} does not exist\n`,
+    );
+    expect(check.code).toBe(2);
+    expect(check.stderr).toBe(start.stderr);
+    expect(start.stdout + check.stdout).toBe('');
+  });
+
+  it('refuses a relative LISTEN_SOCKET at start and in check, naming the setting', async ({ shared: { gateway } }) => {
+    const env = { BASE_URL: gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, LISTEN_SOCKET: 'no-such-dir-here/proxy.sock' };
+    const [start, check] = await Promise.all([runCli([], env), runCli(['check'], env)]);
+    const refusal =
+      'LISTEN_SOCKET must be an absolute path, such as /run/ticket-auth-proxy/proxy.sock (got "no-such-dir-here/proxy.sock"): ' +
+      'a relative one depends on the directory the proxy is started in';
+    expect(start.code).toBe(2);
+    expect(start.stderr).toBe(`ticket-auth-proxy: invalid configuration (1 problem):\n  - ${refusal}\n`);
+    expect(check.code).toBe(2);
+    expect(check.stderr).toBe(start.stderr);
   });
 
   it('runs client_assertion_file beside a token store without TOKEN_STORE_KEY_FILE, saying once its tokens are not shared, as docs/token-store.md says', async ({

@@ -37,7 +37,7 @@ describe('npm run demo', () => {
     expect(out).not.toContain('started without --expose-gc');
   });
 
-  it('shows a comma-separated TOKEN_SCOPE for what it is: a warning, and the mock refusing the one unknown scope', async () => {
+  it('shows a comma-separated TOKEN_SCOPE for what it is: a warning, the mock refusing the one unknown scope, and still the banner, saying what is wrong', async () => {
     const port = 20_000 + Math.floor(Math.random() * 10_000);
     const demo = spawn(process.execPath, [new URL('../../dist/demo.js', import.meta.url).pathname], {
       env: { PATH: process.env.PATH, LISTEN_PORT: String(port), ADMIN_PORT: String(port + 1), TOKEN_SCOPE: 'tickets.read,tickets.write' },
@@ -58,7 +58,16 @@ describe('npm run demo', () => {
         ),
       ).toBe(true);
       expect(out).toContain('unknown scope \\"tickets.read,tickets.write\\"');
-      expect(out).not.toContain('curl -s');
+      // The banner, with the curl line, once the first fetch has failed, and what is wrong in the proxy's words.
+      await pollUntil(() => out.includes('Ctrl-C stops both'), { timeoutMs: 15_000 });
+      expect(out).toContain(`  curl -s http://127.0.0.1:${port}/api/v1/tickets\n`);
+      expect(out).toMatch(
+        /^The proxy holds no token yet: token endpoint answered 400 invalid_scope: unknown scope "tickets\.read,tickets\.write".*; check TOKEN_SCOPE: .*\.$/m,
+      );
+      expect(out).toContain('Until it gets one, the curl line is answered 503 token_unavailable');
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/tickets`);
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { code: string }).code).toBe('token_unavailable');
     } finally {
       demo.kill('SIGINT');
     }
@@ -79,26 +88,58 @@ describe('npm run demo', () => {
     for (const name of withScripts) expect(Object.keys(pkg.allowScripts ?? {}), name).toContain(name);
   });
 
-  it('says how to choose other ports when the proxy port is taken, before starting anything', async () => {
+  it('says which listener to move and with which setting when a port is taken, moving only that one, before starting anything', async () => {
     const holder = createServer();
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
     const port = (holder.address() as { port: number }).port;
-    try {
-      const result = spawnSync(process.execPath, [new URL('../../dist/demo.js', import.meta.url).pathname], {
-        env: { PATH: process.env.PATH, LISTEN_PORT: String(port), ADMIN_PORT: String(port + 1) },
+    const demo = (env: Record<string, string>) =>
+      spawnSync(process.execPath, [new URL('../../dist/demo.js', import.meta.url).pathname], {
+        env: { PATH: process.env.PATH, ...env },
         encoding: 'utf8',
         timeout: 15_000,
       });
-      expect(result.status).toBe(1);
-      expect(result.stderr).toContain(`demo: the proxy listener (LISTEN_PORT) cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`);
-      const way = /^demo: choose other ports: LISTEN_PORT=(\d+) ADMIN_PORT=(\d+) npm run demo$/m.exec(result.stderr);
-      expect(way, result.stderr).not.toBeNull();
-      expect(Number(way![2])).toBe(Number(way![1]) + 1);
+    try {
+      const proxyTaken = demo({ LISTEN_PORT: String(port), ADMIN_PORT: String(port + 1) });
+      expect(proxyTaken.status).toBe(1);
+      expect(proxyTaken.stderr).toContain(
+        `demo: the proxy listener (LISTEN_PORT) cannot listen on 127.0.0.1:${port} (EADDRINUSE): port ${port} is taken by another ` +
+          'process; move the proxy listener with LISTEN_PORT\n',
+      );
+      const way = /^demo: for example: LISTEN_PORT=(\d+) ADMIN_PORT=(\d+) npm run demo$/m.exec(proxyTaken.stderr);
+      expect(way, proxyTaken.stderr).not.toBeNull();
       expect(Number(way![1])).not.toBe(port);
+      // The admin port was free: it stays as given.
+      expect(Number(way![2])).toBe(port + 1);
       // Nothing was started: no mock URL, no proxy output.
-      expect(result.stdout).toBe('');
+      expect(proxyTaken.stdout).toBe('');
+
+      // The admin port taken, the proxy port free: the admin listener moves, named by ADMIN_PORT; LISTEN_PORT unset stays so.
+      const adminTaken = demo({ ADMIN_PORT: String(port), MOCK_PORT: String(port) });
+      expect(adminTaken.status).toBe(1);
+      expect(adminTaken.stderr).toContain(
+        `demo: the admin listener (ADMIN_PORT) cannot listen on 127.0.0.1:${port} (EADDRINUSE): port ${port} is taken by another ` +
+          `process; move the admin listener with ADMIN_PORT; MOCK_PORT is ${port} too: if npm run mock holds it, stop it or give it another MOCK_PORT\n`,
+      );
+      expect(adminTaken.stderr).toMatch(/^demo: for example: ADMIN_PORT=\d+ npm run demo$/m);
+      expect(adminTaken.stderr).not.toContain('LISTEN_PORT');
     } finally {
       await new Promise((resolve) => holder.close(resolve));
     }
+  });
+
+  it('says that the two listeners cannot share one port, and moves the admin listener', async () => {
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    const result = spawnSync(process.execPath, [new URL('../../dist/demo.js', import.meta.url).pathname], {
+      env: { PATH: process.env.PATH, LISTEN_PORT: String(port), ADMIN_PORT: String(port) },
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toBe(
+      `demo: LISTEN_PORT and ADMIN_PORT are both ${port}: the proxy listener and the admin listener cannot share a port; ` +
+        'move the admin listener with ADMIN_PORT\n' +
+        `demo: for example: LISTEN_PORT=${port} ADMIN_PORT=${/ADMIN_PORT=(\d+) npm/.exec(result.stderr)?.[1]} npm run demo\n`,
+    );
+    expect(result.stdout).toBe('');
   });
 });

@@ -77,6 +77,29 @@ describe('npm run mock', () => {
     expect(await exited).toBe(0);
   });
 
+  it('prints its usage for --help and exits 0, and refuses an unknown argument with exit 2, starting nothing', () => {
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, [MOCK_MAIN, ...args], {
+        env: { PATH: process.env.PATH, MOCK_PORT: '0' },
+        encoding: 'utf8',
+        timeout: 15_000,
+      });
+    for (const flag of ['--help', '-h']) {
+      const help = run([flag]);
+      expect(help.status, flag).toBe(0);
+      expect(help.stdout).toMatch(/^Usage: npm run mock/);
+      for (const setting of ['MOCK_HOST', 'MOCK_PORT', 'MOCK_TOKEN_TTL_S']) expect(help.stdout).toContain(`  ${setting} `);
+      expect(help.stdout).not.toContain('Mock Ticket Service at');
+      expect(help.stderr).toBe('');
+    }
+    const unknown = run(['--port', '9080']);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toBe(
+      'mock: unknown argument "--port": it takes its settings from the environment (MOCK_PORT=9080 npm run mock); see --help\n',
+    );
+    expect(unknown.stdout).toBe('');
+  });
+
   it('says which port is taken and how to choose another', async ({ stack }) => {
     // A running stack holds the mock's port.
     const { gateway } = await stack();

@@ -1,6 +1,13 @@
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SETTINGS } from '../../src/config/config.js';
+import { SettingsRefused } from '../../src/config/load.js';
 import { helpText, parseArgs } from '../../src/app/cli/cli.js';
+import { readConfig, refusalWarnings, type ReadConfigOptions } from '../../src/app/cli/read-config.js';
+import { SETTINGS_CHECKS } from '../../src/app/settings-checks.js';
 
 describe('parseArgs', () => {
   it.each([
@@ -63,5 +70,56 @@ describe('helpText', () => {
     const defaults = rows.filter((row) => row.includes(' default ')).map((row) => row.indexOf(' default ') + 1);
     expect(new Set(defaults).size).toBe(1);
     expect(defaults[0]! - keyColumn).toBeGreaterThan(Math.max(...SETTINGS.map((s) => s.key.length)));
+  });
+});
+
+describe('readConfig', () => {
+  const BASE = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET: 'secret-value' };
+
+  async function refusal(env: Record<string, string>, options?: ReadConfigOptions): Promise<SettingsRefused> {
+    const err = await readConfig(undefined, SETTINGS_CHECKS, env, options).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(SettingsRefused);
+    return err as SettingsRefused;
+  }
+
+  it("reports what is at LISTEN_SOCKET's path beside the settings' own problems, not after they are fixed", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'tap-read-config-')), 'no-such-dir');
+    const path = join(dir, 'p.sock');
+    const { problems } = await refusal({ ...BASE, LISTEN_SOCKET: path, LISTEN_PORT: '8180' });
+    expect(problems).toEqual([
+      'LISTEN_SOCKET and LISTEN_PORT are both set (LISTEN_SOCKET from the environment, LISTEN_PORT from the environment): the proxy ' +
+        'listener is a Unix socket (LISTEN_SOCKET) or a TCP address (LISTEN_HOST, LISTEN_PORT), not both; remove LISTEN_PORT',
+      `LISTEN_SOCKET ${path} cannot be made: its directory ${dir} does not exist`,
+    ]);
+    // Alone, the path is refused as configuration all the same, before anything opens.
+    expect((await refusal({ ...BASE, LISTEN_SOCKET: path })).problems).toEqual([
+      `LISTEN_SOCKET ${path} cannot be made: its directory ${dir} does not exist`,
+    ]);
+  });
+
+  it('carries the warnings with the problems, so that both are said at once', async () => {
+    const err = await refusal({ ...BASE, TOKEN_SCOPE: 'a,b', LOG_LEVEL: 'chatty' });
+    expect(err.problems).toEqual([expect.stringMatching(/^LOG_LEVEL must be one of /)]);
+    expect(refusalWarnings(err)).toEqual([
+      { setting: 'TOKEN_SCOPE', message: expect.stringMatching(/^TOKEN_SCOPE holds a comma/) as string },
+    ]);
+  });
+
+  it('refuses a socket a process answers on at start, and leaves it to check, which warns', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'tap-read-config-')), 'p.sock');
+    const holder = createServer().listen(path);
+    await new Promise((resolve) => holder.once('listening', resolve));
+    try {
+      expect((await refusal({ ...BASE, LISTEN_SOCKET: path })).problems).toEqual([
+        `LISTEN_SOCKET ${path} is in use: another process answers on it; stop that process or choose another path`,
+      ]);
+      const loaded = await readConfig(undefined, SETTINGS_CHECKS, { ...BASE, LISTEN_SOCKET: path }, { socketInUse: 'left to the caller' });
+      expect(loaded.config.listenSocket).toBe(path);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   });
 });

@@ -1,8 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stdSerializers } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { SETTINGS, type Config } from '../../src/config/config.js';
-import { loadConfig } from '../../src/config/load.js';
+import { loadConfig, SettingsRefused } from '../../src/config/load.js';
 import { isLoopbackHost } from '../../src/core/hosts.js';
 import { ConfigError } from '../../src/core/errors.js';
 import type { TokenStartup } from '../../src/token/client-auth/index.js';
@@ -17,23 +20,29 @@ const MINIMAL = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_S
 
 type Env = Record<string, string | undefined>;
 
-function loadBoth(env: Env, file?: unknown, secretFiles: Record<string, string> = {}): { config: Config; token: TokenStartup } {
+function loadBoth(
+  env: Env,
+  file?: unknown,
+  secretFiles: Record<string, string> = {},
+  options: { real?: boolean } = {},
+): { config: Config; token: TokenStartup } {
   const { config, checked } = loadSettings({
     env,
     file: file === undefined ? undefined : { path: FILE, values: typeof file === 'string' ? parseYaml(file) : file },
-    readFile: filesOf(secretFiles),
+    readFile: options.real ? (p) => readFileSync(p, 'utf8') : filesOf(secretFiles),
+    ...(options.real ? { readBytes: (p: string) => readFileSync(p) } : {}),
   });
   return { config, token: checked.token };
 }
 
-function load(env: Env, file?: unknown, secretFiles: Record<string, string> = {}): Config {
-  return loadBoth(env, file, secretFiles).config;
+function load(env: Env, file?: unknown, secretFiles: Record<string, string> = {}, options: { real?: boolean } = {}): Config {
+  return loadBoth(env, file, secretFiles, options).config;
 }
 
-/** The ConfigError `load` throws; fails the test when it throws nothing. */
-function configError(env: Env, file?: unknown, secretFiles?: Record<string, string>): ConfigError {
+/** The ConfigError `load` throws (with `real`, reading the file system); fails the test when it throws nothing. */
+function configError(env: Env, file?: unknown, secretFiles?: Record<string, string>, options: { real?: boolean } = {}): ConfigError {
   try {
-    load(env, file, secretFiles);
+    load(env, file, secretFiles, options);
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return err as ConfigError;
@@ -600,6 +609,36 @@ describe('loadConfig errors', () => {
     );
   });
 
+  it('says to name the file inside when a file setting names a directory, listing what it holds, for every file setting alike', () => {
+    // A Secret as Kubernetes mounts it: each key a link into the hidden ..data directory.
+    const dir = mkdtempSync(join(tmpdir(), 'tap-secret-dir-'));
+    mkdirSync(join(dir, '..2026_01_01'));
+    writeFileSync(join(dir, '..2026_01_01', 'client-secret'), 'the-secret-in-a-dir\n');
+    writeFileSync(join(dir, '..2026_01_01', 'ca.crt'), 'x');
+    symlinkSync('..2026_01_01', join(dir, '..data'));
+    symlinkSync(join('..data', 'client-secret'), join(dir, 'client-secret'));
+    symlinkSync(join('..data', 'ca.crt'), join(dir, 'ca.crt'));
+    const empty = mkdtempSync(join(tmpdir(), 'tap-empty-dir-'));
+    const env = {
+      BASE_URL: 'https://gw.example.com',
+      CLIENT_ID: 'app',
+      CLIENT_SECRET_FILE: `${dir}/`,
+      CA_FILE: dir,
+      DPOP: 'on',
+      DPOP_KEY_FILE: empty,
+    };
+    const { problems } = configError(env, undefined, undefined, { real: true });
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        `CLIENT_SECRET_FILE names a directory, not a file (EISDIR): ${dir}/; name the file inside it: one of ${dir}/ca.crt, ${dir}/client-secret`,
+        `CA_FILE names a directory, not a file (EISDIR): ${dir}; name the file inside it: one of ${dir}/ca.crt, ${dir}/client-secret`,
+        `DPOP_KEY_FILE names a directory, not a file (EISDIR): ${empty}; name the file inside it, such as ${empty}/file`,
+      ]),
+    );
+    expect(problems.join('\n')).not.toContain('the-secret-in-a-dir');
+    expect(problems.join('\n')).not.toContain('..data');
+  });
+
   it('refuses a file that is not a mapping', () => {
     expect(configError(MINIMAL, '- baseUrl\n- clientId\n').problems).toEqual([`${FILE} must hold a YAML mapping of settings (got a list)`]);
     expect(configError(MINIMAL, 'just text').problems).toEqual([`${FILE} must hold a YAML mapping of settings (got string)`]);
@@ -609,6 +648,16 @@ describe('loadConfig errors', () => {
     expect(configError(MINIMAL, { adminPort: 'eighty' }).problems).toEqual([
       `adminPort in ${FILE} (ADMIN_PORT) must be a port number from 0 to 65535 (got "eighty")`,
     ]);
+  });
+
+  it('carries the settings read and the warnings with a refusal, where no error serializer copies the secret', () => {
+    const err = configError({ ...MINIMAL, CLIENT_SECRET: 'carried-secret-5k', TOKEN_SCOPE: 'a,b', LOG_LEVEL: 'chatty' });
+    expect(err).toBeInstanceOf(SettingsRefused);
+    const refusal = err as SettingsRefused;
+    expect(refusal.config.clientSecret).toBe('carried-secret-5k');
+    expect(refusal.warnings.map((w) => w.setting)).toEqual(['TOKEN_SCOPE']);
+    expect(JSON.stringify(stdSerializers.err(refusal))).not.toContain('carried-secret-5k');
+    expect(JSON.stringify(refusal)).not.toContain('carried-secret-5k');
   });
 
   it('reports every problem at once, each naming its setting', () => {

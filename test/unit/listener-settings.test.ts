@@ -100,6 +100,19 @@ describe('LISTEN_SOCKET', () => {
     ]);
   });
 
+  it.each(['proxy.sock', './run/proxy.sock', '../proxy.sock'])(
+    'refuses the relative path %j, as the chart does, naming the setting',
+    (path) => {
+      expect(problems({ LISTEN_SOCKET: path })).toEqual([
+        `LISTEN_SOCKET must be an absolute path, such as /run/ticket-auth-proxy/proxy.sock (got ${JSON.stringify(path)}): ` +
+          'a relative one depends on the directory the proxy is started in',
+      ]);
+      expect(problems({}, { listenSocket: path })[0]).toMatch(
+        new RegExp(`^listenSocket in ${FILE} \\(LISTEN_SOCKET\\) must be an absolute path`),
+      );
+    },
+  );
+
   it('refuses a NUL byte: an abstract socket has no file mode', () => {
     expect(problems({}, { listenSocket: '\0tap' })[0]).toMatch(/^listenSocket in .* must be a file path \(got a NUL byte/);
   });

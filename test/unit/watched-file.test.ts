@@ -72,6 +72,15 @@ describe('watchFile', () => {
     expect(t.changes).toEqual([]);
   });
 
+  it('says to name the file inside when a directory is put at the path', async () => {
+    const t = setup('one');
+    stops.push(t.stop);
+    t.file.content = Object.assign(new Error('illegal operation on a directory'), { code: 'EISDIR' });
+    await t.clock.advance(5_000);
+    expect(t.errors).toEqual(['EISDIR']);
+    expect(t.log.at('warn')[0]?.obj).toEqual({ path: PATH, code: 'EISDIR', hint: 'a directory: name the file inside it' });
+  });
+
   it('takes the first read as the baseline when no initial text is given', async () => {
     const t = setup(undefined);
     stops.push(t.stop);

@@ -1,4 +1,4 @@
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { systemClock } from '../../core/clock.js';
 import type { Config } from '../../config/config.js';
 import { ConfigError } from '../../core/errors.js';
@@ -16,18 +16,18 @@ import { SHED_ABOVE } from '../../overload/overload-guard.js';
 import { checkTokenStore } from '../check-store.js';
 import { listenCode, listenProblemMeaning, listenProblems } from '../listeners/port-probe.js';
 import { dpopClient } from '../routes.js';
-import { listenOnSocket } from '../listeners/unix-socket.js';
+import { listenOnSocket, SocketInUseError } from '../listeners/unix-socket.js';
 
 /**
  * The `check` command: what the credential is (never the secret, key or assertion), then one
  * token fetch, its lifetime and granted scope printed (never the token). With DPoP, the key's RFC
  * 7638 thumbprint and whether the token came back DPoP- or Bearer-typed. With `ISSUER_URL`, first
  * the token endpoint its metadata names, and a warning for the method or proof algorithm the
- * metadata does not list. Then whether the two listeners could be opened now: a port in use is a
- * warning only, since a running proxy holds its own ports; any other failure is the start's. With
- * a shared token store, whether it can be used and what it holds for the credential
- * (`check-store.ts`). Before all that, what the start refuses once the settings are read: the
- * place of `LISTEN_SOCKET` ({@link socketRefusal}). Resolves with the exit status: 0 when a token
+ * metadata does not list. Then whether the two listeners could be opened now, the proxy's on its
+ * port or its socket (`LISTEN_SOCKET`, made there and removed again: {@link trySocket}): a port or
+ * socket in use is a warning only, since a running proxy holds its own; any other failure is the
+ * start's. With a shared token store, whether it can be used and what it holds for the credential
+ * (`check-store.ts`). Resolves with the exit status: 0 when a token
  * was obtained; 1 when the metadata or the fetch failed (with `DPOP=required`, a Bearer answer
  * too), a listener cannot be opened, a configured store cannot be used, or the memory limit is one
  * the idle proxy is already over the shedding line of ({@link memoryLimitProblem}); 2 for a
@@ -38,7 +38,7 @@ export async function check(
   startup: { tls: TlsFiles; token: TokenStartup; dpop?: DpopStartup; store?: StoreSettings | undefined },
 ): Promise<number> {
   const log = createLogger('silent');
-  const socket = await socketRefusal(config, log);
+  const socket = await trySocket(config, log);
   if (socket.refused !== undefined) {
     // As the start says it (main.ts): the same error, the same words, the same status.
     process.stderr.write(`ticket-auth-proxy: ${socket.refused}\n`);
@@ -67,10 +67,9 @@ export async function check(
     clientAuth: auth.clientAuth,
     dpop,
   });
-  const listeners = listenerReport(config, log);
+  const listeners = listenerReport(config, socket, log);
   const fetched = await fetchOnce(config, endpoint, fetchToken, credential, dpop);
   const listenersOpen = (await listeners)();
-  if (socket.inUse !== undefined) process.stderr.write(`ticket-auth-proxy: warning: ${socket.inUse}\n`);
   await dispatchers.close();
   const shedsAll = memoryLimitProblem(config.memoryLimitMb);
   if (shedsAll !== undefined) process.stderr.write(`ticket-auth-proxy: ${shedsAll}\n`);
@@ -158,22 +157,23 @@ function scopeLine(granted: string, asked: string | undefined): string {
 }
 
 /**
- * Whether the proxy and admin listeners could be opened now (the admin listener alone beside
- * LISTEN_SOCKET), said once the fetch's lines are out: one line when all can; for each that cannot,
- * the start's refusal (the same words), a warning only when the port is in use (a running proxy
- * holds its own), else a failure, since the start would fail on it too. Resolves with how to say
- * so, which returns false when the start would fail.
+ * Whether the proxy and admin listeners could be opened now (the proxy listener on LISTEN_SOCKET
+ * as {@link trySocket} found it), said once the fetch's lines are out: one line when all can; for
+ * each that cannot, the start's refusal (the same words), a warning only when the port or socket
+ * is in use (a running proxy holds its own), else a failure, since the start would fail on it too.
+ * Resolves with how to say so, which returns false when the start would fail.
  */
-async function listenerReport(config: Config, log: Log): Promise<() => boolean> {
-  // A socket was tried before the fetch (socketRefusal).
+async function listenerReport(config: Config, socket: SocketTrial, log: Log): Promise<() => boolean> {
   const proxy = { what: 'the proxy listener (LISTEN_HOST, LISTEN_PORT)', host: config.listenHost, port: config.listenPort };
   const admin = { what: 'the admin listener (ADMIN_HOST, ADMIN_PORT)', host: config.adminHost, port: config.adminPort };
   const listeners = config.listenSocket === undefined ? [proxy, admin] : [admin];
   const problems = await listenProblems(listeners, log);
   const at = (l: { host: string; port: number }): string => (l.host.includes(':') ? `[${l.host}]:${l.port}` : `${l.host}:${l.port}`);
-  if (problems.every((p) => p === undefined)) {
+  const socketLines = socket.inUse === undefined ? [] : [`ticket-auth-proxy: warning: ${socket.inUse}\n`];
+  if (socket.inUse === undefined && problems.every((p) => p === undefined)) {
+    const opened = socket.opened === undefined ? [] : [`socket ${socket.opened.path}${socket.opened.replacesStale ? STALE : ''}`];
     return () => {
-      process.stdout.write(`listeners: ${listeners.map(at).join(' and ')} can be opened\n`);
+      process.stdout.write(`listeners: ${[...opened, ...listeners.map(at)].join(' and ')} can be opened\n`);
       return true;
     };
   }
@@ -197,19 +197,33 @@ async function listenerReport(config: Config, log: Log): Promise<() => boolean> 
     return [`ticket-auth-proxy: ${problem.message}${meaning === undefined ? '' : `: ${meaning}`}\n`];
   });
   return () => {
-    process.stderr.write(lines.join(''));
+    process.stderr.write([...socketLines, ...lines].join(''));
     return opens;
   };
 }
 
+/** How the listener line says a socket no process answers on is at the path. */
+const STALE = " (a socket no process answers on is there, a stopped proxy's: the start replaces it)";
+
+/** What {@link trySocket} found at `LISTEN_SOCKET`'s path. */
+interface SocketTrial {
+  /** The start's refusal, in its words. */
+  refused?: string;
+  /** A process answers on the socket: a warning, as for a port in use. */
+  inUse?: string;
+  /** The socket could be made there (and was removed again). */
+  opened?: { path: string; replacesStale: boolean };
+}
+
 /**
- * What the start would refuse at `LISTEN_SOCKET`'s path (a directory that does not exist or cannot
- * be written, a link, a file, a directory), found the way the start finds it: the socket is made
- * there as the proxy makes it (unix-socket.ts; a socket no process answers on is replaced, as at
- * start), then closed and removed. A socket a process answers on is a warning only, as a port in
- * use is: a running proxy holds its own socket.
+ * Whether the proxy listener's socket can be made at `LISTEN_SOCKET`'s path, found the way the
+ * start finds it: the socket is made there as the proxy makes it (unix-socket.ts; a socket no
+ * process answers on is replaced, as at start), then closed and removed. What the start refuses
+ * there (a directory that does not exist or cannot be written, a link, a file, a directory) was
+ * refused with the settings already (read-config.ts); what is left is a failure to bind, and a
+ * socket a process answers on, a warning only, as a port in use is: a running proxy holds its own.
  */
-async function socketRefusal(config: Config, log: Log): Promise<{ refused?: string; inUse?: string }> {
+async function trySocket(config: Config, log: Log): Promise<SocketTrial> {
   const path = config.listenSocket;
   if (path === undefined) return {};
   const server = createServer();
@@ -217,25 +231,12 @@ async function socketRefusal(config: Config, log: Log): Promise<{ refused?: stri
     const made = await listenOnSocket(server, { path, mode: config.listenSocketMode }, log);
     await new Promise((resolve) => server.close(resolve));
     await made.remove();
-    return {};
+    return { opened: { path, replacesStale: made.replacedStale } };
   } catch (err) {
+    if (err instanceof SocketInUseError) {
+      return { inUse: `${err.problems.join('; ')}; a proxy running with these settings holds it, as it should` };
+    }
     if (!(err instanceof ConfigError)) throw err;
-    if (await answers(path)) return { inUse: `${err.problems.join('; ')}; a proxy running with these settings holds it, as it should` };
     return { refused: err.message };
   }
-}
-
-/** Whether a process answers on the socket at `path` (a full queue counts: it is in use). */
-function answers(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ path });
-    const done = (answered: boolean): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(answered);
-    };
-    const timer = setTimeout(() => done(true), 1000);
-    socket.once('connect', () => done(true));
-    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'EAGAIN'));
-  });
 }

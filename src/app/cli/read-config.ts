@@ -1,23 +1,38 @@
 import { readFileSync } from 'node:fs';
-import { loadConfig, type Loaded, type SettingsCheck } from '../../config/load.js';
+import type { Config } from '../../config/config.js';
+import { loadConfig, SettingsRefused, type ConfigWarning, type Loaded, type SettingsCheck } from '../../config/load.js';
 import { nearMissVariables, nearMissWarning } from '../../config/near-miss.js';
+import { readYamlFile, type SettingsFile } from '../../config/yaml-file.js';
 import { ConfigError } from '../../core/errors.js';
 import { redactUserinfo } from '../../core/redact.js';
 import { unreadableFileProblem } from '../../core/unreadable.js';
+import { claimSocketPath, socketPathProblem, SocketInUseError } from '../listeners/unix-socket.js';
+
+export interface ReadConfigOptions {
+  /**
+   * What a socket a process answers on at `LISTEN_SOCKET` is: a problem, as at start; or left to
+   * the caller, as `check` leaves it (a running proxy holds its own socket: a warning there).
+   */
+  socketInUse: 'problem' | 'left to the caller';
+}
 
 /**
- * Reads the configuration: the YAML file named by `--config` or `CONFIG_FILE`, the environment,
+ * Reads the configuration: the YAML file named by `--config` or `CONFIG_FILE`, the environment
+ * (the process's own: the YAML library reads it too, yaml-file.ts),
  * then each feature's check of its own settings (handed in by the caller, so that the loader
- * knows no feature). `yaml` is loaded only when a file is named: it costs memory otherwise unused.
- * Throws {@link ConfigError} naming every problem.
+ * knows no feature), then what is at `LISTEN_SOCKET`'s path, examined as the start examines it
+ * (nothing is changed there), so that a refused path is reported beside every other problem.
+ * `yaml` is loaded only when a file is named: it costs memory otherwise unused. Throws
+ * {@link ConfigError} naming every problem; a {@link SettingsRefused} carries the warnings too.
  */
 export async function readConfig<C extends Record<string, SettingsCheck>>(
   configFile: string | undefined,
   checks: C,
   env: NodeJS.ProcessEnv,
+  options: ReadConfigOptions = { socketInUse: 'problem' },
 ): Promise<Loaded<C>> {
   const path = configFile ?? env.CONFIG_FILE;
-  let file: { path: string; values: unknown } | undefined;
+  let file: SettingsFile | undefined;
   if (path !== undefined && path !== '') {
     let text: string;
     try {
@@ -25,14 +40,48 @@ export async function readConfig<C extends Record<string, SettingsCheck>>(
     } catch (err) {
       throw new ConfigError([unreadableFileProblem(configFile !== undefined ? '--config' : 'CONFIG_FILE', path, err)]);
     }
-    const { parse: parseYaml } = await import('yaml');
     try {
-      file = { path, values: parseYaml(text) };
+      file = await readYamlFile(path, text, env);
     } catch (err) {
-      throw new ConfigError([redactUserinfo(`${path} is not valid YAML (${(err as Error).message.split('\n')[0]})`)]);
+      // Its problems name lines and settings, never a value; a path may carry user information.
+      throw err instanceof ConfigError ? new ConfigError(err.problems.map(redactUserinfo)) : err;
     }
   }
-  return loadConfig({ env, file, readFile: (p) => readFileSync(p, 'utf8'), readBytes: (p) => readFileSync(p) }, checks);
+  let loaded: Loaded<C> | undefined;
+  let refusal: SettingsRefused | undefined;
+  try {
+    loaded = loadConfig({ env, file, readFile: (p) => readFileSync(p, 'utf8'), readBytes: (p) => readFileSync(p) }, checks);
+  } catch (err) {
+    if (!(err instanceof SettingsRefused)) throw err;
+    refusal = err;
+  }
+  const config = loaded?.config ?? refusal!.config;
+  const socket = await socketProblem(config, options);
+  if (refusal === undefined && socket === undefined) return loaded!;
+  throw new SettingsRefused(
+    [...(refusal?.problems ?? []), ...(socket === undefined ? [] : [socket])],
+    refusal?.warnings ?? loaded!.warnings,
+    config,
+  );
+}
+
+/** What the start would refuse at `LISTEN_SOCKET`'s path (unix-socket.ts), or undefined. */
+async function socketProblem(config: Config, options: ReadConfigOptions): Promise<string | undefined> {
+  // A path the settings refuse (relative, too long) is not examined: it has its problem already.
+  if (config.listenSocket === undefined || socketPathProblem(config.listenSocket, 'LISTEN_SOCKET') !== undefined) return undefined;
+  try {
+    await claimSocketPath(config.listenSocket);
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (err instanceof SocketInUseError && options.socketInUse !== 'problem') return undefined;
+    return err.problems.join('; ');
+  }
+}
+
+/** The warnings a refusal carries: said with its problems, not only once they are fixed. */
+export function refusalWarnings(err: unknown): readonly ConfigWarning[] {
+  return err instanceof SettingsRefused ? err.warnings : [];
 }
 
 /**

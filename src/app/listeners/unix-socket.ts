@@ -1,7 +1,7 @@
 import { constants, type Stats } from 'node:fs';
 import { access, chmod, link, lstat, mkdtemp, rm, stat, unlink } from 'node:fs/promises';
 import { connect, type Server } from 'node:net';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import { ConfigError } from '../../core/errors.js';
 import type { Log } from '../../core/log.js';
 
@@ -20,6 +20,12 @@ const PRIVATE_PATH_EXTRA_BYTES = '/.XXXXXX/s'.length;
 /** Why `path` cannot be a socket's path, or undefined: a message naming `name`. */
 export function socketPathProblem(path: string, name: string): string | undefined {
   if (path.includes('\0')) return `${name} must be a file path (got a NUL byte: an abstract socket has no file mode to limit who connects)`;
+  if (!isAbsolute(path)) {
+    return (
+      `${name} must be an absolute path, such as /run/ticket-auth-proxy/proxy.sock (got ${JSON.stringify(path)}): ` +
+      'a relative one depends on the directory the proxy is started in'
+    );
+  }
   if (path.endsWith('/')) return `${name} names a directory (${path}): it names the socket file itself, e.g. ${path}proxy.sock`;
   const bytes = Buffer.byteLength(path);
   const max = SOCKET_PATH_MAX_BYTES;
@@ -140,7 +146,7 @@ export async function claimSocketPath(path: string): Promise<Stats | undefined> 
   const answer = await tryConnect(path);
   if (answer === 'refused') return found;
   if (answer === 'gone') return undefined;
-  if (answer === 'answered') throw refused(path, 'is in use: another process answers on it; stop that process or choose another path');
+  if (answer === 'answered') throw new SocketInUseError(path);
   throw refused(path, `is a socket, but whether a process answers on it cannot be told (${answer}); remove it if it is a leftover`);
 }
 
@@ -233,6 +239,16 @@ function ignoreCode(code: string): (err: unknown) => void {
   return (err) => {
     if ((err as NodeJS.ErrnoException).code !== code) throw err;
   };
+}
+
+/**
+ * The refusal of a socket a process answers on: the start refuses it; `check` only warns, since a
+ * running proxy holds its own socket, as it holds its own port.
+ */
+export class SocketInUseError extends ConfigError {
+  constructor(path: string) {
+    super([`LISTEN_SOCKET ${path} is in use: another process answers on it; stop that process or choose another path`]);
+  }
 }
 
 function refused(path: string, why: string): ConfigError {
