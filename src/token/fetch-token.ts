@@ -63,7 +63,9 @@ export function tokenFetcher(options: ConfiguredFetcherOptions): FetchToken {
     dispatcher,
     now,
   });
-  return sentTo(endpoint, request);
+  // A token URL the settings name is the same for every request: nothing to ask or tell the endpoint.
+  const fixed = endpoint.issuer === undefined ? endpoint.url : undefined;
+  return fixed === undefined ? sentTo(endpoint, request) : (credential) => request(credential, fixed);
 }
 
 /** A token response larger than this is not a token response. */
