@@ -125,7 +125,8 @@ function fileValues(file: NonNullable<ConfigSources['file']>, raw: Map<string, G
     } else if (refusals.has(shown)) {
       refuse(shown, setting.env);
       raw.set(key, { value: undefined, from: `${shown} in ${path}`, inFile: true, refused: true });
-    } else if (value !== null && value !== undefined) {
+    } else if (value !== null && value !== undefined && value !== '') {
+      // An empty value is no value, as an empty variable is in the environment.
       raw.set(key, { value, from: `${shown} in ${path}`, inFile: true });
     }
   }

@@ -28,7 +28,8 @@ function secretRules(ctx: SettingsCheckContext): string | undefined {
   }
   const method = authMethod(config.tokenAuthMethod);
   const hasId = config.clientId !== undefined;
-  const hasSecret = config.clientSecret !== undefined || config.clientSecretFile !== undefined;
+  // Given counts, refused or not: a refused secret is said once, as refused, not also as missing.
+  const hasSecret = ctx.given('clientSecret') || ctx.given('clientSecretFile');
   if (!method.usesSecret) {
     if (!hasId) ctx.problem(`CLIENT_ID is required with TOKEN_AUTH_METHOD=${method.name}`);
   } else if (!config.passthroughBasic || hasId || hasSecret) {

@@ -132,6 +132,14 @@ describe('the client secret', () => {
     ]);
   });
 
+  it('says a secret the file gives empty is required, and one it gives refused is refused, not also missing', () => {
+    const required = 'CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings';
+    expect(configError({ BASE_URL: 'https://gw', CLIENT_ID: 'app' }, { clientSecret: '' }).problems).toEqual([required]);
+    expect(configError({ BASE_URL: 'https://gw', CLIENT_ID: 'app' }, { clientSecret: ['a'] }).problems).toEqual([
+      `clientSecret in ${FILE} (CLIENT_SECRET) must be a string`,
+    ]);
+  });
+
   it('makes the configured credentials optional with PASSTHROUGH_BASIC, but not half of them', () => {
     const { config } = loadExact({ BASE_URL: 'https://gw', PASSTHROUGH_BASIC: 'true' });
     expect(config).toMatchObject({ passthroughBasic: true, clientId: undefined, clientSecret: undefined });
