@@ -1,9 +1,10 @@
 /**
  * The GitHub Actions workflows (docs/releases.md): valid against the workflow schema
  * (`action-validator`), every action pinned by a full commit digest with its tag beside it, each
- * job given only the permissions its steps use, and the release notes made from CHANGELOG.md. And
- * what the CI workflow runs, `.ci/run`: the Nodes it tests on, pinned exactly in
- * `.ci/node-versions`, which Renovate moves (docs/development.md, "CI").
+ * job given only the permissions its steps use, the release's signing jobs held in a GitHub
+ * environment behind a job that finds the tag to be a release of main, and the release notes made
+ * from CHANGELOG.md. And what the CI workflow runs, `.ci/run`: the Nodes it tests on, pinned
+ * exactly in `.ci/node-versions`, which Renovate moves (docs/development.md, "CI").
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,6 +33,8 @@ interface Job {
   permissions?: Record<string, string>;
   steps?: Step[];
   uses?: string;
+  needs?: string | string[];
+  environment?: string;
 }
 interface Workflow {
   permissions?: Record<string, string>;
@@ -118,6 +121,121 @@ describe('the workflows', () => {
         .map(([scope]) => scope);
       expect(otherWrites, `${file} ${name}: writes beyond its purpose`).toEqual(OTHER_WRITES[`${file} ${name}`] ?? []);
     }
+  });
+});
+
+/** The GitHub environment that holds the release's signing jobs (docs/releases.md, "Protecting releases"). */
+const ENVIRONMENT = 'release';
+
+describe('the release workflow', () => {
+  const jobs = workflow('release.yml').jobs;
+  const signs = (job: Job): boolean => job.permissions?.['id-token'] === 'write';
+
+  it(`runs every job that can sign in the environment ${ENVIRONMENT}, and no other job`, () => {
+    const signing = Object.entries(jobs).filter(([, job]) => signs(job));
+    expect(signing.map(([name]) => name).sort()).toEqual(['chart', 'image']);
+    for (const [name, job] of Object.entries(jobs)) {
+      expect(job.environment, `release.yml ${name}`).toBe(signs(job) ? ENVIRONMENT : undefined);
+    }
+  });
+
+  it('builds, pushes and signs nothing before the verify job has passed, which can write nothing', () => {
+    const verify = jobs.verify!;
+    expect(Object.values(verify.permissions ?? {}).filter((level) => level !== 'read')).toEqual([]);
+    for (const [name, job] of Object.entries(jobs)) {
+      if (name === 'verify' || name === 'rebuild') continue;
+      expect([job.needs ?? []].flat(), `release.yml ${name}`).toContain('verify');
+    }
+    // The checkout holds main's history, which the check below reads.
+    expect(verify.steps![0]!.with).toMatchObject({ 'fetch-depth': 0, 'persist-credentials': false });
+  });
+});
+
+describe("the release workflow's verify job", () => {
+  const steps = (workflow('release.yml').jobs.verify?.steps ?? []).filter((s) => s.run !== undefined);
+  const gitIn =
+    (cwd: string) =>
+    (...args: string[]): string =>
+      execFileSync('git', ['-c', 'user.name=Release Test', '-c', 'user.email=release@example.invalid', ...args], {
+        cwd,
+        encoding: 'utf8',
+      }).trim();
+
+  // A repository as the checkout leaves it: main with a release (1.2.3), then a version between
+  // releases (1.2.4-dev), then a version without its dated section (1.2.5); a branch with a commit
+  // of its own, not on main.
+  const origin = mkdtempSync(join(work, 'origin-'));
+  const inOrigin = gitIn(origin);
+  const commit = (version: string, changelog: string, extra = ''): string => {
+    writeFileSync(join(origin, 'package.json'), JSON.stringify({ name: 'release-test', version }));
+    writeFileSync(join(origin, 'CHANGELOG.md'), `# Changelog\n\n${changelog}`);
+    writeFileSync(join(origin, 'other.txt'), extra);
+    inOrigin('add', '-A');
+    inOrigin('commit', '-q', '-m', `${version} ${extra}`);
+    return inOrigin('rev-parse', 'HEAD');
+  };
+  inOrigin('init', '-q', '-b', 'main');
+  const released = commit('1.2.3', '## [1.2.3] - 2026-01-02\n\n- One.\n');
+  inOrigin('checkout', '-q', '-b', 'side');
+  const offMain = commit('1.2.3', '## [1.2.3] - 2026-01-02\n\n- One.\n', 'not on main');
+  inOrigin('checkout', '-q', 'main');
+  const between = commit('1.2.4-dev', '## [1.2.4-dev] - Unreleased\n\n- Two.\n\n## [1.2.3] - 2026-01-02\n\n- One.\n');
+  const undated = commit('1.2.5', '## [1.2.4-dev] - Unreleased\n\n- Two.\n\n## [1.2.3] - 2026-01-02\n\n- One.\n');
+  const checkout = mkdtempSync(join(work, 'checkout-'));
+  execFileSync('git', ['clone', '-q', origin, checkout]);
+
+  /** The job's steps in order, as GitHub runs them, at the commit `sha` for the ref `ref`; the first that fails ends it. */
+  function verifyAt(ref: string, sha: string): { status: number | null; output: string; version?: string } {
+    gitIn(checkout)('checkout', '-q', '--detach', sha);
+    const outputFile = join(work, `github-output-${sha}-${ref.replace(/\W/g, '_')}`);
+    writeFileSync(outputFile, '');
+    let output = '';
+    for (const step of steps) {
+      const res = spawnSync('bash', ['--noprofile', '--norc', '-eo', 'pipefail', '-c', step.run!], {
+        cwd: checkout,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH!, GITHUB_REF: ref, GITHUB_SHA: sha, GITHUB_OUTPUT: outputFile },
+      });
+      output += `${res.stdout}${res.stderr}`;
+      if (res.status !== 0) return { status: res.status, output };
+    }
+    const version = /^version=(.*)$/m.exec(readFileSync(outputFile, 'utf8'))?.[1];
+    return { status: 0, output, version };
+  }
+
+  it("passes a tag vX.Y.Z at a commit of main whose package.json says X.Y.Z, with CHANGELOG.md's dated section, and hands on X.Y.Z", () => {
+    expect(verifyAt('refs/tags/v1.2.3', released)).toEqual({ status: 0, output: `v1.2.3 is at ${released}, on main\n`, version: '1.2.3' });
+  });
+
+  it('fails a tag whose commit is not on main, naming the tag and the commit', () => {
+    const res = verifyAt('refs/tags/v1.2.3', offMain);
+    expect(res.status).toBe(1);
+    expect(res.output).toBe(
+      `::error::v1.2.3 is at ${offMain}, a commit that is not on main: a release is tagged on a commit of main (docs/releases.md, "Protecting releases")\n`,
+    );
+  });
+
+  it('fails a tree that carries a version between releases, whether the tag names the release or the pre-release', () => {
+    for (const tag of ['v1.2.4', 'v1.2.4-dev']) {
+      const res = verifyAt(`refs/tags/${tag}`, between);
+      expect(res.status, tag).toBe(1);
+      expect(res.output, tag).toContain(`::error::package.json's version at ${tag} is 1.2.4-dev, a version between releases`);
+    }
+  });
+
+  it("fails a tag that is not package.json's version, a branch, and a version without its dated CHANGELOG.md section", () => {
+    expect(verifyAt('refs/tags/v1.2.2', released)).toMatchObject({
+      status: 1,
+      output: "::error::a release runs at the tag v1.2.3 (package.json's version), not at v1.2.2\n",
+    });
+    expect(verifyAt('refs/heads/main', released)).toMatchObject({
+      status: 1,
+      output: '::error::a release runs at a tag vX.Y.Z, not at refs/heads/main\n',
+    });
+    expect(verifyAt('refs/tags/v1.2.5', undated)).toMatchObject({
+      status: 1,
+      output: '::error::CHANGELOG.md has no section "## [1.2.5] - YYYY-MM-DD" for the release v1.2.5\n',
+    });
   });
 });
 
