@@ -66,7 +66,7 @@ RUN node sbom-image.mjs npm.cdx.json status.d sbom.cdx.json
 
 # --- runtime ------------------------------------------------------------------------------------
 FROM --platform=$TARGETPLATFORM ${RUNTIME_IMAGE}
-ARG VERSION=0.1.0
+ARG VERSION=0.1.1-dev
 LABEL org.opencontainers.image.title="ticket-auth-proxy" \
       org.opencontainers.image.description="Authenticating sidecar: obtains and refreshes an OAuth 2.0 client-credentials token and forwards local calls to the Ticket Service with it." \
       org.opencontainers.image.licenses="Apache-2.0" \

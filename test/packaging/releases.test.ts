@@ -1,15 +1,17 @@
 /**
  * The verification that docs/releases.md shows (its cosign lines) and the Kyverno policy of
  * examples/kyverno name the identity that signs a release: the release workflow's file, in the
- * repository the image's labels name, at a tag, with GitHub's OIDC issuer; and the registry and
- * image the workflow pushes to. Neither cosign nor Kyverno runs here: what they would be told is
- * checked against what the workflow does.
+ * repository the image's labels name, at a release tag vX.Y.Z, with GitHub's OIDC issuer; and the
+ * registry and image the workflow pushes to. Neither cosign nor Kyverno runs here: what they would
+ * be told is checked against what the workflow does. And the page's "Protecting releases" names
+ * what guards the workflow: the environment its signing jobs run in, the tag ruleset for the tags
+ * it runs on, and what the signature's certificate lets a verifier pin.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { readDoc } from '../helpers/docs.js';
+import { readDoc, rowsOf, section } from '../helpers/docs.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(root, path), 'utf8');
@@ -19,14 +21,19 @@ const ISSUER = 'https://token.actions.githubusercontent.com';
 const POLICY_FILE = 'examples/kyverno/verify-ticket-auth-proxy.yaml';
 
 interface ReleaseWorkflow {
-  on: { push: { tags: string[] } };
+  on: Record<string, unknown> & { push: { tags: string[] } };
   env: { IMAGE: string; CHARTS: string };
-  jobs: Record<string, { steps: { uses?: string; run?: string; with?: Record<string, unknown> }[] }>;
+  jobs: Record<
+    string,
+    { permissions?: Record<string, string>; environment?: string; steps: { uses?: string; run?: string; with?: Record<string, unknown> }[] }
+  >;
 }
 const workflow = parseYaml(read(WORKFLOW_PATH)) as ReleaseWorkflow;
 const IMAGE = workflow.env.IMAGE;
 const CHART = `${workflow.env.CHARTS.replace(/^oci:\/\//, '')}/ticket-auth-proxy`;
 const VERSION = (JSON.parse(read('package.json')) as { version: string }).version;
+/** The release this tree makes: its version without a pre-release (0.1.1 for 0.1.1-dev). */
+const RELEASE_VERSION = VERSION.replace(/-.*$/, '');
 
 /** owner/name of the repository the image's source label names. */
 const REPOSITORY = /org\.opencontainers\.image\.source="https:\/\/github\.com\/([^"/]+\/[^"/]+)"/.exec(read('Dockerfile'))![1]!;
@@ -34,13 +41,24 @@ const REPOSITORY = /org\.opencontainers\.image\.source="https:\/\/github\.com\/(
 /** The certificate identity of the release workflow at the tag of a version (its job_workflow_ref as a URL). */
 const identity = (repository: string, workflowPath: string, ref: string): string =>
   `https://github.com/${repository}/${workflowPath}@${ref}`;
-const RELEASE = identity(REPOSITORY, WORKFLOW_PATH, `refs/tags/v${VERSION}`);
-// Identities that must not pass for a release's.
+const RELEASE = identity(REPOSITORY, WORKFLOW_PATH, `refs/tags/v${RELEASE_VERSION}`);
+// Identities that must not pass for a release's: another ref, workflow or repository, a tag that
+// is not a release's (a pre-release, a name that only starts like one), and look-alikes of the
+// URL's dots.
 const IMPOSTORS = [
   identity(REPOSITORY, WORKFLOW_PATH, 'refs/heads/main'),
-  identity(REPOSITORY, '.github/workflows/ci.yml', `refs/tags/v${VERSION}`),
-  identity(`someone-else/${REPOSITORY.split('/')[1]}`, WORKFLOW_PATH, `refs/tags/v${VERSION}`),
-  `https://github.com/evil/x/.github/workflows/release.yml@refs/heads/${REPOSITORY}/${WORKFLOW_PATH}@refs/tags/v${VERSION}`,
+  identity(REPOSITORY, WORKFLOW_PATH, `refs/heads/v${RELEASE_VERSION}`),
+  identity(REPOSITORY, '.github/workflows/ci.yml', `refs/tags/v${RELEASE_VERSION}`),
+  identity(`someone-else/${REPOSITORY.split('/')[1]}`, WORKFLOW_PATH, `refs/tags/v${RELEASE_VERSION}`),
+  `https://github.com/evil/x/.github/workflows/release.yml@refs/heads/${REPOSITORY}/${WORKFLOW_PATH}@refs/tags/v${RELEASE_VERSION}`,
+  identity(REPOSITORY, WORKFLOW_PATH, `refs/tags/v${RELEASE_VERSION}-dev`),
+  identity(REPOSITORY, WORKFLOW_PATH, `refs/tags/v${RELEASE_VERSION}-rc.1`),
+  identity(REPOSITORY, WORKFLOW_PATH, `refs/tags/v${RELEASE_VERSION}/evil`),
+  identity(REPOSITORY, WORKFLOW_PATH, 'refs/tags/vnext'),
+  identity(REPOSITORY, WORKFLOW_PATH, 'refs/tags/v1'),
+  RELEASE.replace('github.com', 'githubXcom'),
+  RELEASE.replace('/.github/', '/Xgithub/'),
+  RELEASE.replace('release.yml', 'releaseXyml'),
 ];
 
 /** Asserts that a certificate-identity regular expression admits the release workflow at a tag, and no impostor. */
@@ -76,9 +94,10 @@ describe('the release workflow', () => {
 
 describe('docs/releases.md', () => {
   const page = readDoc('docs/releases.md');
-  const verifications = commands(page)
+  const cosignLines = commands(page)
     .filter((c) => /^cosign verify(-attestation)? /.test(c))
     .map(words);
+  const verifications = cosignLines.filter((argv) => argv.includes('--certificate-identity-regexp'));
 
   it('verifies the image, its SBOM, its provenance and the chart', () => {
     const shown = verifications.map((argv) => `${argv[1]} ${flag(argv, '--type') ?? ''} ${argv.at(-1)!.split('@')[0]}`.replace(/ +/g, ' '));
@@ -97,8 +116,26 @@ describe('docs/releases.md', () => {
     }
   });
 
-  it('names the exact identity of one release as the stricter choice', () => {
-    expect(page).toContain(`--certificate-identity ${RELEASE.replace(`v${VERSION}`, 'v0.1.0')}`);
+  it('names the exact identity of one release and the commit of its tag as the stricter choice', () => {
+    const exact = cosignLines.filter((argv) => !argv.includes('--certificate-identity-regexp'));
+    expect(exact).toHaveLength(1);
+    const argv = exact[0]!;
+    expect(flag(argv, '--certificate-identity')).toBe(identity(REPOSITORY, WORKFLOW_PATH, 'refs/tags/v0.1.0'));
+    expect(flag(argv, '--certificate-github-workflow-sha')).toBe('COMMIT');
+    expect(flag(argv, '--certificate-oidc-issuer')).toBe(ISSUER);
+    expect(argv.at(-1)).toBe(`${IMAGE}@sha256:DIGEST`);
+    // Where COMMIT comes from, and that it is on main.
+    const gh = commands(page).filter((c) => c.startsWith('gh api '));
+    expect(gh.map((c) => c.replace(/\s+#.*$/, ''))).toEqual([
+      `gh api repos/${REPOSITORY}/compare/main...v0.1.0 --jq .status`,
+      `gh api repos/${REPOSITORY}/commits/v0.1.0 --jq .sha`,
+    ]);
+  });
+
+  it('uses one regular expression for the identity wherever it admits every release, the policy included', () => {
+    const policy = read(POLICY_FILE);
+    const inPolicy = [...policy.matchAll(/subjectRegExp: '([^']+)'/g)].map((m) => m[1]!);
+    expect(new Set([...verifications.map((argv) => flag(argv, '--certificate-identity-regexp')!), ...inPolicy]).size).toBe(1);
   });
 
   it('verifies with gh the workflow and repository that sign', () => {
@@ -107,12 +144,60 @@ describe('docs/releases.md', () => {
     expect(argv[3]).toMatch(new RegExp(`^oci://${IMAGE}@sha256:`));
     expect(flag(argv, '--repo')).toBe(REPOSITORY);
     expect(flag(argv, '--signer-workflow')).toBe(`${REPOSITORY}/${WORKFLOW_PATH}`);
+    // The runner environment, which only gh can require.
+    expect(argv).toContain('--deny-self-hosted-runners');
   });
 
   it('names the Kyverno policy by its file and its name', () => {
     const policy = parseYaml(read(POLICY_FILE)) as { metadata: { name: string } };
     expect(page).toContain(POLICY_FILE);
     expect(page).toContain(`named \`${policy.metadata.name}\``);
+  });
+});
+
+describe('docs/releases.md, "Protecting releases"', () => {
+  const page = readDoc('docs/releases.md');
+  // Read in each test, so that a missing section fails each of them.
+  const text = (): string => section(page, 'Protecting releases');
+  const flat = (): string => text().replace(/\s+/g, ' ');
+  const signing = Object.entries(workflow.jobs).filter(([, job]) => job.permissions?.['id-token'] === 'write');
+  const environments = [...new Set(signing.map(([, job]) => job.environment))];
+
+  it('names the environment every signing job runs in, those jobs, and its protection rules', () => {
+    expect(environments).toHaveLength(1);
+    const environment = environments[0]!;
+    expect(environment).toMatch(/^[\w-]+$/);
+    expect(flat()).toContain(`**The environment \`${environment}\`**`);
+    for (const [name] of signing) expect(flat()).toContain(`\`${name}\``);
+    for (const rule of ['Required reviewers', 'Prevent self-review', 'Deployment branches and tags'])
+      expect(flat()).toContain(`**${rule}**`);
+    // The page's first section says where the release is held too.
+    expect(section(page, 'What a release contains').replace(/\s+/g, ' ')).toContain(`the GitHub environment \`${environment}\``);
+  });
+
+  it('protects the tags the workflow runs on with a tag ruleset, and says who can push them', () => {
+    const [pattern] = workflow.on.push.tags;
+    expect(flat()).toContain(`**A tag ruleset for \`${pattern}\`**`);
+    for (const rule of ['Restrict creations', 'Restrict updates', 'Restrict deletions']) expect(flat()).toContain(`**${rule}**`);
+    expect(flat()).toContain(`Only they can push a \`${pattern}\` tag`);
+    expect(flat()).toContain('Write access to the repository is not enough to release.');
+  });
+
+  it('says what the certificate carries and which of it each documented line pins, the environment by none', () => {
+    const rows = new Map(rowsOf(text(), 'in the certificate').map((r) => [r[0]!, r.slice(1)]));
+    const subject = rows.get('the subject: the workflow file, repository and ref that signed')!;
+    expect(subject[0]).toBe(`\`${identity(REPOSITORY, WORKFLOW_PATH, 'refs/tags/vX.Y.Z')}\``);
+    for (const how of ['--certificate-identity-regexp', 'subjectRegExp', '--signer-workflow']) expect(subject[1]).toContain(`\`${how}\``);
+    expect(rows.get('the issuer')![0]).toBe(`\`${ISSUER}\``);
+    expect(rows.get('the commit built')![1]).toContain('`--certificate-github-workflow-sha`');
+    expect(rows.get('the runner')).toEqual(['`github-hosted`', '`gh attestation verify --deny-self-hosted-runners`']);
+    const environment = [...rows.entries()].find(([what]) => what.startsWith('the deployment environment'))!;
+    expect(environment[0]).toContain('1.3.6.1.4.1.57264.1.23');
+    expect(environment[1][0]).toBe(`\`${environments[0]}\``);
+    expect(environment[1][1]).toMatch(/^nothing: /);
+    // The trigger of a weekly rebuild differs from a release's: neither can be required.
+    expect(rows.get('the trigger')![1]).toMatch(/^nothing: /);
+    expect(Object.keys(workflow.on).sort()).toEqual(['push', 'schedule', 'workflow_dispatch']);
   });
 });
 
