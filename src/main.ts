@@ -5,7 +5,7 @@ import { startApp } from './app/app.js';
 import { check } from './app/cli/check.js';
 import { helpText, parseArgs } from './app/cli/cli.js';
 import { readConfig, refusalWarnings, settingWarnings } from './app/cli/read-config.js';
-import { SETTINGS_CHECKS } from './app/settings-checks.js';
+import { CHECKS } from './app/settings-checks.js';
 import { systemClock } from './core/clock.js';
 import { ConfigError } from './core/errors.js';
 import { createLogger } from './core/log.js';
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   };
   let loaded;
   try {
-    loaded = await readConfig(args.configFile, SETTINGS_CHECKS, process.env, {
+    loaded = await readConfig(args.configFile, CHECKS, process.env, {
       socketInUse: args.command === 'check' ? 'left to the caller' : 'problem',
     });
   } catch (err) {
@@ -53,11 +53,11 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
-  const { config, checked } = loaded;
+  const { config, checked, routes } = loaded;
   warnings.push(...loaded.warnings);
   if (args.command === 'check') {
     writeWarnings();
-    process.exit(await check(config, checked));
+    process.exit(await check(config, { ...checked, routes }));
   }
 
   const log = createLogger(config.logLevel);
@@ -67,8 +67,7 @@ async function main(): Promise<void> {
   const app = startApp({
     config,
     tls: checked.tls,
-    token: checked.token,
-    dpop: checked.dpop,
+    routes,
     store: checked.store,
     tracing: checked.tracing,
     log,

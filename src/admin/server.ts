@@ -5,10 +5,15 @@ import { NotProxiedError, MethodNotAllowedError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
 import { sendProblem } from '../core/problem.js';
 
-/** Whether the proxy is ready, and why not, or why it is ready all the same (`READINESS=started` without a token). */
-export interface ReadinessState {
+/** Whether one route is ready, and why not, or why it is ready all the same (`READINESS=started` without a token). */
+export interface RouteReadiness {
   readonly ready: boolean;
   readonly reason?: string;
+}
+
+/** Whether the proxy is ready (every route is), and why not, with each route's own answer. */
+export interface ReadinessState extends RouteReadiness {
+  readonly routes?: Readonly<Record<string, RouteReadiness>>;
 }
 
 /** The readiness now, as `/readyz` answers it. */
@@ -40,8 +45,12 @@ export function createAdminServer(options: AdminOptions): Server {
         json(res, 200, { status: 'ok' });
         return;
       case '/readyz': {
-        const { ready, reason } = readiness();
-        json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', ...(reason === undefined ? {} : { reason }) });
+        const { ready, reason, routes } = readiness();
+        json(res, ready ? 200 : 503, {
+          status: ready ? 'ready' : 'not_ready',
+          ...(reason === undefined ? {} : { reason }),
+          ...(routes === undefined ? {} : { routes }),
+        });
         return;
       }
       case '/metrics':

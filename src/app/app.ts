@@ -1,12 +1,14 @@
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { openTokenStore, type StoreSettings } from '../store/index.js';
 import { createAdminServer } from '../admin/server.js';
 import type { Clock } from '../core/clock.js';
 import type { Config } from '../config/config.js';
+import type { LoadedRoute } from '../config/load.js';
 import { isLoopbackHost } from '../core/hosts.js';
 import type { Log } from '../core/log.js';
-import { dispatchersFromSettings } from '../net/dispatchers.js';
+import { outboundDispatcher } from '../net/dispatchers.js';
 import { watchTlsFiles, type TlsFiles } from '../net/tls-files.js';
 import { createForwarder } from '../proxy/forward.js';
 import { Recorder } from '../proxy/recorder.js';
@@ -16,24 +18,22 @@ import { createStalledCallers } from '../proxy/stalled-callers.js';
 import { createMetrics } from '../telemetry/metrics.js';
 import { startTracing, withTracing, type TracingSettings } from '../telemetry/tracing/index.js';
 import { describeFetchFailure, displayTokenUrl } from '../token/diagnose.js';
-import type { DpopStartup } from '../token/dpop/index.js';
-import type { TokenStartup } from '../token/client-auth/index.js';
 import type { TokenEndpoint } from '../token/discovery/index.js';
 import { listen } from './listeners/listen.js';
+import { listenerPlans, listenOrigin, openListeners, removeSockets, type OpenListener } from './listeners/proxy-listeners.js';
 import { createMemoryControl } from '../overload/memory-control.js';
 import { Readiness } from './readiness.js';
+import type { ROUTE_CHECKS } from './settings-checks.js';
 import { shutdown, StopList } from './shutdown.js';
-import { createRoutes } from './routes.js';
-import { listenOnSocket, type SocketFile } from './listeners/unix-socket.js';
+import { createRoutes, type WiredRoute } from './routes.js';
 
 export interface AppDeps {
+  /** The top-level settings: the whole proxy's, and every route's defaults. */
   config: Config;
-  /** The TLS files as read at start. */
+  /** The top-level TLS files as read at start: the token store's and the trace collector's. */
   tls: TlsFiles;
-  /** The secret, key or assertion as read at start. */
-  token: TokenStartup;
-  /** The DPoP mode and key as read at start. */
-  dpop: DpopStartup;
+  /** The routes as loaded (docs/routes.md): without `routes`, the top-level settings as `default`. */
+  routes: readonly LoadedRoute<typeof ROUTE_CHECKS>[];
   /** The token store's settings as checked at start; undefined without `TOKEN_STORE_URL`. */
   store?: StoreSettings | undefined;
   /** Where spans go, as checked at start; undefined with tracing off. */
@@ -47,152 +47,134 @@ export interface AppDeps {
 }
 
 export interface App {
-  /** The proxy listener's address, or its socket's path. */
+  /** The main proxy listener's address, or its socket's path. */
   readonly proxyAddress: AddressInfo | string;
+  /** Each route's own listener, by route name (a route reached through the main listener has none). */
+  readonly routeAddresses: ReadonlyMap<string, AddressInfo | string>;
   readonly adminAddress: AddressInfo;
   /** Graceful shutdown (docs/operations.md, "Shutdown"); resolves with the exit status. */
   shutdown(): Promise<number>;
 }
 
-/** Builds the parts from the configuration, wires them, and opens both listeners. */
+/** Builds the parts from the configuration, wires them, and opens the listeners. */
 export async function startApp(deps: AppDeps): Promise<App> {
   const { config, log, clock, registry } = deps;
   const counted = createMetrics(registry, {
     tokenStore: deps.store !== undefined,
-    dpop: config.dpop !== 'off',
+    dpop: deps.routes.some((r) => r.config.dpop !== 'off'),
     tracing: deps.tracing !== undefined,
     runtime: config.metricsRuntime,
   });
   registerBuildInfo(registry, deps.version);
   const stops = new StopList();
-  const dispatchers = dispatchersFromSettings(config, deps.tls.material);
-  stops.add(() => dispatchers.destroy());
+  const outbound = deps.tracing === undefined ? undefined : outboundDispatcher(config, deps.tls.material);
+  if (outbound !== undefined) stops.add(() => outbound.destroy());
   const tracing = await startTracing(deps.tracing, {
-    dispatcher: dispatchers.token,
-    gatewayUrl: new URL(config.baseUrl),
+    dispatcher: outbound!,
+    gatewayUrl: new URL(deps.routes[0]!.config.baseUrl),
     log,
     dropped: counted.spansDropped ?? (() => {}),
   });
   if (tracing !== undefined) stops.add(() => tracing.shutdown());
   const metrics = withTracing(counted, tracing);
-  let tls = deps.tls.material;
   const store =
     deps.store &&
     openTokenStore({
       ...deps,
       settings: deps.store,
       fetchTimeoutMs: config.tokenFetchTimeoutMs,
-      tls,
+      tls: deps.tls.material,
       observer: metrics.tokenStore,
       watchFiles: true,
     });
   if (store !== undefined) stops.add(() => store.close());
-  const readiness = new Readiness(config.readiness, clock);
-  const [wired] = createRoutes({
-    ...deps,
-    metrics,
-    readiness,
-    dispatchers,
-    stops,
-    store,
-    clientCertificate: () => tls.cert,
-  });
-  const { route, configured, configuredTarget, endpoint } = wired!;
-  // Rotated TLS files are used by new connections (the store's too); a new client certificate
-  // fetches a token at once, as a secret change does.
+  // The top level's rotated TLS files reach the store's and the collector's new connections.
   stops.add(
     watchTlsFiles({
       config,
       initial: deps.tls,
       clock,
       log,
-      onChange: (material, what) => {
-        tls = material;
-        dispatchers.setTls(material);
+      onChange: (material) => {
         store?.setTls(material);
-        if (what === 'client_certificate') configuredTarget?.refreshNow('client certificate changed');
+        outbound?.setTls(material);
       },
     }),
   );
+  const readiness = new Readiness(config.readiness, clock);
+  const wired = createRoutes({ ...deps, metrics, readiness, tracer: tracing?.requests, stops, store });
 
-  const recorder = new Recorder({ observer: metrics, log, accessLog: config.accessLog, tracer: tracing?.requests });
-  const callers = createStalledCallers({ sendTimeoutMs: config.upstreamIdleTimeoutMs, recorder, clock });
+  const callers = createStalledCallers({ clock });
   const memory = createMemoryControl({ memoryLimitMb: config.memoryLimitMb, action: callers, clock, log });
   stops.add(memory.stop);
-  const forward = createForwarder({
-    route,
-    budget: memory.budget,
-    load: memory.load,
-    recorder,
-    callers,
-    log,
-    listenOrigin: listenOrigin(config),
-  });
-  const proxyServer = createProxyServer({ forward, recorder, log, maxHeaderBytes: config.maxHeaderBytes });
+  /** Where a listener records what no route takes: its own route's recorder, or one of no route. */
+  const recorders: Recorder[] = wired.map((w) => w.route.recorder);
+  const serve = (plan: ReturnType<typeof listenerPlans>[number]): Server => {
+    const own = wired.find((w) => w.route.name === plan.route)?.route.recorder;
+    const recorder = own ?? new Recorder({ route: '', observer: metrics.unrouted(), log, accessLog: config.accessLog });
+    if (own === undefined) recorders.push(recorder);
+    const forward = createForwarder({
+      routes: plan.routes,
+      budget: memory.budget,
+      load: memory.load,
+      recorder,
+      callers,
+      log,
+      listenOrigin: listenOrigin(plan.place),
+    });
+    return createProxyServer({ forward, recorder, log, maxHeaderBytes: config.maxHeaderBytes });
+  };
   const adminServer = createAdminServer({ registry, log, readiness: readiness.check });
 
-  let socketFile: SocketFile | undefined;
-  let proxyAddress: AddressInfo | string;
+  let listeners: OpenListener[];
   let adminAddress: AddressInfo;
   try {
-    if (config.listenSocket === undefined) {
-      proxyAddress = await listen(
-        proxyServer,
-        { host: config.listenHost, port: config.listenPort, what: 'the proxy listener (LISTEN_HOST, LISTEN_PORT)' },
+    listeners = await openListeners(listenerPlans(config, wired), serve, log);
+    try {
+      adminAddress = await listen(
+        adminServer,
+        { host: config.adminHost, port: config.adminPort, what: 'the admin listener (ADMIN_HOST, ADMIN_PORT)' },
         log,
       );
-    } else {
-      socketFile = await listenOnSocket(proxyServer, { path: config.listenSocket, mode: config.listenSocketMode }, log);
-      proxyAddress = socketFile.path;
+    } catch (err) {
+      for (const l of listeners) l.server.close();
+      await removeSockets(listeners, log);
+      throw err;
     }
-    adminAddress = await listen(
-      adminServer,
-      { host: config.adminHost, port: config.adminPort, what: 'the admin listener (ADMIN_HOST, ADMIN_PORT)' },
-      log,
-    );
   } catch (err) {
-    proxyServer.close();
-    await socketFile?.remove().catch(() => {});
     await stops.stopAll();
     throw err;
   }
-  // The token is fetched once the listeners are up: a listener that cannot open costs the
+  // The tokens are fetched once the listeners are up: a listener that cannot open costs the
   // identity provider nothing.
-  configured?.start();
-  // Pass-through credentials only: no token is fetched at start, but an issuer's metadata is read
-  // then all the same, so its warnings come at start and the first caller does not wait for it.
-  if (configured === undefined) readEndpointAtStart(endpoint, log);
+  for (const w of wired) {
+    w.configured?.start();
+    // Pass-through credentials only: no token is fetched at start, but an issuer's metadata is read
+    // then all the same, so its warnings come at start and the first caller does not wait for it.
+    if (w.passthroughAlone) readEndpointAtStart(w.endpoint, log);
+  }
   readiness.listen();
-  stops.add(memory.watch(() => recorder.served));
-  announce({ config, endpoint, log, proxyAddress, adminAddress });
+  stops.add(memory.watch(() => recorders.reduce((n, r) => n + r.served, 0)));
+  announce({ wired, listeners, adminAddress, log });
 
   return {
-    proxyAddress,
+    proxyAddress: listeners[0]!.address,
+    routeAddresses: new Map(
+      listeners.flatMap((l) => (l.plan.route !== undefined && l !== listeners[0] ? [[l.plan.route, l.address]] : [])),
+    ),
     adminAddress,
     shutdown: () =>
       shutdown({
-        servers: [proxyServer, adminServer],
+        servers: [...listeners.map((l) => l.server), adminServer],
         delayS: config.shutdownDelayS,
         timeoutS: config.shutdownTimeoutS,
         clock,
         log,
         onBegin: () => readiness.stop(),
-        onListenersClosed: async () => {
-          await socketFile?.remove().catch((err: unknown) => log.warn({ err }, 'LISTEN_SOCKET could not be removed'));
-        },
+        onListenersClosed: () => removeSockets(listeners, log),
         onClosed: () => stops.stopAll(),
       }),
   };
-}
-
-/**
- * The origin a rewritten `Location` names when the caller sent no `Host`: the listener's. A Unix
- * socket has none: the Location is then an absolute path, which a client resolves against the
- * URL it used, the one that leads back to the socket (docs/unix-socket.md, "What differs from TCP").
- */
-function listenOrigin(config: Config): string | undefined {
-  if (config.listenSocket !== undefined) return undefined;
-  return `http://${config.listenHost.includes(':') ? `[${config.listenHost}]` : config.listenHost}:${config.listenPort}`;
 }
 
 /** Reads an issuer's metadata now; a failure is logged, and the first token fetch reads it again. */
@@ -206,37 +188,75 @@ function readEndpointAtStart(endpoint: TokenEndpoint, log: Log): void {
 
 /** The listeners as opened, and what they serve: said once at start. */
 interface Opened {
-  config: Config;
-  endpoint: TokenEndpoint;
-  log: Log;
-  proxyAddress: AddressInfo | string;
+  wired: readonly WiredRoute[];
+  listeners: readonly OpenListener[];
   adminAddress: AddressInfo;
+  log: Log;
+}
+
+/** Where the listeners are, shown as a log line shows them. */
+function shown(address: AddressInfo | string, mode: string | undefined): object {
+  return typeof address === 'string' ? { socket: address, mode } : { host: address.address, port: address.port };
 }
 
 function announce(opened: Opened): void {
-  const { config, endpoint, log, proxyAddress, adminAddress } = opened;
-  if (typeof proxyAddress === 'string') {
-    // Connecting takes write permission on the socket file: "other" may write, so every local user may connect.
-    if ((Number.parseInt(config.listenSocketMode, 8) & 0o002) !== 0) {
+  const { wired, listeners, adminAddress, log } = opened;
+  listeners.forEach(({ plan, address }, i) => {
+    const place = plan.place;
+    // The main listener's warnings name its settings; a route's, the route and its keys.
+    const whose = i === 0 ? undefined : plan.route;
+    if (place.kind === 'socket') {
+      // Connecting takes write permission on the socket file: "other" may write, so every local user may connect.
+      if ((Number.parseInt(place.mode, 8) & 0o002) !== 0) {
+        log.warn(
+          { socket: address, mode: place.mode, route: whose },
+          whose === undefined
+            ? 'the proxy socket lets every local user connect (LISTEN_SOCKET_MODE): anyone who can reach it uses the configured credentials'
+            : `route "${whose}"'s socket lets every local user connect (its listenSocketMode): anyone who can reach it uses its ` +
+                'credentials',
+        );
+      }
+    } else if (!isLoopbackHost(place.host)) {
       log.warn(
-        { socket: proxyAddress, mode: config.listenSocketMode },
-        'the proxy socket lets every local user connect (LISTEN_SOCKET_MODE): anyone who can reach it uses the configured credentials',
+        { host: place.host, route: whose },
+        whose === undefined
+          ? 'the proxy listener is not on loopback: anyone who can reach it uses the configured credentials'
+          : `route "${whose}"'s listener is not on loopback (its listenHost): anyone who can reach it uses its credentials`,
       );
     }
-  } else if (!isLoopbackHost(config.listenHost)) {
-    log.warn({ host: config.listenHost }, 'the proxy listener is not on loopback: anyone who can reach it uses the configured credentials');
-  }
+  });
+  const main = listeners[0]!;
+  const where = {
+    proxy: shown(main.address, main.plan.place.kind === 'socket' ? main.plan.place.mode : undefined),
+    admin: { host: adminAddress.address, port: adminAddress.port },
+  };
+  const served = (w: WiredRoute): object => ({
+    gateway: w.route.baseUrl,
+    paths: w.route.paths.prefixes,
+    tokenUrl: w.endpoint.url === undefined ? undefined : displayTokenUrl(w.endpoint.url),
+    issuer: w.endpoint.issuer,
+  });
+  // One route (the settings without `routes`): what it serves at the top of the line, as ever.
+  const only = wired.length === 1 && wired[0]!.way.kind === 'main' ? wired[0]! : undefined;
   log.info(
-    {
-      proxy:
-        typeof proxyAddress === 'string'
-          ? { socket: proxyAddress, mode: config.listenSocketMode }
-          : { host: proxyAddress.address, port: proxyAddress.port },
-      admin: { host: adminAddress.address, port: adminAddress.port },
-      gateway: config.baseUrl,
-      tokenUrl: endpoint.url === undefined ? undefined : displayTokenUrl(endpoint.url),
-      issuer: endpoint.issuer,
-    },
+    only !== undefined
+      ? { ...where, ...served(only) }
+      : {
+          ...where,
+          routes: wired.map((w) => ({
+            route: w.route.name,
+            ...(w.way.kind === 'mount' ? { mount: w.way.mount } : {}),
+            ...ownListener(listeners, w.route.name),
+            ...served(w),
+          })),
+        },
     'listeners up',
   );
+}
+
+/** A route's own listener, as the log line names it. */
+function ownListener(listeners: readonly OpenListener[], route: string): object {
+  const own = listeners.find((l, i) => i > 0 && l.plan.route === route);
+  if (own === undefined) return {};
+  return { listener: shown(own.address, own.plan.place.kind === 'socket' ? own.plan.place.mode : undefined) };
 }

@@ -228,3 +228,20 @@ export function dispatchersFromSettings(settings: DispatcherSettings, tls: TlsMa
     tls,
   });
 }
+
+/** Connections to any origin, as the settings' TLS material and egress proxy make them, rebuilt on new material. */
+export interface Outbound extends Dispatcher {
+  setTls(tls: TlsMaterial): void;
+}
+
+/**
+ * Connections to any origin the whole proxy reaches on its own account (the trace collector),
+ * made as the identity provider's are: the top-level TLS material and the egress proxy.
+ */
+export function outboundDispatcher(settings: Omit<DispatcherSettings, 'baseUrl' | 'upstreamTimeoutMs'>, tls: TlsMaterial): Outbound {
+  const proxy = { httpsProxy: settings.httpsProxy, httpProxy: settings.httpProxy, noProxy: settings.noProxy };
+  const build = (material: TlsMaterial): Dispatcher =>
+    buildAnyOrigin({ tls: material, proxy, connectTimeoutMs: settings.tokenFetchTimeoutMs }, { connections: 4, keepAliveTimeout: 30_000 });
+  const swappable = new SwappableDispatcher(build(tls));
+  return Object.assign(swappable, { setTls: (material: TlsMaterial) => void swappable.swap(build(material)) });
+}

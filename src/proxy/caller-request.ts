@@ -18,6 +18,10 @@ export interface CallerRequest {
   readonly started: number;
   /** Arrived through the listener's `checkContinue` event: `100 Continue` is the proxy's to send. */
   readonly expectContinue: boolean;
+  /** The target as its route's gateway gets it after its path prefix: the request's, less the route's mount. */
+  target: string;
+  /** The mount it came through (`/eu`), or `''`: put back in front of a rewritten `Location`. */
+  mount: string;
   /**
    * The caller's headers to send upstream, as a flat raw list: less hop-by-hop headers and the
    * caller's credentials (`Host` is left to the client, which sets the gateway's), and last the
@@ -74,6 +78,8 @@ export function readCallerRequest(req: IncomingMessage, res: ServerResponse, sta
     res,
     started,
     expectContinue,
+    target: req.url!,
+    mount: '',
     forward: upstream,
     contentLength,
     transferEncoding,

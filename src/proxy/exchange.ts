@@ -12,7 +12,7 @@ import type { CallerRequest } from './caller-request.js';
 import type { Phase } from './exchange-phase.js';
 import type { Recorder, RequestTrace } from './recorder.js';
 import * as resend from './resend.js';
-import { callerResponseHeaders, flatHeaders, type ParsedHeaders } from './response-headers.js';
+import { callerResponseHeaders, flatHeaders, NOWHERE, type CallerPlace, type ParsedHeaders } from './response-headers.js';
 import type { Route } from './route.js';
 import type { StalledCallers, WatchedCaller } from './stalled-callers.js';
 
@@ -20,6 +20,7 @@ import type { StalledCallers, WatchedCaller } from './stalled-callers.js';
 export interface ForwardSettings {
   /** Where the body bytes read into the process are reported (overload/read-budget.ts). */
   readonly budget: ReadBudget;
+  /** Where the listener records what no route took (each route records its own requests). */
   readonly recorder: Recorder;
   /** Where a caller that takes none of its answer is reported: the send timeout, the overload action. */
   readonly callers: StalledCallers;
@@ -107,8 +108,8 @@ export class Exchange implements Dispatcher.DispatchHandler, WatchedCaller, Proo
     this.req = req;
     this.res = res;
     this.method = req.method!;
-    this.target = req.url!;
-    this.trace = settings.recorder.tracer?.began(req);
+    this.target = request.target;
+    this.trace = route.recorder.tracer?.began(req);
     (res as Linked)[kExchange] = this;
     res.on('close', onCallerClose);
   }
@@ -116,6 +117,16 @@ export class Exchange implements Dispatcher.DispatchHandler, WatchedCaller, Proo
   /** The gateway as DPoP proofs name it (proof-header.ts). */
   get gateway(): DpopGateway {
     return this.route.dpop;
+  }
+
+  /** Where this exchange is recorded: its route's recorder (stalled-callers.ts). */
+  get recorder(): Recorder {
+    return this.route.recorder;
+  }
+
+  /** Its route's idle timeout, the longest its caller may take nothing (stalled-callers.ts). */
+  get sendTimeoutMs(): number {
+    return this.route.upstreamIdleTimeoutMs;
   }
 
   /** Sends the request at once when a token is held, else once one is fetched. */
@@ -178,7 +189,7 @@ export class Exchange implements Dispatcher.DispatchHandler, WatchedCaller, Proo
     const { req, res } = this;
     if (this.phase !== 'done' && !req.complete) {
       this.phase = 'done';
-      this.settings.recorder.stalled(req, 'request', this.route.upstreamIdleTimeoutMs);
+      this.route.recorder.stalled(req, 'request', this.route.upstreamIdleTimeoutMs);
       this.controller?.abort(new Error('the request body went silent'));
       res.destroy();
       // 408 (as nginx logs a request body that timed out), unless an answer had begun.
@@ -281,7 +292,7 @@ export class Exchange implements Dispatcher.DispatchHandler, WatchedCaller, Proo
       // The replay policy: a replayed 401 is read and dropped, and the request sent again at its end.
       const bodyAtHand = resend.bodyAtHand(req, hasBody, this.copy);
       const refusal = { nonceAsked, done: this.replays, bodyAtHand, refused: this.auth! };
-      this.replay = resend.replayAfter(refusal, this.authorizer, this.settings.recorder);
+      this.replay = resend.replayAfter(refusal, this.authorizer, this.route.recorder);
       if (this.replay !== resend.NO_REPLAY) {
         this.phase = 'dropping-401';
         return;
@@ -298,12 +309,18 @@ export class Exchange implements Dispatcher.DispatchHandler, WatchedCaller, Proo
     const length = parsed['content-length'];
     this.remaining = typeof length === 'string' && this.method !== 'HEAD' ? Number(length) : Number.NaN;
     // A Unix socket has no origin (listenOrigin undefined): a rewritten Location is then an absolute path.
-    const origin = parsed.location === undefined ? undefined : this.settings.listenOrigin;
-    const host = this.request.host;
-    const callerOrigin = origin === undefined ? '' : host !== undefined ? `http://${host}` : origin;
+    const caller = parsed.location === undefined ? NOWHERE : this.callerPlace();
     // undici keeps the parser's raw list on the controller (its typed `rawHeaders`): names as the gateway wrote them.
     const raw = Array.isArray(controller.rawHeaders) ? controller.rawHeaders : flatHeaders(parsed);
-    res.writeHead(statusCode, callerResponseHeaders(raw, this.route, callerOrigin, parsed));
+    res.writeHead(statusCode, callerResponseHeaders(raw, this.route, caller, parsed));
+  }
+
+  /** Where the caller is, for a rewritten `Location`: the origin it used (its `Host`, else the listener's), its mount. */
+  private callerPlace(): CallerPlace {
+    const listenOrigin = this.settings.listenOrigin;
+    const host = this.request.host;
+    const origin = listenOrigin === undefined ? '' : host !== undefined ? `http://${host}` : listenOrigin;
+    return { origin, mount: this.request.mount };
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -347,7 +364,8 @@ export class Exchange implements Dispatcher.DispatchHandler, WatchedCaller, Proo
     const phase = this.phase;
     if (phase === 'done') return;
     const { req, res } = this;
-    const { recorder, log } = this.settings;
+    const { log } = this.settings;
+    const recorder = this.route.recorder;
     // The retry policy, once, for an attempt whose connection broke after it was sent, before any answer.
     const atHand = !this.retried && phase === 'awaiting-head' && resend.bodyAtHand(req, this.request.hasBody, this.copy);
     if (atHand && resend.mayRetry(err, this.method, this.request.forward)) {
@@ -379,9 +397,9 @@ export class Exchange implements Dispatcher.DispatchHandler, WatchedCaller, Proo
     this.end(499);
   }
 
-  /** The request ended with `status`: its trace ends, and it is recorded. */
+  /** The request ended with `status`: its trace ends, and it is recorded on its route. */
   private end(status: number): void {
     this.trace?.ended(status);
-    this.settings.recorder.answered(this.req, status, this.request.started);
+    this.route.recorder.answered(this.req, status, this.request.started);
   }
 }

@@ -54,6 +54,8 @@ const STALL_MESSAGES: Record<StallDirection, string> = {
 };
 
 export interface RecorderOptions {
+  /** The route whose requests it records, named in its log lines. */
+  route: string;
   observer: ProxyObserver;
   log: Log;
   /** `ACCESS_LOG`: one line per request the forwarder ended. */
@@ -63,10 +65,13 @@ export interface RecorderOptions {
 }
 
 /**
- * Every ended request goes through here to the observer and, when `ACCESS_LOG` is on, to the
- * access log; it counts what it was told, so that the memory release can tell traffic from quiet.
+ * Every ended request of one route goes through here to the observer and, when `ACCESS_LOG` is
+ * on, to the access log, each naming the route; requests no route took are recorded by their
+ * listener's. It counts what it was told.
  */
 export class Recorder {
+  /** The route whose requests it records. */
+  readonly route: string;
   private readonly observer: ProxyObserver;
   private readonly log: Log;
   private readonly accessLog: boolean;
@@ -76,6 +81,7 @@ export class Recorder {
   served = 0;
 
   constructor(options: RecorderOptions) {
+    this.route = options.route;
     this.observer = options.observer;
     this.log = options.log;
     this.accessLog = options.accessLog;
@@ -88,7 +94,8 @@ export class Recorder {
     this.served += 1;
     this.observer.requestEnded(req.method!, status, seconds);
     if (this.accessLog) {
-      this.log.info({ method: req.method, path: pathOf(req), status, durationMs: Math.round(seconds * 1e4) / 10 }, 'request');
+      const durationMs = Math.round(seconds * 1e4) / 10;
+      this.log.info({ route: this.route, method: req.method, path: pathOf(req), status, durationMs }, 'request');
     }
   }
 
@@ -121,7 +128,7 @@ export class Recorder {
    */
   stalled(req: IncomingMessage, direction: StallDirection, idleMs: number): void {
     this.observer.upstreamStalled(direction);
-    this.log.warn({ direction, method: req.method, path: pathOf(req), idleMs }, STALL_MESSAGES[direction]);
+    this.log.warn({ route: this.route, direction, method: req.method, path: pathOf(req), idleMs }, STALL_MESSAGES[direction]);
   }
 }
 

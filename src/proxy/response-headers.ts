@@ -42,7 +42,20 @@ export interface AnsweringGateway {
   readonly baseUrl: string;
   /** The gateway's header names as last seen, when kept. */
   readonly seenNames?: SeenHeaderNames | undefined;
+  /** The gateway path prefixes its route forwards: a relative `Location` under one of them gets the caller's mount in front. */
+  readonly paths?: { readonly prefixes: readonly string[] } | undefined;
 }
+
+/** Where the caller is: the origin it used, and the mount its request came through. */
+export interface CallerPlace {
+  /** `http://` + its `Host`, or `''` for an absolute path (a caller on a Unix socket). */
+  readonly origin: string;
+  /** The mount its route is reached through (`/eu`), or `''`. */
+  readonly mount: string;
+}
+
+/** The caller of a request on a listener's own route, no mount, no origin known: for an answer without a `Location`. */
+export const NOWHERE: CallerPlace = { origin: '', mount: '' };
 
 /**
  * The headers to send back: the gateway's, less hop-by-hop ones, with a `Location` that points
@@ -50,11 +63,11 @@ export interface AnsweringGateway {
  * parser keeps, so names keep the letter case the gateway sent (legacy code looks them up
  * case-sensitively) and repeated fields their order. A value sent once is taken from `parsed`,
  * where undici has already converted it, rather than converted a second time; a name seen at its
- * place in an earlier answer is taken from the gateway's `seenNames`, when kept. `callerOrigin` is
- * the origin the caller used (`http://` + its `Host`), or `''` for an absolute path (a Unix socket).
+ * place in an earlier answer is taken from the gateway's `seenNames`, when kept. `caller` says
+ * where a rewritten `Location` points.
  */
-export function callerResponseHeaders(raw: RawHeaders, gateway: AnsweringGateway, callerOrigin: string, parsed?: ParsedHeaders): string[] {
-  const { baseUrl, seenNames: seen } = gateway;
+export function callerResponseHeaders(raw: RawHeaders, gateway: AnsweringGateway, caller: CallerPlace, parsed?: ParsedHeaders): string[] {
+  const seen = gateway.seenNames;
   const out: string[] = [];
   let connection: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -83,7 +96,7 @@ export function callerResponseHeaders(raw: RawHeaders, gateway: AnsweringGateway
       if (lower === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
       continue;
     }
-    out.push(name, lower === 'location' ? rewriteLocation(value, baseUrl, callerOrigin) : value);
+    out.push(name, lower === 'location' ? rewriteLocation(value, gateway, caller) : value);
   }
   // The usual values name no other field: read without a call.
   const named = connection === undefined || connection === 'keep-alive' || connection === 'close' ? undefined : connectionNamed(connection);
@@ -102,24 +115,34 @@ export function flatHeaders(parsed: ParsedHeaders): string[] {
 }
 
 /**
- * `{baseUrl}/x` becomes `{callerOrigin}/x`, and an absolute path `{base path}/x` becomes `/x`
- * (RFC 9110 §10.2.2 allows a relative Location; the caller resolves it against the proxy);
- * any other location is left alone. An empty `callerOrigin` makes every rewritten location an
- * absolute path (a caller on a Unix socket).
+ * `{baseUrl}/x` becomes `{origin}{mount}/x`, and an absolute path `{base path}/x` becomes
+ * `{mount}/x` (RFC 9110 §10.2.2 allows a relative Location; the caller resolves it against the
+ * proxy); behind a mount, an absolute path under one of the route's paths (`/api/v1/x`, the base
+ * URL having no path) becomes `{mount}/api/v1/x`. Any other location is left alone. An empty
+ * origin makes every rewritten location an absolute path (a caller on a Unix socket).
  */
-export function rewriteLocation(location: string, baseUrl: string, callerOrigin: string): string {
+export function rewriteLocation(location: string, gateway: AnsweringGateway, caller: CallerPlace): string {
+  const { baseUrl } = gateway;
+  const { origin, mount } = caller;
   if (location.charCodeAt(0) === 47 /* / */ && location.charCodeAt(1) !== 47) {
     const slash = baseUrl.indexOf('/', baseUrl.indexOf('//') + 2);
-    if (slash === -1) return location;
-    const basePath = baseUrl.slice(slash);
+    const basePath = slash === -1 ? '' : baseUrl.slice(slash);
+    if (basePath === '') return mount !== '' && underPaths(location, gateway) ? mount + location : location;
     const rest = location.startsWith(basePath) ? location.slice(basePath.length) : undefined;
     if (rest === undefined || (rest !== '' && rest[0] !== '/' && rest[0] !== '?' && rest[0] !== '#')) return location;
-    return rest[0] === '/' ? rest : `/${rest}`;
+    return mount + (rest[0] === '/' ? rest : `/${rest}`);
   }
   if (location.length < baseUrl.length || location.slice(0, baseUrl.length).toLowerCase() !== baseUrl.toLowerCase()) {
     return location;
   }
   const rest = location.slice(baseUrl.length);
   if (rest !== '' && rest[0] !== '/' && rest[0] !== '?' && rest[0] !== '#') return location;
-  return callerOrigin + (rest[0] === '/' ? rest : `/${rest}`);
+  return origin + mount + (rest[0] === '/' ? rest : `/${rest}`);
+}
+
+/** Whether an absolute path lies at or under one of the gateway's route's paths. */
+function underPaths(location: string, gateway: AnsweringGateway): boolean {
+  const end = location.search(/[?#]/);
+  const path = end === -1 ? location : location.slice(0, end);
+  return (gateway.paths?.prefixes ?? []).some((p) => path === p || path.startsWith(`${p}/`));
 }

@@ -3,6 +3,7 @@ import type { DpopGateway } from '../token/dpop/htu.js';
 import type { ProxyError } from '../core/errors.js';
 import type { Authorizer, PassthroughAuthorizers } from './authorizer.js';
 import type { ForwardedPaths } from './path-guard.js';
+import type { Recorder } from './recorder.js';
 import type { SeenHeaderNames } from './response-headers.js';
 
 /**
@@ -39,4 +40,6 @@ export interface Route {
   readonly replayBodyLimitBytes: number;
   /** The gateway's header names as last seen (response-headers.ts), for its answers. */
   readonly seenNames: SeenHeaderNames;
+  /** Where its requests are recorded: its metrics, its access log lines and warnings carry its name. */
+  readonly recorder: Recorder;
 }

@@ -29,10 +29,14 @@ export interface StalledCallers extends OverloadAction {
   ended(exchange: WatchedCaller): void;
 }
 
-/** An exchange as the watch reads it: its caller, and the watch's clock, kept in its own fields. */
+/** An exchange as the watch reads it: its caller, its route's settings, and the watch's clock, kept in its own fields. */
 export interface WatchedCaller {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
+  /** Its route's recorder: where a caller cut off is recorded. */
+  readonly recorder: Recorder;
+  /** Its route's `UPSTREAM_IDLE_TIMEOUT_MS`: the longest its caller may take nothing of its answer. */
+  readonly sendTimeoutMs: number;
   /** When the caller last took nothing of what waited for it; 0 while it keeps up (the exchange resets it on `drain`). */
   stalledSince: number;
   /** The unsent answer when last looked at: less later means the caller took some. */
@@ -42,14 +46,11 @@ export interface WatchedCaller {
 }
 
 export interface StalledCallersOptions {
-  /** `UPSTREAM_IDLE_TIMEOUT_MS`: the longest a caller may take nothing of its answer. */
-  sendTimeoutMs: number;
-  recorder: Recorder;
   clock: Clock;
 }
 
 export function createStalledCallers(options: StalledCallersOptions): StalledCallers {
-  const { sendTimeoutMs, recorder, clock } = options;
+  const { clock } = options;
   const watched = new Set<WatchedCaller>();
 
   return {
@@ -64,13 +65,13 @@ export function createStalledCallers(options: StalledCallersOptions): StalledCal
       exchange.unsentSeen = res.writableLength;
       exchange.queuedSeen = queuedBytes(res);
       // The exchange may have cleared the socket's timeout once the request body was in.
-      if (res.socket !== null && res.socket.timeout !== sendTimeoutMs) res.setTimeout(sendTimeoutMs);
+      if (res.socket !== null && res.socket.timeout !== exchange.sendTimeoutMs) res.setTimeout(exchange.sendTimeoutMs);
     },
 
     timedOut(exchange) {
       const { res } = exchange;
       if (res.destroyed || res.writableLength === 0) return false;
-      recorder.stalled(exchange.req, 'send', sendTimeoutMs);
+      exchange.recorder.stalled(exchange.req, 'send', exchange.sendTimeoutMs);
       res.destroy();
       return true;
     },
@@ -95,7 +96,7 @@ export function createStalledCallers(options: StalledCallersOptions): StalledCal
       for (let freed = 0; ended < idle.length && freed < bytes; ended++) {
         const w = idle[ended]!;
         freed += w.unsentSeen;
-        recorder.overloadReset();
+        w.recorder.overloadReset();
         w.res.destroy();
       }
       return ended;

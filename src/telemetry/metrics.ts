@@ -37,23 +37,34 @@ export interface MetricsOptions {
   runtime?: MetricsRuntime;
 }
 
+/** One route's metrics: its requests, its configured credential's token, its pass-through credentials'. */
+export interface RouteMetrics {
+  /** Observer of the route's requests (`ticket_auth_proxy_requests_total` and the others, by route). */
+  readonly requests: ProxyObserver;
+  /** Observer for its configured credential: counts fetches and publishes its token gauges. */
+  readonly configuredToken: TokenSourceObserver;
+  /** Observer for its pass-through credentials: counts fetches only. */
+  readonly passthroughToken: TokenSourceObserver;
+  setTokenCacheEntries(n: number): void;
+}
+
 /**
  * The proxy's metrics (docs/operations.md, "Metrics"), registered on an injected registry,
  * label children bound once; a feature that is off registers none. They observe the request path
- * (`ProxyObserver`) and the token sources (`TokenSourceObserver`), which own those interfaces.
+ * (`ProxyObserver`) and the token sources (`TokenSourceObserver`), which own those interfaces,
+ * each route's under its name (the `route` label).
  */
-export interface Metrics extends ProxyObserver {
-  /** Observer for the configured credential: counts fetches and publishes its token gauges. */
-  readonly configuredToken: TokenSourceObserver;
-  /** Observer for pass-through credentials: counts fetches only. */
-  readonly passthroughToken: TokenSourceObserver;
+export interface Metrics {
+  /** The metrics of the route `name`: made once, on first asking. */
+  route(name: string): RouteMetrics;
+  /** Observer of the requests no route takes, counted with an empty `route`. */
+  unrouted(): ProxyObserver;
   /** Counts DPoP proofs and nonce requests, by server (never a key, a proof or a token); nothing with DPoP off. */
   readonly dpop: DpopObserver;
   /** With a shared token store: its health and operations. */
   readonly tokenStore: TokenStoreObserver | undefined;
   /** With tracing on: counts the spans the export queue dropped. */
   readonly spansDropped: ((count: number) => void) | undefined;
-  setTokenCacheEntries(n: number): void;
 }
 
 const NO_DPOP: DpopObserver = { proofMade: () => {}, nonceRequested: () => {} };
@@ -64,23 +75,32 @@ export function createMetrics(registry: Registry, options: MetricsOptions = {}):
   const store = options.tokenStore === true ? createStoreMetrics(registry) : undefined;
   const tokens = tokenMetrics(registry, store?.adopted);
   const requests = requestMetrics(registry);
-  const cacheEntries = zeroGauge(registry, 'ticket_auth_proxy_token_cache_entries', 'Pass-through credentials whose token is held.');
+  const cacheEntries = new Gauge({
+    name: 'ticket_auth_proxy_token_cache_entries',
+    help: 'Pass-through credentials whose token is held, by route.',
+    labelNames: ['route'] as const,
+    registers: [registry],
+  });
+  const routes = new Map<string, RouteMetrics>();
   return {
-    ...tokens,
-    ...requests,
+    route(name) {
+      let metrics = routes.get(name);
+      if (metrics === undefined) {
+        const entries = cacheEntries.labels(name);
+        metrics = {
+          requests: requests.route(name),
+          ...tokens.route(name),
+          setTokenCacheEntries: (n) => entries.set(n),
+        };
+        routes.set(name, metrics);
+      }
+      return metrics;
+    },
+    unrouted: () => requests.unrouted(),
     dpop: options.dpop === true ? dpopMetrics(registry) : NO_DPOP,
     tokenStore: store?.observer,
     spansDropped: options.tracing === true ? spansDroppedCounter(registry) : undefined,
-    setTokenCacheEntries(n) {
-      cacheEntries.set(n);
-    },
   };
-}
-
-function zeroGauge(registry: Registry, name: string, help: string): Gauge {
-  const gauge = new Gauge({ name, help, registers: [registry] });
-  gauge.set(0);
-  return gauge;
 }
 
 function spansDroppedCounter(registry: Registry): (count: number) => void {
@@ -93,27 +113,32 @@ function spansDroppedCounter(registry: Registry): (count: number) => void {
   return (count) => dropped.inc(count);
 }
 
-function tokenMetrics(registry: Registry, onAdopt: (() => void) | undefined): Pick<Metrics, 'configuredToken' | 'passthroughToken'> {
+/** The token metrics: the observers of each route's credentials, every series under the route's name. */
+function tokenMetrics(
+  registry: Registry,
+  onAdopt: (() => void) | undefined,
+): { route(name: string): Pick<RouteMetrics, 'configuredToken' | 'passthroughToken'> } {
   const fetches = new Counter({
     name: 'ticket_auth_proxy_token_fetches_total',
-    help: 'Token requests to the token endpoint, by outcome.',
-    labelNames: ['outcome'] as const,
+    help: 'Token requests to the token endpoint, by route and outcome.',
+    labelNames: ['route', 'outcome'] as const,
     registers: [registry],
   });
   const fetchDuration = new Histogram({
     name: 'ticket_auth_proxy_token_fetch_duration_seconds',
-    help: 'Duration of token requests, by outcome.',
-    labelNames: ['outcome'] as const,
+    help: 'Duration of token requests, by route and outcome.',
+    labelNames: ['route', 'outcome'] as const,
     buckets: FETCH_DURATION_BOUNDS,
     registers: [registry],
   });
-  // The configured credential's gauges, registered when its token source first tells its state (at
-  // its start): a proxy with pass-through credentials alone has none, and no alert on a token it
-  // never holds.
-  let gauges: { expiry: Gauge; lastSuccess: Gauge; failures: Gauge } | undefined;
-  const configuredGauges = (): NonNullable<typeof gauges> => {
-    const gauge = (name: string, help: string): Gauge => zeroGauge(registry, name, help);
-    return (gauges ??= {
+  const gauge = (name: string, help: string): Gauge<'route'> =>
+    new Gauge({ name, help, labelNames: ['route'] as const, registers: [registry] });
+  // Registered when a configured credential's refresh loop first tells its state (at its start),
+  // each route's series then: a proxy with pass-through credentials alone has none, and no alert
+  // on a token it never holds.
+  let gauges: { expiry: Gauge<'route'>; lastSuccess: Gauge<'route'>; failures: Gauge<'route'> } | undefined;
+  const configuredGauges = (): NonNullable<typeof gauges> =>
+    (gauges ??= {
       expiry: gauge(
         'ticket_auth_proxy_token_expiry_timestamp_seconds',
         "Unix time at which the configured credential's token expires; 0 when none is held.",
@@ -127,28 +152,30 @@ function tokenMetrics(registry: Registry, onAdopt: (() => void) | undefined): Pi
         "The configured credential's failed token fetches since its last success.",
       ),
     });
-  };
-
-  const fetchChildren = new Map(OUTCOMES.map((o) => [o, { count: fetches.labels(o), duration: fetchDuration.labels(o) }]));
-  // Known series are exported at 0 from the start (binding a label child does not create one), so
-  // an alert on increase() sees the first rejected fetch, not only the second.
-  for (const c of fetchChildren.values()) c.count.inc(0);
-  const countFetch = (outcome: FetchOutcome, seconds: number): void => {
-    const c = fetchChildren.get(outcome)!;
-    c.count.inc();
-    c.duration.observe(seconds);
-  };
   return {
-    configuredToken: {
-      onFetch: countFetch,
-      onAdopt,
-      onState(state: TokenState) {
-        const { expiry, lastSuccess, failures } = configuredGauges();
-        expiry.set(state.expiresAtMs / 1000);
-        lastSuccess.set(state.lastSuccessAtMs / 1000);
-        failures.set(state.consecutiveFailures);
-      },
+    route(name) {
+      const children = new Map(OUTCOMES.map((o) => [o, { count: fetches.labels(name, o), duration: fetchDuration.labels(name, o) }]));
+      // Of the outcomes, the one an alert watches for its first occurrence is exported at 0 from the
+      // start (binding a label child does not make a series): the others appear when they happen.
+      children.get('rejected')!.count.inc(0);
+      const countFetch = (outcome: FetchOutcome, seconds: number): void => {
+        const c = children.get(outcome)!;
+        c.count.inc();
+        c.duration.observe(seconds);
+      };
+      return {
+        configuredToken: {
+          onFetch: countFetch,
+          onAdopt,
+          onState(state: TokenState) {
+            const { expiry, lastSuccess, failures } = configuredGauges();
+            expiry.labels(name).set(state.expiresAtMs / 1000);
+            lastSuccess.labels(name).set(state.lastSuccessAtMs / 1000);
+            failures.labels(name).set(state.consecutiveFailures);
+          },
+        },
+        passthroughToken: { onFetch: countFetch, onAdopt },
+      };
     },
-    passthroughToken: { onFetch: countFetch, onAdopt },
   };
 }

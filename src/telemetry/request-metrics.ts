@@ -1,7 +1,7 @@
 import { STATUS_CODES } from '../core/node-http.js';
 import { Counter, type Registry } from 'prom-client';
 import type { ProxyObserver } from '../proxy/recorder.js';
-import { type DurationSeries, OneLabelHistogram } from './one-label-histogram.js';
+import { BoundHistogram, type DurationSeries } from './bound-histogram.js';
 
 /** Methods get their own label value; any other method is counted as `other`, so labels stay bounded. */
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE'] as const;
@@ -36,13 +36,21 @@ function codeLabel(status: number): string {
   return STATUS_CODES[status] !== undefined || status === CALLER_LEFT ? String(status) : `${Math.trunc(status / 100)}xx`;
 }
 
-/** The request counters and the duration histogram, observing the request path. */
-export function requestMetrics(registry: Registry): ProxyObserver {
+/** The request metrics: the observer of each route's requests, which counts them under its name. */
+export interface RequestMetrics {
+  /** The observer of `route`'s requests (every request of one route, the listener's refusals under it too). */
+  route(route: string): ProxyObserver;
+  /** The observer of the requests no route takes (an empty `route`): refusals only, so no counter at 0. */
+  unrouted(): ProxyObserver;
+}
+
+/** The request counters and the duration histogram, observing the request path, each series by route. */
+export function requestMetrics(registry: Registry): RequestMetrics {
   const requestCounts: RequestCount[] = [];
   const requests = new Counter({
     name: 'ticket_auth_proxy_requests_total',
-    help: "Answers on the proxy listener, by method and status code (the proxy's own errors included).",
-    labelNames: ['method', 'code'] as const,
+    help: "Answers on the proxy listeners, by route, method and status code (the proxy's own errors included).",
+    labelNames: ['route', 'method', 'code'] as const,
     registers: [registry],
     // Requests are counted in plain numbers and added here, when scraped.
     collect() {
@@ -53,17 +61,17 @@ export function requestMetrics(registry: Registry): ProxyObserver {
       }
     },
   });
-  const requestDuration = new OneLabelHistogram({
+  const requestDuration = new BoundHistogram({
     name: 'ticket_auth_proxy_request_duration_seconds',
-    help: "Time from a request's arrival to the end of its answer, by method.",
-    labelName: 'method',
+    help: "Time from a request's arrival to the end of its answer, by route and method.",
+    labelNames: ['route', 'method'],
     bounds: REQUEST_DURATION_BOUNDS,
     registry,
   });
   const unauthorized = new Counter({
     name: 'ticket_auth_proxy_upstream_unauthorized_total',
-    help: 'Gateway 401 answers, by whether the request was replayed with a new token.',
-    labelNames: ['replayed'] as const,
+    help: 'Gateway 401 answers, by route and whether the request was replayed with a new token.',
+    labelNames: ['route', 'replayed'] as const,
     registers: [registry],
   });
 
@@ -88,51 +96,66 @@ export function requestMetrics(registry: Registry): ProxyObserver {
     registers: [registry],
   });
 
-  const methodChildren = new Map<string, MethodChildren>();
-  const childrenFor = (method: string): MethodChildren => {
-    let c = methodChildren.get(method);
-    if (c === undefined) {
-      const label = (METHODS as readonly string[]).includes(method) ? method : 'other';
-      c = label === method ? { duration: requestDuration.child(label), codes: new Map(), label } : childrenFor('other');
-      methodChildren.set(method, c);
-    }
-    return c;
-  };
-  for (const m of METHODS) childrenFor(m);
-  const replayedTrue = unauthorized.labels('true');
-  const replayedFalse = unauthorized.labels('false');
-  // Exported at 0 from the start, as the fetch counts are: the first gateway 401 is an increase.
-  replayedTrue.inc(0);
-  replayedFalse.inc(0);
-
-  return {
-    requestEnded(method, status, seconds) {
-      const c = methodChildren.get(method) ?? (methodChildren.size < 64 ? childrenFor(method) : childrenFor('other'));
-      let count = c.codes.get(status);
-      if (count === undefined) {
-        count = { child: requests.labels(c.label, codeLabel(status)), pending: 0 };
-        c.codes.set(status, count);
-        requestCounts.push(count);
+  const observers = new Map<string, ProxyObserver>();
+  /** The observer of one route: its per-method series bound once, when it is made. */
+  const forRoute = (route: string, forwards: boolean): ProxyObserver => {
+    const methodChildren = new Map<string, MethodChildren>();
+    const childrenFor = (method: string): MethodChildren => {
+      let c = methodChildren.get(method);
+      if (c === undefined) {
+        const label = (METHODS as readonly string[]).includes(method) ? method : 'other';
+        c =
+          label === method ? { duration: requestDuration.child({ route, method: label }), codes: new Map(), label } : childrenFor('other');
+        methodChildren.set(method, c);
       }
-      count.pending += 1;
-      observeDuration(c.duration, seconds);
+      return c;
+    };
+    for (const m of METHODS) childrenFor(m);
+    const replayedTrue = unauthorized.labels(route, 'true');
+    const replayedFalse = unauthorized.labels(route, 'false');
+    // Exported at 0 from the start, as the rejected fetches are: the first forced refresh is an increase.
+    if (forwards) replayedTrue.inc(0);
+    return {
+      requestEnded(method, status, seconds) {
+        const c = methodChildren.get(method) ?? (methodChildren.size < 64 ? childrenFor(method) : childrenFor('other'));
+        let count = c.codes.get(status);
+        if (count === undefined) {
+          count = { child: requests.labels(route, c.label, codeLabel(status)), pending: 0 };
+          c.codes.set(status, count);
+          requestCounts.push(count);
+        }
+        count.pending += 1;
+        observeDuration(c.duration, seconds);
+      },
+      upstreamUnauthorized(replayed) {
+        (replayed ? replayedTrue : replayedFalse).inc();
+      },
+      upstreamStalled(direction) {
+        stallChildren[direction].inc();
+      },
+      requestShed() {
+        shed.inc();
+      },
+      exchangeReset() {
+        reset.inc();
+      },
+    };
+  };
+  return {
+    route(route) {
+      let observer = observers.get(route);
+      if (observer === undefined) observers.set(route, (observer = forRoute(route, true)));
+      return observer;
     },
-    upstreamUnauthorized(replayed) {
-      (replayed ? replayedTrue : replayedFalse).inc();
-    },
-    upstreamStalled(direction) {
-      stallChildren[direction].inc();
-    },
-    requestShed() {
-      shed.inc();
-    },
-    exchangeReset() {
-      reset.inc();
+    unrouted() {
+      let observer = observers.get('');
+      if (observer === undefined) observers.set('', (observer = forRoute('', false)));
+      return observer;
     },
   };
 }
 
-/** One observation of a duration series (one-label-histogram.ts): a bucket search and three additions. */
+/** One observation of a duration series (bound-histogram.ts): a bucket search and three additions. */
 export function observeDuration(series: DurationSeries, seconds: number): void {
   const bounds = series.bounds;
   let i = 0;

@@ -198,6 +198,8 @@ export function describeTokenFailure(error: unknown, endpoint: EndpointName): st
 export interface FetchFailure {
   /** Names the credential (never the client id or secret). */
   readonly label: string;
+  /** The route it serves, when there are routes to tell apart. */
+  readonly route?: string | undefined;
   /** Where the request went, when known: the diagnosis names it. */
   readonly endpoint: EndpointName | undefined;
   /** What the fetch ended in. */
@@ -211,10 +213,11 @@ export interface FetchFailure {
  * `/readyz` give of it: at error level when the client's credentials were refused.
  */
 export function logFetchFailure(log: Log, failure: FetchFailure): void {
-  const { label, endpoint, err, retry } = failure;
+  const { label, route, endpoint, err, retry } = failure;
   const error = asFetchError(err);
   const diagnosis = endpoint === undefined ? undefined : diagnoseTokenFailure(err, endpoint);
   const fields = {
+    route,
     credential: label,
     outcome: error.outcome,
     status: error.status,

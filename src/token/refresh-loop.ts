@@ -16,6 +16,8 @@ export const FORCED_REFRESH_INTERVAL_MS = 5_000;
 export interface RefreshLoopOptions {
   /** Names the credential in logs (never the client id or secret). */
   label: string;
+  /** The route it serves (the first of them, when routes share the credential), named in its log lines. */
+  route?: string | undefined;
   credential: Credential;
   /** Where each token comes from: this proxy's fetch, or a shared store around it (token-supply.ts). */
   supply: TokenSupply;
@@ -121,7 +123,7 @@ export class RefreshLoop implements Renewal {
     this.held.drop();
     this.expiresAt = 0;
     this.publishState();
-    this.o.log.warn({ credential: this.o.label }, 'gateway rejected the token; fetching a new one');
+    this.o.log.warn({ route: this.o.route, credential: this.o.label }, 'gateway rejected the token; fetching a new one');
     // While failing, the scheduled retry is the next try: the backoff and Retry-After hold.
     if (this.retryTimer === undefined) this.fetchNow();
     return true;
@@ -132,7 +134,7 @@ export class RefreshLoop implements Renewal {
     if (credential.clientId === this.credential.clientId && credential.clientSecret === this.credential.clientSecret) return;
     this.credential = credential;
     this.generation++;
-    this.o.log.info({ credential: this.o.label }, 'secret reloaded; fetching a token with it');
+    this.o.log.info({ route: this.o.route, credential: this.o.label }, 'secret reloaded; fetching a token with it');
     this.fetchNow();
   }
 
@@ -142,7 +144,7 @@ export class RefreshLoop implements Renewal {
    */
   refreshNow(reason: string): void {
     this.generation++;
-    this.o.log.info({ credential: this.o.label, reason }, 'fetching a token at once');
+    this.o.log.info({ route: this.o.route, credential: this.o.label, reason }, 'fetching a token at once');
     this.fetchNow();
   }
 
@@ -189,7 +191,7 @@ export class RefreshLoop implements Renewal {
     this.nextAttemptAt = undefined;
     if (adopted && !same) this.o.observer?.onAdopt?.();
     this.publishState();
-    const logged = { credential: this.o.label, lifetimeS: Math.round(lifetime / 1000) };
+    const logged = { route: this.o.route, credential: this.o.label, lifetimeS: Math.round(lifetime / 1000) };
     if (!adopted) this.o.log.info({ ...logged, durationMs: supplied.fetchMs }, 'token fetched');
     else if (!same)
       this.o.log.info({ ...logged, usableForS: Math.round((supplied.usableUntilMs - now) / 1000) }, 'token taken from the store');
@@ -237,7 +239,7 @@ export class RefreshLoop implements Renewal {
       this.fetchNow();
     }, delay);
     const retry = { attempt: this.failures, retryInMs: delay, tokenValidForMs: validForMs };
-    logFetchFailure(this.o.log, { label: this.o.label, endpoint: this.o.endpoint, err, retry });
+    logFetchFailure(this.o.log, { label: this.o.label, route: this.o.route, endpoint: this.o.endpoint, err, retry });
     // Requests that would still be waiting when the next attempt starts get their answer now.
     this.waiters.settle(
       (w) => w.reject(this.unavailable(`no valid token; ${error.message}`, delay / 1000)),

@@ -32,6 +32,8 @@ export interface SourceCacheOptions {
   /** Idle limit of an entry that has no token yet, in ms (a token's lifetime once it has one). */
   defaultLifetimeMs: number;
   log: Log;
+  /** The route whose callers' credentials these are, named in log lines. */
+  route?: string | undefined;
   /** Counts fetches (never by client id). */
   observer: TokenSourceObserver;
   /** Called with the number of entries whenever it changes. */
@@ -87,7 +89,10 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
     ttlResolution: 0,
     dispose: (entry, _key, reason) => {
       if (reason === 'expire')
-        options.log.debug({ credential: 'passthrough' }, 'pass-through credential idle for a token lifetime; dropped');
+        options.log.debug(
+          { route: options.route, credential: 'passthrough' },
+          'pass-through credential idle for a token lifetime; dropped',
+        );
       entry.loop.stop(reason === 'evict' ? EVICTED : undefined);
     },
     disposeAfter: () => options.onSize(entries.size),
@@ -123,6 +128,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
     const entry: Entry = {
       loop: new RefreshLoop({
         label: 'passthrough',
+        route: options.route,
         credential,
         // Every attempt, a refresh included, first asks whether the entry is still held: an entry
         // idle for a token lifetime costs no fetch, and its loop stops.

@@ -28,11 +28,11 @@ describe('the admin listener', () => {
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
-    expect(text).toMatch(/ticket_auth_proxy_token_fetches_total\{outcome="success"\} 1/);
+    expect(text).toMatch(/ticket_auth_proxy_token_fetches_total\{route="default",outcome="success"\} 1/);
     expect(text).not.toContain('client');
     expect(text).not.toContain(secret);
     // Admin requests are not counted as proxied requests.
-    expect(text).toMatch(/ticket_auth_proxy_requests_total\{method="GET",code="200"\} 1\n/);
+    expect(text).toMatch(/ticket_auth_proxy_requests_total\{route="default",method="GET",code="200"\} 1\n/);
     expect((await fetch(`${proxy.adminUrl}/nothing`)).status).toBe(404);
   });
 });

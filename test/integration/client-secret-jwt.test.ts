@@ -36,7 +36,7 @@ async function proxy(g: MockTicketService, env: Record<string, string>, ready: b
 }
 
 async function fetches(p: ProxyHandle, outcome: string): Promise<number> {
-  return metric(p, new RegExp(`^ticket_auth_proxy_token_fetches_total\\{outcome="${outcome}"\\} (\\S+)$`, 'm'));
+  return metric(p, new RegExp(`^ticket_auth_proxy_token_fetches_total\\{route="default",outcome="${outcome}"\\} (\\S+)$`, 'm'));
 }
 
 describe('client_secret_jwt against the mock', () => {

@@ -114,9 +114,9 @@ describe('DPoP at the token endpoint and the gateway', () => {
     expect(g.tokenRequests).toHaveLength(2);
     expect(await s.metric(/ticket_auth_proxy_dpop_nonce_requests_total\{target="token"\} (\d+)/)).toBe(1);
     expect(await s.metric(/ticket_auth_proxy_dpop_nonce_requests_total\{target="gateway"\} (\d+)/)).toBe(1);
-    expect(await s.metric(/ticket_auth_proxy_token_fetches_total\{outcome="success"\} (\d+)/)).toBe(1);
-    expect(await s.metric(/ticket_auth_proxy_token_fetches_total\{outcome="rejected"\} (\d+)/)).toBe(0);
-    expect(await s.metric(/ticket_auth_proxy_upstream_unauthorized_total\{replayed="true"\} (\d+)/)).toBe(0);
+    expect(await s.metric(/ticket_auth_proxy_token_fetches_total\{route="default",outcome="success"\} (\d+)/)).toBe(1);
+    expect(await s.metric(/ticket_auth_proxy_token_fetches_total\{route="default",outcome="rejected"\} (\d+)/)).toBe(0);
+    expect(await s.metric(/ticket_auth_proxy_upstream_unauthorized_total\{route="default",replayed="true"\} (\d+)/)).toBe(0);
   });
 
   it("replays a POST once, body and all, with a new proof carrying the gateway's new nonce, keeping the token", async ({ stack }) => {

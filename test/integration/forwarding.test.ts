@@ -244,10 +244,10 @@ describe('forwarding', () => {
 
   it('counts every answer by method and code, its own errors included', async () => {
     const text = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
-    expect(text).toMatch(/ticket_auth_proxy_requests_total\{method="GET",code="200"\} \d+/);
-    expect(text).toMatch(/ticket_auth_proxy_requests_total\{method="GET",code="400"\} \d+/);
-    expect(text).toMatch(/ticket_auth_proxy_requests_total\{method="GET",code="404"\} \d+/);
-    expect(text).toMatch(/ticket_auth_proxy_requests_total\{method="GET",code="504"\} \d+/);
+    expect(text).toMatch(/ticket_auth_proxy_requests_total\{route="default",method="GET",code="200"\} \d+/);
+    expect(text).toMatch(/ticket_auth_proxy_requests_total\{route="default",method="GET",code="400"\} \d+/);
+    expect(text).toMatch(/ticket_auth_proxy_requests_total\{route="default",method="GET",code="404"\} \d+/);
+    expect(text).toMatch(/ticket_auth_proxy_requests_total\{route="default",method="GET",code="504"\} \d+/);
     expect(text).not.toContain('/api/v1');
   });
 

@@ -26,7 +26,7 @@ async function readyz(p: ProxyHandle): Promise<{ status: number; reason: string 
 
 const fetchesCounted = async (p: ProxyHandle, outcome: string): Promise<number> => {
   const text = await (await fetch(`${p.adminUrl}/metrics`)).text();
-  const m = new RegExp(`^ticket_auth_proxy_token_fetches_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text);
+  const m = new RegExp(`^ticket_auth_proxy_token_fetches_total\\{route="default",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text);
   return m ? Number(m[1]) : 0;
 };
 

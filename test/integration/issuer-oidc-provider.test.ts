@@ -98,7 +98,7 @@ describe('ISSUER_URL against a real identity provider (oidc-provider)', () => {
     try {
       await pollUntil(async () => (await fetch(`${p.adminUrl}/readyz`)).status === 200, { timeoutMs: 10_000 });
       const metrics = await (await fetch(`${p.adminUrl}/metrics`)).text();
-      expect(metrics).toMatch(/^ticket_auth_proxy_token_fetches_total\{outcome="success"\} 1$/m);
+      expect(metrics).toMatch(/^ticket_auth_proxy_token_fetches_total\{route="default",outcome="success"\} 1$/m);
       expect(p.lines().find((l) => l.msg === 'token endpoint read from the issuer metadata')).toMatchObject({
         metadata: `${issuer}/.well-known/openid-configuration`,
         tokenUrl: `${issuer}/token`,

@@ -3,7 +3,10 @@
  * after traffic of every method and of the statuses the proxy answers, in both runtime profiles
  * (docs/operations.md, "Series per pod").
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { closedPort } from '../helpers/index.js';
 import { metricsText, test, type Stack } from '../helpers/stack.js';
@@ -98,6 +101,39 @@ describe('the series a pod exports', () => {
     process.stdout.write(
       `series per pod, essential profile, no store: idle ${idle.length}, after every method and status ${busy.length}\n`,
     );
+  });
+
+  test('idle, each added route adds at most 16 series: its token fetched, its gauges, the counters alerts watch', async ({
+    stack,
+    mock,
+  }) => {
+    const clients = { a: 'secret-a', b: 'secret-b', c: 'secret-c' };
+    const gateway = await mock({ clients });
+    const one = series(await metricsText((await stack({ gateway, clientId: 'a', secret: clients.a })).proxy));
+    const file = join(mkdtempSync(join(tmpdir(), 'tap-series-')), 'proxy.yaml');
+    const route = (name: keyof typeof clients, mount: string): string[] => [
+      `  - name: ${name}`,
+      ...(mount === '' ? [] : [`    mount: ${mount}`]),
+      `    clientId: ${name}`,
+      `    clientSecret: ${clients[name]}`,
+    ];
+    writeFileSync(file, ['routes:', ...route('a', ''), ...route('b', '/b'), ...route('c', '/c')].join('\n'));
+    const three = await stack({
+      gateway,
+      clientId: 'a',
+      secret: clients.a,
+      env: { CONFIG_FILE: file },
+      mustNotLeak: Object.values(clients),
+    });
+    const idle = series(await metricsText(three.proxy));
+    // Each route holds a token of its own credential.
+    expect(gateway.tokenRequests.map((t) => t.clientId).sort()).toEqual(['a', 'a', 'b', 'c']);
+    for (const name of Object.keys(clients)) {
+      expect(idle).toContain(`ticket_auth_proxy_token_fetches_total{route="${name}",outcome="success"} 1`);
+    }
+    const added = (idle.length - one.length) / 2;
+    expect(added).toBeLessThanOrEqual(16);
+    process.stdout.write(`series per pod, idle: one route ${one.length}, three routes ${idle.length}, ${added} per added route\n`);
   });
 
   test("METRICS_RUNTIME=full adds prom-client's full set; a token store adds its own families", async ({ stack }) => {

@@ -165,7 +165,7 @@ describe('client_secret_jwt against a real identity provider (oidc-provider)', (
     try {
       await pollUntil(async () => (await fetch(`${p.adminUrl}/readyz`)).status === 200, { timeoutMs: 10_000 });
       const metrics = await (await fetch(`${p.adminUrl}/metrics`)).text();
-      expect(metrics).toMatch(/^ticket_auth_proxy_token_fetches_total\{outcome="success"\} 1$/m);
+      expect(metrics).toMatch(/^ticket_auth_proxy_token_fetches_total\{route="default",outcome="success"\} 1$/m);
       expect(grants).toEqual([expect.objectContaining({ event: 'grant.success', method: 'client_secret_jwt', secretSent: false })]);
     } finally {
       await p.stop();

@@ -51,8 +51,8 @@ describe('pass-through credentials', () => {
     // A second round uses the cached tokens.
     for (const [id, s] of Object.entries(clients)) expect((await get(basic(id, s))).status).toBe(200);
     expect(gateway.tokenRequests).toHaveLength(3);
-    expect(await metric(proxy, /ticket_auth_proxy_token_cache_entries (\S+)/)).toBe(3);
-    expect(await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="success"\} (\S+)/)).toBe(3);
+    expect(await metric(proxy, /ticket_auth_proxy_token_cache_entries\{route="default"\} (\S+)/)).toBe(3);
+    expect(await metric(proxy, /ticket_auth_proxy_token_fetches_total\{route="default",outcome="success"\} (\S+)/)).toBe(3);
     const text = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
     // No configured credential: no token of its own, and no gauge of one to alert on.
     expect(text).not.toContain('ticket_auth_proxy_token_expiry_timestamp_seconds');
@@ -129,7 +129,7 @@ describe('pass-through credentials', () => {
         const res = await get(basic(id, s));
         expect(res.status).toBe(200);
         expect(((await res.json()) as { workspace: string }).workspace).toBe(id);
-        expect(await metric(proxy, /ticket_auth_proxy_token_cache_entries (\S+)/)).toBeLessThanOrEqual(2);
+        expect(await metric(proxy, /ticket_auth_proxy_token_cache_entries\{route="default"\} (\S+)/)).toBeLessThanOrEqual(2);
       }
     }
     // Each turn evicted the least recently used credential, so each came back with a new fetch.

@@ -28,7 +28,8 @@ interface Panel {
   targets?: { expr: string }[];
 }
 const dashboardExprs = (JSON.parse(readFileSync(dashboardFile, 'utf8')) as { panels: Panel[] }).panels.flatMap((p) =>
-  (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })),
+  // The route variable as Grafana sends it with All chosen: its allValue.
+  (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr.replaceAll('$route', '.*') })),
 );
 
 // The first fetch is rejected, the retry succeeds: both outcomes exist as series. A token store on

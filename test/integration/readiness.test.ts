@@ -23,7 +23,8 @@ describe('readiness through an identity-provider outage', () => {
     const env = { TOKEN_WAIT_TIMEOUT_MS: '100', SHUTDOWN_DELAY_S: '2' };
     const started = await stack({ gateway, secret: SECRET, env: { ...env, READINESS: 'started' } });
     const token = await stack({ gateway, secret: SECRET, env });
-    for (const s of [started, token]) expect(await readyz(s)).toEqual({ status: 200, body: { status: 'ready' } });
+    for (const s of [started, token])
+      expect(await readyz(s)).toEqual({ status: 200, body: { status: 'ready', routes: { default: { ready: true } } } });
 
     // Every token request from now on fails, so both tokens run out.
     gateway.setTokenFault({ status: 503, body: { error: 'temporarily_unavailable' }, times: 100_000 });
@@ -38,22 +39,31 @@ describe('readiness through an identity-provider outage', () => {
     }
 
     const reason = expect.stringMatching(/^no valid token \(last fetch: server_error: token endpoint answered 503/);
-    expect(await readyz(started)).toEqual({ status: 200, body: { status: 'ready', reason } });
-    expect(await readyz(token)).toEqual({ status: 503, body: { status: 'not_ready', reason } });
+    expect(await readyz(started)).toEqual({ status: 200, body: { status: 'ready', reason, routes: { default: { ready: true, reason } } } });
+    expect(await readyz(token)).toEqual({
+      status: 503,
+      body: { status: 'not_ready', reason, routes: { default: { ready: false, reason } } },
+    });
     // The metrics tell the token's state whatever /readyz says: the alerts fire on them.
     // (TicketAuthProxyNoValidToken: the expiry has passed; the token went out of use shortly before it.)
     for (const s of [started, token]) {
-      expect(await s.metric(/ticket_auth_proxy_token_consecutive_failures (\d+)/)).toBeGreaterThan(0);
-      await pollUntil(async () => (await s.metric(/ticket_auth_proxy_token_expiry_timestamp_seconds (\S+)/)) < Date.now() / 1000, {
-        timeoutMs: 5000,
-      });
+      expect(await s.metric(/ticket_auth_proxy_token_consecutive_failures\{route="default"\} (\d+)/)).toBeGreaterThan(0);
+      await pollUntil(
+        async () => (await s.metric(/ticket_auth_proxy_token_expiry_timestamp_seconds\{route="default"\} (\S+)/)) < Date.now() / 1000,
+        {
+          timeoutMs: 5000,
+        },
+      );
       expect((await readyz(s)).status).toBe(s === started ? 200 : 503);
     }
 
     for (const s of [started, token]) {
       s.proxy.child.kill('SIGTERM');
       await s.proxy.waitForLog((l) => l.msg?.startsWith('shutdown started') === true, 5000);
-      expect(await readyz(s)).toEqual({ status: 503, body: { status: 'not_ready', reason: 'shutting down' } });
+      expect(await readyz(s)).toEqual({
+        status: 503,
+        body: { status: 'not_ready', reason: 'shutting down', routes: { default: { ready: false, reason: 'shutting down' } } },
+      });
     }
   }, 30_000);
 
@@ -63,6 +73,6 @@ describe('readiness through an identity-provider outage', () => {
     const s = await stack({ gateway, secret: SECRET, env: { READINESS: 'started' }, ready: false });
     expect(await readyz(s)).toMatchObject({ status: 503, body: { status: 'not_ready' } });
     await s.untilReady(15_000);
-    expect(await readyz(s)).toEqual({ status: 200, body: { status: 'ready' } });
+    expect(await readyz(s)).toEqual({ status: 200, body: { status: 'ready', routes: { default: { ready: true } } } });
   }, 30_000);
 });

@@ -46,7 +46,7 @@ describe('refusals of the HTTP parser', () => {
     const under = head(40);
     expect(Buffer.byteLength(under)).toBeLessThan(1024);
     expect(await rawRequest(proxy.proxyPort, under)).toMatch(/^HTTP\/1\.1 200 /);
-    expect(await s.metric(/ticket_auth_proxy_requests_total\{method="GET",code="431"\} (\d+)/)).toBe(1);
+    expect(await s.metric(/ticket_auth_proxy_requests_total\{route="default",method="GET",code="431"\} (\d+)/)).toBe(1);
   });
 
   it('answers raw non-ASCII bytes in a query with 400 bad_request and forwards the percent-encoded form', async ({ shared: { proxy } }) => {

@@ -131,7 +131,7 @@ describe('token endpoint failures name the endpoint and the likely mistake', () 
 
 /** The count of token fetches with `outcome` in a /metrics text (0 when the series is absent). */
 function fetches(metrics: string, outcome: string): number {
-  const m = new RegExp(`^ticket_auth_proxy_token_fetches_total\\{outcome="${outcome}"\\} (\\S+)$`, 'm').exec(metrics);
+  const m = new RegExp(`^ticket_auth_proxy_token_fetches_total\\{route="default",outcome="${outcome}"\\} (\\S+)$`, 'm').exec(metrics);
   return m ? Number(m[1]) : 0;
 }
 

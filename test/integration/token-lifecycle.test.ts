@@ -19,7 +19,9 @@ describe('the token lifecycle', () => {
     expect(gateway.tokenRequests).toHaveLength(1);
     expect(gateway.tokenRequests[0]).toMatchObject({ clientId: 'client', authMethod: 'post' });
     expect(gateway.apiRequests).toHaveLength(0);
-    expect(await metric(proxy, /ticket_auth_proxy_token_expiry_timestamp_seconds (\S+)/)).toBeGreaterThan(Date.now() / 1000 + 500);
+    expect(await metric(proxy, /ticket_auth_proxy_token_expiry_timestamp_seconds\{route="default"\} (\S+)/)).toBeGreaterThan(
+      Date.now() / 1000 + 500,
+    );
   });
 
   it('makes exactly one fetch for many concurrent requests at a cold start', async ({ stack }) => {
@@ -62,11 +64,14 @@ describe('the token lifecycle', () => {
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(await res.json()).toMatchObject({ code: 'token_unavailable', status: 503 });
-    await pollUntil(async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="server_error"\} (\d+)/)) >= 1, {
-      timeoutMs: 5000,
-    });
-    expect(await metric(proxy, /ticket_auth_proxy_token_consecutive_failures (\d+)/)).toBeGreaterThanOrEqual(1);
-    expect(await metric(proxy, /ticket_auth_proxy_token_expiry_timestamp_seconds (\S+)/)).toBe(0);
+    await pollUntil(
+      async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{route="default",outcome="server_error"\} (\d+)/)) >= 1,
+      {
+        timeoutMs: 5000,
+      },
+    );
+    expect(await metric(proxy, /ticket_auth_proxy_token_consecutive_failures\{route="default"\} (\d+)/)).toBeGreaterThanOrEqual(1);
+    expect(await metric(proxy, /ticket_auth_proxy_token_expiry_timestamp_seconds\{route="default"\} (\S+)/)).toBe(0);
     const readyz = await fetch(`${proxy.adminUrl}/readyz`);
     expect(readyz.status).toBe(503);
     expect(await readyz.json()).toMatchObject({ status: 'not_ready' });
@@ -82,7 +87,7 @@ describe('the token lifecycle', () => {
     await untilReady(proxy, 15_000);
     expect(gateway.tokenRequests).toHaveLength(3);
     expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
-    expect(await metric(proxy, /ticket_auth_proxy_token_consecutive_failures (\d+)/)).toBe(0);
+    expect(await metric(proxy, /ticket_auth_proxy_token_consecutive_failures\{route="default"\} (\d+)/)).toBe(0);
   });
 
   it('logs a rejected client at error level with the OAuth error code', async ({ stack }) => {
@@ -93,9 +98,12 @@ describe('the token lifecycle', () => {
     );
     const line = await proxy.waitForLog((l) => l.outcome === 'rejected', 5000);
     expect(line).toMatchObject({ level: 50, error: 'invalid_client', status: 401 });
-    await pollUntil(async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{outcome="rejected"\} (\d+)/)) >= 1, {
-      timeoutMs: 5000,
-    });
+    await pollUntil(
+      async () => (await metric(proxy, /ticket_auth_proxy_token_fetches_total\{route="default",outcome="rejected"\} (\d+)/)) >= 1,
+      {
+        timeoutMs: 5000,
+      },
+    );
   });
 
   it('replays a small POST once, byte for byte, after a 401 with a fresh token', async ({ stack }) => {
@@ -116,7 +124,7 @@ describe('the token lifecycle', () => {
     expect(uploads[0]!.tokenValid).toBe(false);
     expect(uploads[1]).toMatchObject({ tokenValid: true, bodyLength: body.length, bodySha256: sha });
     expect(gateway.tokenRequests).toHaveLength(2);
-    expect(await metric(proxy, /ticket_auth_proxy_upstream_unauthorized_total\{replayed="true"\} (\d+)/)).toBe(1);
+    expect(await metric(proxy, /ticket_auth_proxy_upstream_unauthorized_total\{route="default",replayed="true"\} (\d+)/)).toBe(1);
   });
 
   it('returns the 401 when the body was too large to replay', async ({ stack }) => {
@@ -126,7 +134,7 @@ describe('the token lifecycle', () => {
     const res = await fetch(`${proxy.proxyUrl}/api/v1/upload`, { method: 'POST', body: randomBytes(5000) });
     expect(res.status).toBe(401);
     expect(gateway.apiRequests.filter((r) => r.url.endsWith('/upload'))).toHaveLength(1);
-    expect(await metric(proxy, /ticket_auth_proxy_upstream_unauthorized_total\{replayed="false"\} (\d+)/)).toBe(1);
+    expect(await metric(proxy, /ticket_auth_proxy_upstream_unauthorized_total\{route="default",replayed="false"\} (\d+)/)).toBe(1);
     // The token was still dropped and a new one fetched, so the next request succeeds.
     expect((await fetch(`${proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
   });

@@ -122,7 +122,7 @@ describe('a body that goes silent', () => {
     // The gateway never got a whole request, and its connection was closed by the proxy.
     expect(g.seen).toHaveLength(0);
     await pollUntil(() => g.closedByPeer.length === 1, { timeoutMs: 5_000 });
-    expect(await s.metric(/ticket_auth_proxy_requests_total\{method="POST",code="408"\} (\d+)/)).toBe(1);
+    expect(await s.metric(/ticket_auth_proxy_requests_total\{route="default",method="POST",code="408"\} (\d+)/)).toBe(1);
   });
 
   it('lets the gateway take longer than the idle timeout for its answer head, with a body or without', async ({ stack, mock }) => {
@@ -182,7 +182,7 @@ describe('a kept-alive connection the gateway closes under the next request', ()
       ['{"id":"p-2"}', 'k-2'],
     ]);
     // A retry is no 401 replay.
-    expect(await s.metric(/ticket_auth_proxy_upstream_unauthorized_total\{replayed="true"\} (\d+)/)).toBe(0);
+    expect(await s.metric(/ticket_auth_proxy_upstream_unauthorized_total\{route="default",replayed="true"\} (\d+)/)).toBe(0);
   });
 
   it('sends a GET again with a fresh DPoP proof for the same bound token, each proof valid where a strict verifier checks it', async ({

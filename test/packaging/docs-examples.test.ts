@@ -9,9 +9,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { ROUTE_CHECKS, SETTINGS_CHECKS } from '../../src/app/settings-checks.js';
+import { loadConfig } from '../../src/config/load.js';
 import { createMockTicketService, type MockTicketService } from '../../src/mock/ticket-service.js';
 import { examples, readDoc, ROOT as root, section } from '../helpers/docs.js';
 import { pollUntil, startProxy } from '../helpers/index.js';
+import { filesOf } from '../helpers/load-settings.js';
 import { helm } from './helm-binary.js';
 import { envOf, findKind, KNOWN_ENV, type Obj, parseObjects, validateObject } from './k8s-objects.js';
 
@@ -35,7 +38,7 @@ const blocks = new Map([...marked].map(([name, { body }]) => [name, body]));
 const pageOf = (name: string): string => readDoc(marked.get(name)!.page);
 
 describe('the examples', () => {
-  it('are the Docker, Compose, Helm standalone, Helm sidecar, kubectl and DPoP values examples', () => {
+  it('are the Docker, Compose, Helm standalone, Helm sidecar, kubectl, DPoP values and routes examples', () => {
     expect([...blocks.keys()].sort()).toEqual(
       [
         'docker-run',
@@ -44,6 +47,7 @@ describe('the examples', () => {
         'examples/parent-chart/templates/deployment.yaml',
         'examples/parent-chart/values.yaml',
         'examples/helm/sidecar-preview-values.yaml',
+        'examples/routes/proxy.yaml',
         'helm-standalone',
         'helm-dpop-values',
         'local-cluster',
@@ -53,6 +57,16 @@ describe('the examples', () => {
 
   it.each([...blocks.keys()].filter((name) => name.startsWith('examples/')))('shows %s exactly as the file is', (name) => {
     expect(blocks.get(name)).toBe(readFileSync(join(root, name), 'utf8'));
+  });
+
+  it('reads the routes example as the proxy does: one route mounted, one on its socket, the defaults inherited', () => {
+    const values = parseYaml(blocks.get('examples/routes/proxy.yaml')!) as Record<string, unknown>;
+    const secrets = filesOf({ '/run/secrets/eu/client-secret': 'eu\n', '/run/secrets/us/client-secret': 'us\n' });
+    const loaded = loadConfig({ env: {}, file: { path: 'proxy.yaml', values }, readFile: secrets }, SETTINGS_CHECKS, ROUTE_CHECKS);
+    expect(loaded.routes.map((r) => [r.name, r.way.kind, r.paths, r.config.tokenScope, r.config.upstreamTimeoutMs])).toEqual([
+      ['eu', 'mount', ['/api/v1'], 'tickets.read', 15000],
+      ['us', 'socket', ['/api/v1', '/api/v2'], 'tickets.read', 15000],
+    ]);
   });
 
   it('runs docker with the port on host loopback, a read-only root, no capabilities and the secret from a file', () => {

@@ -7,7 +7,7 @@ import { SETTINGS } from '../../src/config/config.js';
 import { SettingsRefused } from '../../src/config/load.js';
 import { helpText, parseArgs } from '../../src/app/cli/cli.js';
 import { readConfig, refusalWarnings, type ReadConfigOptions } from '../../src/app/cli/read-config.js';
-import { SETTINGS_CHECKS } from '../../src/app/settings-checks.js';
+import { CHECKS } from '../../src/app/settings-checks.js';
 
 describe('parseArgs', () => {
   it.each([
@@ -77,7 +77,7 @@ describe('readConfig', () => {
   const BASE = { BASE_URL: 'https://gw.example.com', CLIENT_ID: 'app', CLIENT_SECRET: 'secret-value' };
 
   async function refusal(env: Record<string, string>, options?: ReadConfigOptions): Promise<SettingsRefused> {
-    const err = await readConfig(undefined, SETTINGS_CHECKS, env, options).then(
+    const err = await readConfig(undefined, CHECKS, env, options).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -116,7 +116,7 @@ describe('readConfig', () => {
       expect((await refusal({ ...BASE, LISTEN_SOCKET: path })).problems).toEqual([
         `LISTEN_SOCKET ${path} is in use: another process answers on it; stop that process or choose another path`,
       ]);
-      const loaded = await readConfig(undefined, SETTINGS_CHECKS, { ...BASE, LISTEN_SOCKET: path }, { socketInUse: 'left to the caller' });
+      const loaded = await readConfig(undefined, CHECKS, { ...BASE, LISTEN_SOCKET: path }, { socketInUse: 'left to the caller' });
       expect(loaded.config.listenSocket).toBe(path);
     } finally {
       await new Promise((resolve) => holder.close(resolve));

@@ -21,6 +21,9 @@ const readRequestHeaders = (rawHeaders: string[]) => {
   return { ...request, forward: request.forward.slice(0, -2) };
 };
 
+/** A caller at `origin`, through `mount` (none by default). */
+const at = (origin: string, mount = '') => ({ origin, mount });
+
 /** The gateway at BASE, with the header names it last sent when `seenNames` is given. */
 const gw = (seenNames?: SeenHeaderNames) => ({ baseUrl: BASE, seenNames });
 
@@ -152,7 +155,7 @@ describe('callerResponseHeaders', () => {
       'content-length',
       '2',
     );
-    expect(callerResponseHeaders(headers, gw(), CALLER)).toEqual([
+    expect(callerResponseHeaders(headers, gw(), at(CALLER))).toEqual([
       'Content-Type',
       'application/json',
       'ETag',
@@ -165,7 +168,7 @@ describe('callerResponseHeaders', () => {
   });
 
   it('drops what repeated Connection fields name, whatever their case', () => {
-    expect(callerResponseHeaders(raw('connection', 'close', 'Connection', 'X-A', 'x-a', '1', 'X-B', '2'), gw(), CALLER)).toEqual([
+    expect(callerResponseHeaders(raw('connection', 'close', 'Connection', 'X-A', 'x-a', '1', 'X-B', '2'), gw(), at(CALLER))).toEqual([
       'X-B',
       '2',
     ]);
@@ -173,7 +176,7 @@ describe('callerResponseHeaders', () => {
 
   it('keeps repeated Set-Cookie headers, each as it came', () => {
     const headers = raw('Set-Cookie', 'a=1; Path=/', 'Set-Cookie', 'b=2; HttpOnly', 'set-cookie', 'c=3, d=4');
-    expect(callerResponseHeaders(headers, gw(), CALLER)).toEqual([
+    expect(callerResponseHeaders(headers, gw(), at(CALLER))).toEqual([
       'Set-Cookie',
       'a=1; Path=/',
       'Set-Cookie',
@@ -184,7 +187,7 @@ describe('callerResponseHeaders', () => {
   });
 
   it('passes header values as latin1 bytes, unchanged', () => {
-    expect(callerResponseHeaders([Buffer.from('X-Name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])], gw(), CALLER)).toEqual([
+    expect(callerResponseHeaders([Buffer.from('X-Name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])], gw(), at(CALLER))).toEqual([
       'X-Name',
       'caf\u00e9',
     ]);
@@ -208,9 +211,9 @@ describe('callerResponseHeaders', () => {
       raw('Location', 'https://gw.example.com/gw/api/v1/x', 'x-name', '\u00e9t\u00e9'),
     ];
     for (const headers of cases) {
-      expect(callerResponseHeaders(headers, gw(), CALLER, parse(headers))).toEqual(callerResponseHeaders(headers, gw(), CALLER));
+      expect(callerResponseHeaders(headers, gw(), at(CALLER), parse(headers))).toEqual(callerResponseHeaders(headers, gw(), at(CALLER)));
     }
-    expect(callerResponseHeaders(cases[1]!, gw(), CALLER, parse(cases[1]!))).toEqual([
+    expect(callerResponseHeaders(cases[1]!, gw(), at(CALLER), parse(cases[1]!))).toEqual([
       'Set-Cookie',
       'a=1',
       'X-Id',
@@ -223,15 +226,15 @@ describe('callerResponseHeaders', () => {
   });
 
   it("keeps each answer's own letter case when the names at the same places change between answers", () => {
-    expect(callerResponseHeaders(raw('X-Abc', '1', 'ETag', 'a'), gw(), CALLER)).toEqual(['X-Abc', '1', 'ETag', 'a']);
-    expect(callerResponseHeaders(raw('x-abc', '2', 'Etag', 'b'), gw(), CALLER)).toEqual(['x-abc', '2', 'Etag', 'b']);
-    expect(callerResponseHeaders(raw('X-Abd', '3', 'Connection', 'X-Abd', 'Date', 'd'), gw(), CALLER)).toEqual(['Date', 'd']);
-    expect(callerResponseHeaders(raw('X-Abc', '4', 'ETag', 'c'), gw(), CALLER)).toEqual(['X-Abc', '4', 'ETag', 'c']);
+    expect(callerResponseHeaders(raw('X-Abc', '1', 'ETag', 'a'), gw(), at(CALLER))).toEqual(['X-Abc', '1', 'ETag', 'a']);
+    expect(callerResponseHeaders(raw('x-abc', '2', 'Etag', 'b'), gw(), at(CALLER))).toEqual(['x-abc', '2', 'Etag', 'b']);
+    expect(callerResponseHeaders(raw('X-Abd', '3', 'Connection', 'X-Abd', 'Date', 'd'), gw(), at(CALLER))).toEqual(['Date', 'd']);
+    expect(callerResponseHeaders(raw('X-Abc', '4', 'ETag', 'c'), gw(), at(CALLER))).toEqual(['X-Abc', '4', 'ETag', 'c']);
   });
 
   it('keeps each answer its own letter case through the names an earlier answer left at the same places', () => {
     const seen = new SeenHeaderNames();
-    const answer = (...pairs: string[]): string[] => callerResponseHeaders(raw(...pairs), gw(seen), CALLER);
+    const answer = (...pairs: string[]): string[] => callerResponseHeaders(raw(...pairs), gw(seen), at(CALLER));
     expect(answer('X-Abc', '1', 'ETag', 'a')).toEqual(['X-Abc', '1', 'ETag', 'a']);
     expect(seen.names).toEqual(['X-Abc', 'ETag']);
     expect(answer('X-Abc', '2', 'ETag', 'b')).toEqual(['X-Abc', '2', 'ETag', 'b']);
@@ -244,14 +247,14 @@ describe('callerResponseHeaders', () => {
   it('remembers the names of at most 64 places, however many headers an answer has', () => {
     const seen = new SeenHeaderNames();
     const many = Array.from({ length: 100 }, (_v, i) => [`X-H${i}`, `${i}`]).flat();
-    expect(callerResponseHeaders(raw(...many), gw(seen), CALLER)).toEqual(many);
+    expect(callerResponseHeaders(raw(...many), gw(seen), at(CALLER))).toEqual(many);
     expect(seen.names).toHaveLength(64);
-    expect(callerResponseHeaders(raw(...many), gw(seen), CALLER)).toEqual(many);
+    expect(callerResponseHeaders(raw(...many), gw(seen), at(CALLER))).toEqual(many);
   });
 
   it('rewrites a Location into the gateway to the origin the caller used', () => {
     const headers = raw('Location', 'https://gw.example.com/gw/api/v1/tickets/T-2', 'X-Other', 'https://gw.example.com/gw/api/v1/x');
-    expect(callerResponseHeaders(headers, gw(), 'http://localhost:9000')).toEqual([
+    expect(callerResponseHeaders(headers, gw(), at('http://localhost:9000'))).toEqual([
       'Location',
       'http://localhost:9000/api/v1/tickets/T-2',
       'X-Other',
@@ -274,7 +277,7 @@ describe('rewriteLocation', () => {
     ['https://gw.example.com/gw/', `${CALLER}/`],
     ['https://GW.Example.com/gw/api/v1/x', `${CALLER}/api/v1/x`],
   ])('rewrites %s into the caller origin', (location, expected) => {
-    expect(rewriteLocation(location, BASE, CALLER)).toBe(expected);
+    expect(rewriteLocation(location, { baseUrl: BASE }, at(CALLER))).toBe(expected);
   });
 
   it.each([
@@ -289,28 +292,46 @@ describe('rewriteLocation', () => {
     '/other/api/v1/x',
     '/gwx/api/v1/x',
   ])('leaves %s alone', (location) => {
-    expect(rewriteLocation(location, BASE, CALLER)).toBe(location);
+    expect(rewriteLocation(location, { baseUrl: BASE }, at(CALLER))).toBe(location);
   });
 
   it('strips the path prefix from a Location that is an absolute path into the gateway', () => {
-    expect(rewriteLocation('/gw/api/v1/tickets/T-2', BASE, CALLER)).toBe('/api/v1/tickets/T-2');
-    expect(rewriteLocation('/gw?x=1', BASE, CALLER)).toBe('/?x=1');
-    expect(rewriteLocation('/gw', BASE, CALLER)).toBe('/');
+    expect(rewriteLocation('/gw/api/v1/tickets/T-2', { baseUrl: BASE }, at(CALLER))).toBe('/api/v1/tickets/T-2');
+    expect(rewriteLocation('/gw?x=1', { baseUrl: BASE }, at(CALLER))).toBe('/?x=1');
+    expect(rewriteLocation('/gw', { baseUrl: BASE }, at(CALLER))).toBe('/');
   });
 
   it('without a caller origin (a caller on a Unix socket), rewrites into an absolute path', () => {
-    expect(rewriteLocation('https://gw.example.com/gw/api/v1/tickets?page=2#top', BASE, '')).toBe('/api/v1/tickets?page=2#top');
-    expect(rewriteLocation('https://gw.example.com/gw?x=1', BASE, '')).toBe('/?x=1');
-    expect(rewriteLocation('https://gw.example.com/gw', BASE, '')).toBe('/');
-    expect(rewriteLocation('https://other.example.com/gw/api/v1/x', BASE, '')).toBe('https://other.example.com/gw/api/v1/x');
+    expect(rewriteLocation('https://gw.example.com/gw/api/v1/tickets?page=2#top', { baseUrl: BASE }, at(''))).toBe(
+      '/api/v1/tickets?page=2#top',
+    );
+    expect(rewriteLocation('https://gw.example.com/gw?x=1', { baseUrl: BASE }, at(''))).toBe('/?x=1');
+    expect(rewriteLocation('https://gw.example.com/gw', { baseUrl: BASE }, at(''))).toBe('/');
+    expect(rewriteLocation('https://other.example.com/gw/api/v1/x', { baseUrl: BASE }, at(''))).toBe(
+      'https://other.example.com/gw/api/v1/x',
+    );
   });
 
   it('without a path prefix, rewrites the origin and leaves paths alone', () => {
     const base = 'https://gw.example.com';
-    expect(rewriteLocation('https://gw.example.com/api/v1/x', base, CALLER)).toBe(`${CALLER}/api/v1/x`);
-    expect(rewriteLocation('https://gw.example.com', base, CALLER)).toBe(`${CALLER}/`);
-    expect(rewriteLocation('https://gw.example.community/api/v1/x', base, CALLER)).toBe('https://gw.example.community/api/v1/x');
-    expect(rewriteLocation('/api/v1/x', base, CALLER)).toBe('/api/v1/x');
+    expect(rewriteLocation('https://gw.example.com/api/v1/x', { baseUrl: base }, at(CALLER))).toBe(`${CALLER}/api/v1/x`);
+    expect(rewriteLocation('https://gw.example.com', { baseUrl: base }, at(CALLER))).toBe(`${CALLER}/`);
+    expect(rewriteLocation('https://gw.example.community/api/v1/x', { baseUrl: base }, at(CALLER))).toBe(
+      'https://gw.example.community/api/v1/x',
+    );
+    expect(rewriteLocation('/api/v1/x', { baseUrl: base }, at(CALLER))).toBe('/api/v1/x');
+  });
+
+  it("behind a mount, puts the mount in front of every rewritten Location, and of a path under the route's paths", () => {
+    const paths = { prefixes: ['/api/v1', '/api/v2'] };
+    expect(rewriteLocation(`${BASE}/api/v1/x?y=1`, { baseUrl: BASE, paths }, at(CALLER, '/eu'))).toBe(`${CALLER}/eu/api/v1/x?y=1`);
+    expect(rewriteLocation('/gw/api/v2/x', { baseUrl: BASE, paths }, at(CALLER, '/eu'))).toBe('/eu/api/v2/x');
+    expect(rewriteLocation(`${BASE}/api/v1/x`, { baseUrl: BASE, paths }, at('', '/eu'))).toBe('/eu/api/v1/x');
+    const bare = { baseUrl: 'https://gw.example.com', paths };
+    expect(rewriteLocation('/api/v2/t?p=2', bare, at(CALLER, '/eu'))).toBe('/eu/api/v2/t?p=2');
+    expect(rewriteLocation('/api/v1', bare, at(CALLER, '/eu'))).toBe('/eu/api/v1');
+    expect(rewriteLocation('/api/v3/t', bare, at(CALLER, '/eu'))).toBe('/api/v3/t');
+    expect(rewriteLocation('/api/v1x', bare, at(CALLER, '/eu'))).toBe('/api/v1x');
   });
 });
 

@@ -67,12 +67,10 @@ const ESSENTIALS: Record<string, string> = {
 /** What a configured credential's token source tells at its start: nothing held yet. */
 const STARTED = { expiresAtMs: 0, usableUntilMs: 0, lastSuccessAtMs: 0, consecutiveFailures: 0, lastError: undefined };
 
-const OUTCOMES = ['success', 'rejected', 'rate_limited', 'server_error', 'network_error', 'timeout', 'invalid_response'];
-
 describe('createMetrics', () => {
   it('registers the metrics docs/operations.md names, under their exact names and types (every feature on)', async () => {
     const registry = new Registry();
-    createMetrics(registry, EVERY_FEATURE).configuredToken.onState!(STARTED);
+    createMetrics(registry, EVERY_FEATURE).route('default').configuredToken.onState!(STARTED);
     registerBuildInfo(registry, '1.2.3');
     const { types } = await scrape(registry);
     const ours = Object.fromEntries([...types].filter(([name]) => name.startsWith('ticket_auth_proxy_')));
@@ -124,16 +122,16 @@ describe('createMetrics', () => {
   it('labels a status code HTTP does not define by its class, so the code values stay a fixed set', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.requestEnded('GET', 200, 0.01);
-    metrics.requestEnded('GET', 299, 0.01);
-    metrics.requestEnded('GET', 598, 0.01);
-    metrics.requestEnded('GET', 599, 0.01);
-    metrics.requestEnded('GET', 499, 0.01);
+    metrics.route('default').requests.requestEnded('GET', 200, 0.01);
+    metrics.route('default').requests.requestEnded('GET', 299, 0.01);
+    metrics.route('default').requests.requestEnded('GET', 598, 0.01);
+    metrics.route('default').requests.requestEnded('GET', 599, 0.01);
+    metrics.route('default').requests.requestEnded('GET', 499, 0.01);
     const { samples } = await scrape(registry);
-    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '499' })).toBe(1);
-    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(1);
-    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '2xx' })).toBe(1);
-    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '5xx' })).toBe(2);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'GET', code: '499' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'GET', code: '200' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'GET', code: '2xx' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'GET', code: '5xx' })).toBe(2);
   });
 
   it('carries exactly the labels docs/operations.md names', async () => {
@@ -141,11 +139,12 @@ describe('createMetrics', () => {
     const metrics = createMetrics(registry, EVERY_FEATURE);
     registerBuildInfo(registry, '1.2.3');
     // One of each event, so that every labelled series exists.
-    metrics.configuredToken.onState!(STARTED);
-    metrics.configuredToken.onFetch!('success', 0.1);
-    metrics.requestEnded('GET', 200, 0.01);
-    metrics.upstreamUnauthorized(true);
-    metrics.upstreamStalled('request');
+    metrics.route('default').configuredToken.onState!(STARTED);
+    metrics.route('default').configuredToken.onFetch!('success', 0.1);
+    metrics.route('default').requests.requestEnded('GET', 200, 0.01);
+    metrics.route('default').requests.upstreamUnauthorized(true);
+    metrics.route('default').requests.upstreamStalled('request');
+    metrics.route('default').setTokenCacheEntries(0);
     metrics.dpop.proofMade('token');
     metrics.dpop.nonceRequested('gateway');
     const { samples } = await scrape(registry);
@@ -161,104 +160,139 @@ describe('createMetrics', () => {
     }
   });
 
-  it('shows every fetch outcome and both replayed values from the start, and the gauges at 0', async () => {
+  it('shows the counts an alert watches for their first increase from the start, at 0, and the gauges at 0', async () => {
     const registry = new Registry();
-    createMetrics(registry).configuredToken.onState!(STARTED);
+    const metrics = createMetrics(registry).route('default');
+    metrics.configuredToken.onState!(STARTED);
+    metrics.setTokenCacheEntries(0);
     const { samples } = await scrape(registry);
     const outcomes = samples.filter((s) => s.name === 'ticket_auth_proxy_token_fetches_total').map((s) => s.labels.outcome);
-    expect(outcomes.sort()).toEqual([...OUTCOMES].sort());
-    for (const o of OUTCOMES) expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { outcome: o })).toBe(0);
-    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { replayed: 'true' })).toBe(0);
-    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { replayed: 'false' })).toBe(0);
-    expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds')).toBe(0);
-    expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds')).toBe(0);
-    expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures')).toBe(0);
-    expect(value(samples, 'ticket_auth_proxy_token_cache_entries')).toBe(0);
+    // A rejected client (TicketAuthProxyCredentialsRejected) and a forced refresh (its 401 replayed) are
+    // shown at 0; every other outcome appears when it first happens.
+    expect(outcomes).toEqual(['rejected']);
+    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { route: 'default', outcome: 'rejected' })).toBe(0);
+    const replayed = samples.filter((s) => s.name === 'ticket_auth_proxy_upstream_unauthorized_total').map((s) => s.labels.replayed);
+    expect(replayed).toEqual(['true']);
+    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { route: 'default', replayed: 'true' })).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds', { route: 'default' })).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds', { route: 'default' })).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures', { route: 'default' })).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_cache_entries', { route: 'default' })).toBe(0);
+  });
+
+  it('keeps each route apart: its own series under its name, at most 16 more idle ones for a route added', async () => {
+    const series = async (routes: string[]): Promise<number> => {
+      const registry = new Registry();
+      const metrics = createMetrics(registry);
+      for (const name of routes) {
+        const route = metrics.route(name);
+        // Idle, holding a token: its first fetch succeeded, no request since.
+        route.configuredToken.onState!({ ...STARTED, expiresAtMs: 1_767_225_900_000, lastSuccessAtMs: 1_767_225_600_000 });
+        route.configuredToken.onFetch!('success', 0.05);
+      }
+      const { samples } = await scrape(registry);
+      return samples.filter((s) => s.name.startsWith('ticket_auth_proxy_')).length;
+    };
+    const one = await series(['default']);
+    expect((await series(['eu', 'us'])) - one).toBeLessThanOrEqual(16);
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    metrics.route('eu').requests.requestEnded('GET', 200, 0.01);
+    metrics.route('us').configuredToken.onFetch!('timeout', 10);
+    const { samples } = await scrape(registry);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'eu', method: 'GET', code: '200' })).toBe(1);
+    expect(samples.filter((s) => s.name === 'ticket_auth_proxy_requests_total' && s.labels.route === 'us')).toEqual([]);
+    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { route: 'us', outcome: 'timeout' })).toBe(1);
+    expect(
+      samples.filter(
+        (s) => s.name === 'ticket_auth_proxy_token_fetches_total' && s.labels.route === 'eu' && s.labels.outcome === 'timeout',
+      ),
+    ).toEqual([]);
   });
 
   it("has no configured credential's token gauges until its token source starts: none with pass-through credentials alone", async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.passthroughToken.onFetch!('success', 0.1);
+    metrics.route('default').passthroughToken.onFetch!('success', 0.1);
     const before = await scrape(registry);
     expect([...before.types.keys()].filter((n) => /token_(expiry|last_success|consecutive)/.test(n))).toEqual([]);
-    metrics.configuredToken.onState!({
+    metrics.route('default').configuredToken.onState!({
       ...STARTED,
       expiresAtMs: 1_700_000_000_000,
       lastSuccessAtMs: 1_699_999_000_000,
       consecutiveFailures: 0,
     });
     const { samples } = await scrape(registry);
-    expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds')).toBe(1_700_000_000);
-    expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds')).toBe(1_699_999_000);
-    expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures')).toBe(0);
+    expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds', { route: 'default' })).toBe(1_700_000_000);
+    expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds', { route: 'default' })).toBe(1_699_999_000);
+    expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures', { route: 'default' })).toBe(0);
   });
 
   it('counts fetches by outcome, from both the configured and pass-through credentials', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.configuredToken.onFetch!('success', 0.2);
-    metrics.configuredToken.onFetch!('rejected', 0.05);
-    metrics.passthroughToken.onFetch!('rejected', 0.05);
-    metrics.passthroughToken.onFetch!('timeout', 10);
+    metrics.route('default').configuredToken.onFetch!('success', 0.2);
+    metrics.route('default').configuredToken.onFetch!('rejected', 0.05);
+    metrics.route('default').passthroughToken.onFetch!('rejected', 0.05);
+    metrics.route('default').passthroughToken.onFetch!('timeout', 10);
     const { samples } = await scrape(registry);
-    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { outcome: 'success' })).toBe(1);
-    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { outcome: 'rejected' })).toBe(2);
-    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { outcome: 'timeout' })).toBe(1);
-    expect(value(samples, 'ticket_auth_proxy_token_fetch_duration_seconds_sum', { outcome: 'timeout' })).toBe(10);
-    expect(value(samples, 'ticket_auth_proxy_token_fetch_duration_seconds_count', { outcome: 'rejected' })).toBe(2);
+    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { route: 'default', outcome: 'success' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { route: 'default', outcome: 'rejected' })).toBe(2);
+    expect(value(samples, 'ticket_auth_proxy_token_fetches_total', { route: 'default', outcome: 'timeout' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_token_fetch_duration_seconds_sum', { route: 'default', outcome: 'timeout' })).toBe(10);
+    expect(value(samples, 'ticket_auth_proxy_token_fetch_duration_seconds_count', { route: 'default', outcome: 'rejected' })).toBe(2);
   });
 
   it("publishes the configured credential's token state in seconds", async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.configuredToken.onState!({
+    metrics.route('default').configuredToken.onState!({
       ...STARTED,
       expiresAtMs: 1_767_225_900_000,
       lastSuccessAtMs: 1_767_225_600_500,
       consecutiveFailures: 3,
     });
-    metrics.setTokenCacheEntries(12);
+    metrics.route('default').setTokenCacheEntries(12);
     const { samples } = await scrape(registry);
-    expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds')).toBe(1_767_225_900);
-    expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds')).toBe(1_767_225_600.5);
-    expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures')).toBe(3);
-    expect(value(samples, 'ticket_auth_proxy_token_cache_entries')).toBe(12);
-    expect(metrics.passthroughToken.onState).toBeUndefined();
+    expect(value(samples, 'ticket_auth_proxy_token_expiry_timestamp_seconds', { route: 'default' })).toBe(1_767_225_900);
+    expect(value(samples, 'ticket_auth_proxy_token_last_success_timestamp_seconds', { route: 'default' })).toBe(1_767_225_600.5);
+    expect(value(samples, 'ticket_auth_proxy_token_consecutive_failures', { route: 'default' })).toBe(3);
+    expect(value(samples, 'ticket_auth_proxy_token_cache_entries', { route: 'default' })).toBe(12);
+    expect(metrics.route('default').passthroughToken.onState).toBeUndefined();
   });
 
   it('counts requests by method and status code, and their duration by method', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.requestEnded('GET', 200, 0.02);
-    metrics.requestEnded('GET', 200, 0.03);
-    metrics.requestEnded('GET', 503, 5);
-    metrics.requestEnded('POST', 201, 0.1);
-    metrics.upstreamUnauthorized(true);
-    metrics.upstreamUnauthorized(false);
-    metrics.upstreamUnauthorized(false);
+    metrics.route('default').requests.requestEnded('GET', 200, 0.02);
+    metrics.route('default').requests.requestEnded('GET', 200, 0.03);
+    metrics.route('default').requests.requestEnded('GET', 503, 5);
+    metrics.route('default').requests.requestEnded('POST', 201, 0.1);
+    metrics.route('default').requests.upstreamUnauthorized(true);
+    metrics.route('default').requests.upstreamUnauthorized(false);
+    metrics.route('default').requests.upstreamUnauthorized(false);
     const { samples } = await scrape(registry);
-    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(2);
-    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '503' })).toBe(1);
-    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'POST', code: '201' })).toBe(1);
-    expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_count', { method: 'GET' })).toBe(3);
-    expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_sum', { method: 'POST' })).toBe(0.1);
-    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { replayed: 'true' })).toBe(1);
-    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { replayed: 'false' })).toBe(2);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'GET', code: '200' })).toBe(2);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'GET', code: '503' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'POST', code: '201' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_count', { route: 'default', method: 'GET' })).toBe(3);
+    expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_sum', { route: 'default', method: 'POST' })).toBe(0.1);
+    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { route: 'default', replayed: 'true' })).toBe(1);
+    expect(value(samples, 'ticket_auth_proxy_upstream_unauthorized_total', { route: 'default', replayed: 'false' })).toBe(2);
   });
 
   it('labels unknown methods other, however many there are', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.requestEnded('PROPFIND', 207, 0.01);
-    for (let i = 0; i < 100; i++) metrics.requestEnded(`X-METHOD-${i}`, 404, 0.01);
-    metrics.requestEnded('PROPFIND', 207, 0.01);
+    metrics.route('default').requests.requestEnded('PROPFIND', 207, 0.01);
+    for (let i = 0; i < 100; i++) metrics.route('default').requests.requestEnded(`X-METHOD-${i}`, 404, 0.01);
+    metrics.route('default').requests.requestEnded('PROPFIND', 207, 0.01);
     const { samples } = await scrape(registry);
     const methods = new Set(samples.filter((s) => s.name === 'ticket_auth_proxy_requests_total').map((s) => s.labels.method));
     expect(methods).toEqual(new Set(['other']));
-    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'other', code: '207' })).toBe(2);
-    expect(value(samples, 'ticket_auth_proxy_requests_total', { method: 'other', code: '404' })).toBe(100);
-    expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_count', { method: 'other' })).toBe(102);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'other', code: '207' })).toBe(2);
+    expect(value(samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'other', code: '404' })).toBe(100);
+    expect(value(samples, 'ticket_auth_proxy_request_duration_seconds_count', { route: 'default', method: 'other' })).toBe(102);
   });
 
   it("exports request durations exactly as prom-client's own histogram would, buckets, bounds and all", async () => {
@@ -268,7 +302,7 @@ describe('createMetrics', () => {
     const histogram = new Histogram({
       name: 'ticket_auth_proxy_request_duration_seconds',
       help: 'reference',
-      labelNames: ['method'],
+      labelNames: ['route', 'method'],
       buckets: [...REQUEST_DURATION_BOUNDS],
       registers: [reference],
     });
@@ -283,8 +317,8 @@ describe('createMetrics', () => {
       ['DELETE', 1e-9],
     ];
     for (const [method, seconds] of seen) {
-      metrics.requestEnded(method, 200, seconds);
-      histogram.labels(method).observe(seconds);
+      metrics.route('default').requests.requestEnded(method, 200, seconds);
+      histogram.labels('default', method).observe(seconds);
     }
     const ours = (await registry.metrics()).split('\n').filter((l) => l.startsWith('ticket_auth_proxy_request_duration_seconds'));
     const theirs = (await reference.metrics()).split('\n').filter((l) => l.startsWith('ticket_auth_proxy_request_duration_seconds'));
@@ -308,12 +342,18 @@ describe('createMetrics', () => {
   it('adds requests counted since the last scrape at each scrape', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    metrics.requestEnded('GET', 200, 0.01);
-    expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(1);
-    metrics.requestEnded('GET', 200, 0.01);
-    metrics.requestEnded('GET', 200, 0.01);
-    expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(3);
-    expect(value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { method: 'GET', code: '200' })).toBe(3);
+    metrics.route('default').requests.requestEnded('GET', 200, 0.01);
+    expect(
+      value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'GET', code: '200' }),
+    ).toBe(1);
+    metrics.route('default').requests.requestEnded('GET', 200, 0.01);
+    metrics.route('default').requests.requestEnded('GET', 200, 0.01);
+    expect(
+      value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'GET', code: '200' }),
+    ).toBe(3);
+    expect(
+      value((await scrape(registry)).samples, 'ticket_auth_proxy_requests_total', { route: 'default', method: 'GET', code: '200' }),
+    ).toBe(3);
   });
 });
 
@@ -397,8 +437,8 @@ describe('the token store metrics', () => {
     expect(value(samples, 'ticket_auth_proxy_token_store_up')).toBe(1);
     metrics.tokenStore!.onOperation!('read', 'timeout');
     metrics.tokenStore!.onHealth!(false);
-    metrics.configuredToken.onAdopt!();
-    metrics.passthroughToken.onAdopt!();
+    metrics.route('default').configuredToken.onAdopt!();
+    metrics.route('default').passthroughToken.onAdopt!();
     ({ samples } = await scrape(registry));
     expect(value(samples, 'ticket_auth_proxy_token_store_operations_total', { operation: 'read', result: 'timeout' })).toBe(1);
     expect(value(samples, 'ticket_auth_proxy_token_store_up')).toBe(0);

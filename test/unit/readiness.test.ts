@@ -26,7 +26,7 @@ function setup(mode: ReadinessMode) {
     waitTimeoutMs: 5_000,
     log: new FakeLog(),
     // Its token's state reaches the readiness through the observer, as the wiring hands it.
-    observer: readiness.credential(TOKEN_URL, {}),
+    observer: readiness.credential('default', TOKEN_URL, {}),
   });
   /** Both listeners up, and the first token held. */
   const holding = async (): Promise<void> => {
@@ -42,11 +42,15 @@ function setup(mode: ReadinessMode) {
 describe('readiness', () => {
   it.each(['token', 'started'] as const)('with READINESS=%s: not ready while starting and before the first token', async (mode) => {
     const t = setup(mode);
-    expect(t.readiness.check()).toEqual({ ready: false, reason: 'starting' });
+    expect(t.readiness.check()).toEqual({ ready: false, reason: 'starting', routes: { default: { ready: false, reason: 'starting' } } });
     t.readiness.listen();
     t.source.start();
     await settle();
-    expect(t.readiness.check()).toEqual({ ready: false, reason: 'no valid token yet' });
+    expect(t.readiness.check()).toEqual({
+      ready: false,
+      reason: 'no valid token yet',
+      routes: { default: { ready: false, reason: 'no valid token yet' } },
+    });
     t.fetcher.last.fail(unreachable());
     await settle();
     expect(t.readiness.check()).toMatchObject({
@@ -64,7 +68,7 @@ describe('readiness', () => {
     async (mode, readyAfter) => {
       const t = setup(mode);
       await t.holding();
-      expect(t.readiness.check()).toEqual({ ready: true });
+      expect(t.readiness.check()).toEqual({ ready: true, routes: { default: { ready: true } } });
       t.fetcher.answer = () => unreachable();
       await t.clock.advance(LIFETIME);
       expect(t.source.current()).toBeUndefined();
@@ -78,13 +82,49 @@ describe('readiness', () => {
     const t = setup(mode);
     await t.holding();
     t.readiness.stop();
-    expect(t.readiness.check()).toEqual({ ready: false, reason: 'shutting down' });
+    expect(t.readiness.check()).toEqual({
+      ready: false,
+      reason: 'shutting down',
+      routes: { default: { ready: false, reason: 'shutting down' } },
+    });
     t.source.stop();
   });
 
   it('waits for no token with only pass-through credentials', () => {
     const readiness = new Readiness('token', new FakeClock(Date.UTC(2026, 0, 1)));
+    readiness.route('default');
     readiness.listen();
-    expect(readiness.check()).toEqual({ ready: true });
+    expect(readiness.check()).toEqual({ ready: true, routes: { default: { ready: true } } });
+  });
+
+  it('is ready when every route is, and names the route of its first reason when there are several', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const readiness = new Readiness('token', clock);
+    const eu = new FakeFetcher(clock);
+    const loop = (fetcher: FakeFetcher, name: string) =>
+      testSource({
+        credential: { clientId: name, clientSecret: 's' },
+        fetchToken: fetcher.fetchToken,
+        clock,
+        random: () => 0.5,
+        refreshRatio: 0.8,
+        waitTimeoutMs: 5_000,
+        log: new FakeLog(),
+        observer: readiness.credential(name, TOKEN_URL, {}),
+      });
+    const euSource = loop(eu, 'eu');
+    readiness.route('pass');
+    readiness.listen();
+    euSource.start();
+    await settle();
+    expect(readiness.check()).toEqual({
+      ready: false,
+      reason: 'eu: no valid token yet',
+      routes: { eu: { ready: false, reason: 'no valid token yet' }, pass: { ready: true } },
+    });
+    eu.last.succeed('tok', LIFETIME);
+    await settle();
+    expect(readiness.check()).toEqual({ ready: true, routes: { eu: { ready: true }, pass: { ready: true } } });
+    euSource.stop();
   });
 });

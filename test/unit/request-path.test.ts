@@ -117,7 +117,7 @@ async function proxyFor(
     exchangeReset: () => events.push(['reset']),
   };
   const source = fakeSource();
-  const recorder = new Recorder({ observer, log: createLogger('silent'), accessLog: false });
+  const recorder = new Recorder({ route: 'default', observer, log: createLogger('silent'), accessLog: false });
   const route: Route = {
     name: 'default',
     paths: DEFAULT_PATHS,
@@ -131,13 +131,14 @@ async function proxyFor(
     upstreamIdleTimeoutMs: 60_000,
     replayBodyLimitBytes: options.replayLimit ?? 1024,
     seenNames: new SeenHeaderNames(),
+    recorder,
   };
   const forward = createForwarder({
-    route,
+    routes: { mounts: [], main: route },
     budget: options.budget ?? NO_BUDGET,
     load: options.load ?? NEVER_SHED,
     recorder,
-    callers: createStalledCallers({ sendTimeoutMs: 60_000, recorder, clock: systemClock }),
+    callers: createStalledCallers({ clock: systemClock }),
     log: createLogger('silent'),
     listenOrigin: 'http://127.0.0.1',
   });

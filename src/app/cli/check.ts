@@ -1,41 +1,46 @@
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import { systemClock } from '../../core/clock.js';
 import type { Config } from '../../config/config.js';
+import type { LoadedRoute } from '../../config/load.js';
 import { ConfigError } from '../../core/errors.js';
 import { createLogger, type Log } from '../../core/log.js';
 import { dispatchersFromSettings } from '../../net/dispatchers.js';
 import type { TlsFiles } from '../../net/tls-files.js';
 import type { StoreSettings } from '../../store/index.js';
-import { configuredCredential, type Credential, type TokenStartup } from '../../token/client-auth/index.js';
+import { configuredCredential, type Credential } from '../../token/client-auth/index.js';
 import { describeFetchFailure } from '../../token/diagnose.js';
 import { tokenEndpointFromConfig, unlistedSettings, type TokenEndpoint } from '../../token/discovery/index.js';
 import { tokenFetcher, type FetchToken } from '../../token/fetch-token.js';
-import type { DpopClient, DpopStartup } from '../../token/dpop/index.js';
+import type { DpopClient } from '../../token/dpop/index.js';
 import { readContainerMemory } from '../../overload/memory-limit.js';
 import { SHED_ABOVE } from '../../overload/overload-guard.js';
 import { checkTokenStore } from '../check-store.js';
 import { listenCode, listenProblemMeaning, listenProblems } from '../listeners/port-probe.js';
 import { dpopClient } from '../routes.js';
 import { listenOnSocket, SocketInUseError } from '../listeners/unix-socket.js';
+import type { ROUTE_CHECKS } from '../settings-checks.js';
 
 /**
- * The `check` command: what the credential is (never the secret, key or assertion), then one
- * token fetch, its lifetime and granted scope printed (never the token). With DPoP, the key's RFC
- * 7638 thumbprint and whether the token came back DPoP- or Bearer-typed. With `ISSUER_URL`, first
- * the token endpoint its metadata names, and a warning for the method or proof algorithm the
- * metadata does not list. Then whether the two listeners could be opened now, the proxy's on its
- * port or its socket (`LISTEN_SOCKET`, made there and removed again: {@link trySocket}): a port or
- * socket in use is a warning only, since a running proxy holds its own; any other failure is the
- * start's. With a shared token store, whether it can be used and what it holds for the credential
- * (`check-store.ts`). Resolves with the exit status: 0 when a token
- * was obtained; 1 when the metadata or the fetch failed (with `DPOP=required`, a Bearer answer
+ * The `check` command: for each route (docs/routes.md), what its credential is (never the secret,
+ * key or assertion), then one token fetch, its lifetime and granted scope printed (never the
+ * token); routes with the same credential share one fetch. With DPoP, the key's RFC 7638
+ * thumbprint and whether the token came back DPoP- or Bearer-typed. With `ISSUER_URL`, first the
+ * token endpoint its metadata names, and a warning for the method or proof algorithm the metadata
+ * does not list. With routes listed, each of a route's lines begins with its name, and a last line
+ * per route ends with its result. Then whether the listeners could be opened now, the proxy's on
+ * its port or its socket (`LISTEN_SOCKET`, made there and removed again: {@link trySocket}): a
+ * port or socket in use is a warning only, since a running proxy holds its own; any other failure
+ * is the start's. With a shared token store, whether it can be used and what it holds for each
+ * credential (`check-store.ts`). Resolves with the exit status: 0 when every credential's token
+ * was obtained; 1 when a metadata read or a fetch failed (with `DPOP=required`, a Bearer answer
  * too), a listener cannot be opened, a configured store cannot be used, or the memory limit is one
  * the idle proxy is already over the shedding line of ({@link memoryLimitProblem}); 2 for a
- * configuration the start refuses, or when no credential is configured.
+ * configuration the start refuses, or, without routes, when no credential is configured.
  */
 export async function check(
   config: Config,
-  startup: { tls: TlsFiles; token: TokenStartup; dpop?: DpopStartup; store?: StoreSettings | undefined },
+  startup: { tls: TlsFiles; store?: StoreSettings | undefined; routes: readonly LoadedRoute<typeof ROUTE_CHECKS>[] },
 ): Promise<number> {
   const log = createLogger('silent');
   const socket = await trySocket(config, log);
@@ -44,45 +49,117 @@ export async function check(
     process.stderr.write(`ticket-auth-proxy: ${socket.refused}\n`);
     return 2;
   }
-  const auth = configuredCredential(config, { clock: systemClock, log, startup: startup.token });
-  const credential = auth.credential;
-  if (credential === undefined) {
+  const { routes } = startup;
+  // Without routes in the file, the top-level settings are the one route, said as ever.
+  const listed = !(routes.length === 1 && routes[0]!.config === config);
+  if (!listed && configuredCredential(config, { clock: systemClock, log, startup: routes[0]!.checked.token }).credential === undefined) {
     process.stderr.write('ticket-auth-proxy: check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)\n');
     return 2;
   }
-  const dispatchers = dispatchersFromSettings(config, startup.tls.material);
-  for (const line of auth.describe(Date.now())) process.stdout.write(`${line}\n`);
-  const dpop = startup.dpop === undefined ? undefined : dpopClient(startup.dpop, { clock: systemClock, log });
+  const listeners = listenerReport(config, socket, log);
+  const results: string[] = [];
+  const fetched = new Map<string, { route: string; ok: boolean }>();
+  const dpopClients = new Map<string, DpopClient>();
+  let ok = true;
+  for (const route of routes) {
+    const say = listed ? prefixed(route.name) : plain;
+    const result = await checkRoute(route, { say, log, dpopClients, fetched, store: startup.store });
+    ok &&= result.ok;
+    if (listed) results.push(`${route.name}: ${result.line}\n`);
+  }
+  const listenersOpen = (await listeners)();
+  process.stdout.write(results.join(''));
+  const shedsAll = memoryLimitProblem(config.memoryLimitMb);
+  if (shedsAll !== undefined) process.stderr.write(`ticket-auth-proxy: ${shedsAll}\n`);
+  return ok && listenersOpen && shedsAll === undefined ? 0 : 1;
+}
+
+/** Where a route's lines go: stdout and stderr, each line as it is, or begun with the route's name. */
+interface Say {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const plain: Say = {
+  out: (line) => void process.stdout.write(`${line}\n`),
+  err: (line) => void process.stderr.write(`ticket-auth-proxy: ${line}\n`),
+};
+
+function prefixed(name: string): Say {
+  return {
+    out: (line) => void process.stdout.write(`${name}: ${line}\n`),
+    err: (line) => void process.stderr.write(`ticket-auth-proxy: ${name}: ${line}\n`),
+  };
+}
+
+/** What one route's check is made with: where it says things, and what earlier routes found. */
+interface RouteCheck {
+  readonly say: Say;
+  readonly log: Log;
+  /** One DPoP client per key, as the routes share them at start. */
+  readonly dpopClients: Map<string, DpopClient>;
+  /** The credentials fetched for so far, by what makes them the same: each fetched once. */
+  readonly fetched: Map<string, { route: string; ok: boolean }>;
+  readonly store: StoreSettings | undefined;
+}
+
+/** One route's credential checked: its fetch (or an earlier route's, for the same credential), and its store. */
+async function checkRoute(route: LoadedRoute<typeof ROUTE_CHECKS>, c: RouteCheck): Promise<{ ok: boolean; line: string }> {
+  const { config, checked } = route;
+  const { say, log } = c;
+  const auth = configuredCredential(config, { clock: systemClock, log, startup: checked.token });
+  const credential = auth.credential;
+  if (credential === undefined) return { ok: true, line: 'pass-through credentials only: no token to fetch' };
+  const same = sameCredential(config, auth, checked);
+  const earlier = c.fetched.get(same);
+  if (earlier !== undefined) {
+    return { ok: earlier.ok, line: `the same credential as "${earlier.route}": ${earlier.ok ? 'ok' : 'failed'}` };
+  }
+  const dispatchers = dispatchersFromSettings(config, checked.tls.material);
+  for (const line of auth.describe(Date.now())) say.out(line);
+  const dpop = dpopClient(checked.dpop, { clock: systemClock, log }, c.dpopClients);
   if (dpop !== undefined) {
     const key = dpop.prover.key();
-    process.stdout.write(`DPoP: ${dpop.mode}, proofs signed ${key.alg}, key thumbprint (RFC 7638) ${key.thumbprint}\n`);
+    say.out(`DPoP: ${dpop.mode}, proofs signed ${key.alg}, key thumbprint (RFC 7638) ${key.thumbprint}`);
   }
   const dpopAlg = (): string | undefined => dpop?.prover.key().alg;
   const endpoint = tokenEndpointFromConfig(config, { dispatcher: dispatchers.token, clock: systemClock, log, dpopAlg });
-  const fetchToken = tokenFetcher({
-    settings: config,
-    endpoint,
-    dispatcher: dispatchers.token,
-    now: Date.now,
-    clientAuth: auth.clientAuth,
-    dpop,
-  });
-  const listeners = listenerReport(config, socket, log);
-  const fetched = await fetchOnce(config, endpoint, fetchToken, credential, dpop);
-  const listenersOpen = (await listeners)();
+  const clientAuth = auth.clientAuth;
+  const fetchToken = tokenFetcher({ settings: config, endpoint, dispatcher: dispatchers.token, now: Date.now, clientAuth, dpop });
+  const fetched = await fetchOnce({ config, endpoint, fetchToken, credential, dpop, say });
   await dispatchers.close();
-  const shedsAll = memoryLimitProblem(config.memoryLimitMb);
-  if (shedsAll !== undefined) process.stderr.write(`ticket-auth-proxy: ${shedsAll}\n`);
   const storeUsable =
-    startup.store === undefined ||
-    (await checkTokenStore(config, startup.store, {
-      credential: auth,
-      clientId: credential.clientId,
-      tls: startup.tls.material,
-      dpop,
-      log,
-    }));
-  return fetched && storeUsable && listenersOpen && shedsAll === undefined ? 0 : 1;
+    c.store === undefined ||
+    (await checkTokenStore(config, c.store, { credential: auth, clientId: credential.clientId, tls: checked.tls.material, dpop, log }));
+  const ok = fetched.ok && storeUsable;
+  c.fetched.set(same, { route: route.name, ok });
+  return { ok, line: ok ? 'ok' : `failed: ${fetched.reason ?? 'the token store cannot be used'}` };
+}
+
+/** What makes two routes' credentials the same for `check`: a digest, never the secret. */
+function sameCredential(
+  config: Config,
+  auth: ReturnType<typeof configuredCredential>,
+  checked: LoadedRoute<typeof ROUTE_CHECKS>['checked'],
+): string {
+  const material = auth.material();
+  return createHash('sha256')
+    .update(
+      JSON.stringify([
+        config.issuerUrl ?? config.tokenUrl,
+        auth.credential!.clientId,
+        config.tokenAuthMethod,
+        material.clientSecret ?? '',
+        material.assertionKey?.export({ format: 'der', type: 'pkcs8' }).toString('base64') ?? '',
+        config.clientAssertionFile ?? '',
+        checked.tls.material.cert ?? '',
+        config.tokenScope ?? '',
+        config.tokenParams,
+        config.dpop,
+        checked.dpop.keyText ?? '',
+      ]),
+    )
+    .digest('base64url');
 }
 
 const MB = 1024 * 1024;
@@ -109,42 +186,49 @@ function memoryLimitProblem(memoryLimitMb: number | undefined): string | undefin
   );
 }
 
-/** The issuer's token endpoint when there is one, then one token fetch, its lifetime and type printed; true when a token was obtained. */
-async function fetchOnce(
-  config: Config,
-  endpoint: TokenEndpoint,
-  fetchToken: FetchToken,
-  credential: Credential,
-  dpop: DpopClient | undefined,
-): Promise<boolean> {
+/** What one fetch of `check`'s is made with, and where it says what it found. */
+interface OneFetch {
+  readonly config: Config;
+  readonly endpoint: TokenEndpoint;
+  readonly fetchToken: FetchToken;
+  readonly credential: Credential;
+  readonly dpop: DpopClient | undefined;
+  readonly say: Say;
+}
+
+/**
+ * The issuer's token endpoint when there is one, then one token fetch, its lifetime and type
+ * printed; `ok` when a token was obtained, else the reason.
+ */
+async function fetchOnce(f: OneFetch): Promise<{ ok: boolean; reason?: string }> {
+  const { config, endpoint, fetchToken, credential, dpop, say } = f;
   const started = Date.now();
   try {
     if (endpoint.issuer !== undefined) {
       await endpoint.resolve();
       const metadata = endpoint.metadata!;
-      process.stdout.write(`token endpoint: ${metadata.tokenEndpoint} (from ${metadata.documentUrl})\n`);
-      for (const warning of unlistedSettings(metadata, config, dpop?.prover.key().alg))
-        process.stderr.write(`ticket-auth-proxy: warning: ${warning}\n`);
+      say.out(`token endpoint: ${metadata.tokenEndpoint} (from ${metadata.documentUrl})`);
+      for (const warning of unlistedSettings(metadata, config, dpop?.prover.key().alg)) say.err(`warning: ${warning}`);
     }
     const grant = await fetchToken(credential);
     const lifetimeS = Math.round(grant.lifetimeMs / 1000);
-    process.stdout.write(
+    say.out(
       `ok: token obtained from ${endpoint.url} in ${Date.now() - started} ms; ` +
-        `lifetime ${lifetimeS} s (expires ${new Date(started + grant.lifetimeMs).toISOString()})\n`,
+        `lifetime ${lifetimeS} s (expires ${new Date(started + grant.lifetimeMs).toISOString()})`,
     );
-    if (grant.scope !== undefined) process.stdout.write(`${scopeLine(grant.scope, config.tokenScope)}\n`);
+    if (grant.scope !== undefined) say.out(scopeLine(grant.scope, config.tokenScope));
     if (dpop !== undefined) {
-      process.stdout.write(
+      say.out(
         grant.tokenType === 'DPoP'
-          ? `token type: DPoP (bound to the key ${grant.dpopKey!.thumbprint})\n`
-          : 'token type: Bearer (the identity provider did not bind the token to the key; DPOP=on uses it as Bearer)\n',
+          ? `token type: DPoP (bound to the key ${grant.dpopKey!.thumbprint})`
+          : 'token type: Bearer (the identity provider did not bind the token to the key; DPOP=on uses it as Bearer)',
       );
     }
-    return true;
+    return { ok: true };
   } catch (err) {
     const failure = describeFetchFailure(err, endpoint);
-    process.stderr.write(`ticket-auth-proxy: check failed: ${failure.outcome}: ${failure.text}\n`);
-    return false;
+    say.err(`check failed: ${failure.outcome}: ${failure.text}`);
+    return { ok: false, reason: `${failure.outcome}: ${failure.text}` };
   }
 }
 

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import type { Config } from '../../config/config.js';
 import { loadConfig, SettingsRefused, type ConfigWarning, type Loaded, type SettingsCheck } from '../../config/load.js';
 import { nearMissVariables, nearMissWarning } from '../../config/near-miss.js';
 import { readYamlFile, type SettingsFile } from '../../config/yaml-file.js';
@@ -25,12 +24,12 @@ export interface ReadConfigOptions {
  * `yaml` is loaded only when a file is named: it costs memory otherwise unused. Throws
  * {@link ConfigError} naming every problem; a {@link SettingsRefused} carries the warnings too.
  */
-export async function readConfig<C extends Record<string, SettingsCheck>>(
+export async function readConfig<C extends Record<string, SettingsCheck>, R extends Record<string, SettingsCheck>>(
   configFile: string | undefined,
-  checks: C,
+  checks: { readonly settings: C; readonly route: R },
   env: NodeJS.ProcessEnv,
   options: ReadConfigOptions = { socketInUse: 'problem' },
-): Promise<Loaded<C>> {
+): Promise<Loaded<C, R>> {
   const path = configFile ?? env.CONFIG_FILE;
   let file: SettingsFile | undefined;
   if (path !== undefined && path !== '') {
@@ -47,30 +46,35 @@ export async function readConfig<C extends Record<string, SettingsCheck>>(
       throw err instanceof ConfigError ? new ConfigError(err.problems.map(redactUserinfo)) : err;
     }
   }
-  let loaded: Loaded<C> | undefined;
+  let loaded: Loaded<C, R> | undefined;
   let refusal: SettingsRefused | undefined;
   try {
-    loaded = loadConfig({ env, file, readFile: (p) => readFileSync(p, 'utf8'), readBytes: (p) => readFileSync(p) }, checks);
+    const sources = { env, file, readFile: (p: string) => readFileSync(p, 'utf8'), readBytes: (p: string) => readFileSync(p) };
+    loaded = loadConfig(sources, checks.settings, checks.route);
   } catch (err) {
     if (!(err instanceof SettingsRefused)) throw err;
     refusal = err;
   }
   const config = loaded?.config ?? refusal!.config;
-  const socket = await socketProblem(config, options);
-  if (refusal === undefined && socket === undefined) return loaded!;
-  throw new SettingsRefused(
-    [...(refusal?.problems ?? []), ...(socket === undefined ? [] : [socket])],
-    refusal?.warnings ?? loaded!.warnings,
-    config,
-  );
+  const sockets = [
+    { name: 'LISTEN_SOCKET', path: config.listenSocket },
+    ...(loaded?.routes ?? []).map(({ name, way }) => ({
+      name: `routes: "${name}"'s listenSocket`,
+      path: way.kind === 'socket' ? way.path : undefined,
+    })),
+  ];
+  const socket = (await Promise.all(sockets.map((s) => socketProblem(s, options)))).filter((p) => p !== undefined);
+  if (refusal === undefined && socket.length === 0) return loaded!;
+  throw new SettingsRefused([...(refusal?.problems ?? []), ...socket], refusal?.warnings ?? loaded!.warnings, config);
 }
 
-/** What the start would refuse at `LISTEN_SOCKET`'s path (unix-socket.ts), or undefined. */
-async function socketProblem(config: Config, options: ReadConfigOptions): Promise<string | undefined> {
+/** What the start would refuse at a socket's path (unix-socket.ts), or undefined. */
+async function socketProblem(socket: { name: string; path: string | undefined }, options: ReadConfigOptions): Promise<string | undefined> {
+  const { path } = socket;
   // A path the settings refuse (relative, too long) is not examined: it has its problem already.
-  if (config.listenSocket === undefined || socketPathProblem(config.listenSocket, 'LISTEN_SOCKET') !== undefined) return undefined;
+  if (path === undefined || socketPathProblem(path, socket.name) !== undefined) return undefined;
   try {
-    await claimSocketPath(config.listenSocket);
+    await claimSocketPath(path);
     return undefined;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

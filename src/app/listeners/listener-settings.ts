@@ -10,6 +10,7 @@ import { socketPathProblem } from './unix-socket.js';
  * is examined when the proxy starts (unix-socket.ts).
  */
 export function checkListenerSettings(ctx: SettingsCheckContext): void {
+  routeListeners(ctx);
   const { config } = ctx;
   if (!ctx.given('listenSocket')) {
     if (ctx.given('listenSocketMode')) {
@@ -44,6 +45,40 @@ export function checkListenerSettings(ctx: SettingsCheckContext): void {
       `${ctx.name('listenSocketMode')} ${config.listenSocketMode} lets no one connect: connecting to a socket takes write permission ` +
         'on its file; use 0660 (the proxy and its group) or 0600 (the proxy alone)',
     );
+  }
+}
+
+/**
+ * The routes' own listeners (docs/routes.md): no two on one port (on addresses that overlap) or
+ * one socket, none on the main listener's port or socket or on the admin port, and each socket
+ * path one the kernel can bind. Each problem names `routes` and the route.
+ */
+function routeListeners(ctx: SettingsCheckContext): void {
+  const { config } = ctx;
+  const taken: { who: string; host: string; port: number }[] = [
+    { who: 'ADMIN_PORT (the admin listener)', host: config.adminHost, port: config.adminPort },
+  ];
+  if (config.listenSocket === undefined) {
+    taken.push({ who: 'LISTEN_PORT (the main proxy listener)', host: config.listenHost, port: config.listenPort });
+  }
+  const sockets = new Map<string, string>();
+  if (config.listenSocket !== undefined) sockets.set(config.listenSocket, 'LISTEN_SOCKET (the main proxy listener)');
+  for (const { name, way } of ctx.routes) {
+    if (way.kind === 'port') {
+      const clash = way.port === 0 ? undefined : taken.find((t) => t.port === way.port && overlap(t.host, way.host));
+      if (clash !== undefined) {
+        ctx.problem(`routes: "${name}" listens on port ${way.port}, as ${clash.who} does: give each route a port of its own`);
+      }
+      taken.push({ who: `route "${name}"`, host: way.host, port: way.port });
+    } else if (way.kind === 'socket') {
+      const problem = socketPathProblem(way.path, `routes: "${name}"'s listenSocket`);
+      if (problem !== undefined) ctx.problem(problem);
+      const clash = sockets.get(way.path);
+      if (clash !== undefined) {
+        ctx.problem(`routes: "${name}" listens on the socket ${way.path}, as ${clash} does: give each route a socket of its own`);
+      }
+      sockets.set(way.path, `route "${name}"`);
+    }
   }
 }
 

@@ -2,7 +2,8 @@
  * Traces (docs/operations.md, "Traces"): off unless a collector is named. This file loads nothing
  * of OpenTelemetry: tracer.ts, and the SDK with it, is imported only when tracing is on.
  */
-import type { Metrics } from '../metrics.js';
+import type { TokenSourceObserver } from '../../token/token-state.js';
+import type { Metrics, RouteMetrics } from '../metrics.js';
 import type { Tracing, TracingDeps } from './tracer.js';
 import type { TracingSettings } from './settings.js';
 
@@ -22,7 +23,7 @@ export async function startTracing(settings: TracingSettings | undefined, deps: 
  */
 export function withTracing(metrics: Metrics, tracing: Tracing | undefined): Metrics {
   if (tracing === undefined) return metrics;
-  const tokenObserver = (observer: Metrics['configuredToken']): Metrics['configuredToken'] => ({
+  const tokenObserver = (observer: TokenSourceObserver): TokenSourceObserver => ({
     ...observer,
     onFetch(outcome, seconds) {
       observer.onFetch?.(outcome, seconds);
@@ -33,11 +34,23 @@ export function withTracing(metrics: Metrics, tracing: Tracing | undefined): Met
       tracing.tokenAdopted();
     },
   });
+  const routes = new Map<string, RouteMetrics>();
   const store = metrics.tokenStore;
   return {
     ...metrics,
-    configuredToken: tokenObserver(metrics.configuredToken),
-    passthroughToken: tokenObserver(metrics.passthroughToken),
+    route(name) {
+      let traced = routes.get(name);
+      if (traced === undefined) {
+        const counted = metrics.route(name);
+        traced = {
+          ...counted,
+          configuredToken: tokenObserver(counted.configuredToken),
+          passthroughToken: tokenObserver(counted.passthroughToken),
+        };
+        routes.set(name, traced);
+      }
+      return traced;
+    },
     tokenStore:
       store === undefined
         ? undefined
