@@ -3,7 +3,7 @@
  * opened as the proxy opens them, and an administrator's client that reads the store back raw.
  */
 import { Cluster, Redis } from 'iovalkey';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
 import type { TlsMaterial } from '../../src/net/tls-material.js';
 import { openRedisTokenStore, type RedisTokenStore } from '../../src/store/redis-store.js';
 import { parseStoreUrl, type StoreMode } from '../../src/store/redis-url.js';
@@ -54,13 +54,21 @@ export function storeSettings(target: RedisTarget, prefix: string, timeoutMs = 2
 export function openStore(
   target: RedisTarget,
   prefix: string,
-  options: { fetchTimeoutMs?: number; observer?: TokenStoreObserver; timeoutMs?: number; log?: FakeLog; idleMs?: number } = {},
+  options: {
+    fetchTimeoutMs?: number;
+    observer?: TokenStoreObserver;
+    timeoutMs?: number;
+    log?: FakeLog;
+    idleMs?: number;
+    /** The store's clock (its operation deadline, idle close and background checks); the system's by default. */
+    clock?: Clock;
+  } = {},
 ): RedisTokenStore {
   return openRedisTokenStore({
     settings: storeSettings(target, prefix, options.timeoutMs),
     fetchTimeoutMs: options.fetchTimeoutMs ?? 10_000,
     tls: target.tls ?? {},
-    clock: systemClock,
+    clock: options.clock ?? systemClock,
     random: Math.random,
     log: options.log ?? new FakeLog(),
     observer: options.observer,
@@ -109,7 +117,7 @@ export function redisHarness(
     prefix,
     async open(options = {}) {
       // A generous store timeout: the contract is about what the store holds, not how fast a loaded machine answers.
-      const store = openStore(target, prefix, { timeoutMs: 2_000, ...options });
+      const store = openStore(target, prefix, { timeoutMs: 10_000, ...options });
       opened.push(store);
       return store;
     },
