@@ -161,7 +161,9 @@ export function startProxy(
         }
         if (child.exitCode !== null || child.signalCode !== null) {
           done();
-          reject(new Error(`proxy exited before the expected log line; output:\n${out}`));
+          reject(
+            new Error(`proxy exited (code ${child.exitCode}, signal ${child.signalCode}) before the expected log line; output:\n${out}`),
+          );
         }
       };
       const timer = setTimeout(() => {
