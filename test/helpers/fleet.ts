@@ -44,7 +44,11 @@ export function storeEnv(target: RedisTarget, prefix: string): Record<string, st
   return env;
 }
 
-/** Starts `n` proxies together against `gateway`, all with the same credential and `env`; each is ready. */
+/**
+ * Starts `n` proxies together against `gateway`, all with the same credential and `env`; each is
+ * ready. Processes started together on a busy machine share its cores: each may take a minute,
+ * a deadline that only stops a start that hangs.
+ */
 export function startFleet(
   stack: StartStack,
   gateway: MockTicketService,
@@ -59,10 +63,39 @@ export function startFleet(
         secret: options.secret,
         env: options.env,
         ready: options.ready,
-        readyTimeoutMs: 20_000,
+        readyTimeoutMs: 60_000,
       }),
     ),
   );
+}
+
+/**
+ * How each proxy of `fleet` got its first token: `fetched` itself or `adopted` from the store
+ * (its first log line saying so, waited for).
+ */
+export function firstTokens(fleet: Stack[]): Promise<('fetched' | 'adopted')[]> {
+  return Promise.all(
+    fleet.map(async (s) => {
+      const line = await s.proxy.waitForLog((l) => l.msg === 'token fetched' || l.msg === 'token taken from the store', 60_000);
+      return line.msg === 'token fetched' ? 'fetched' : 'adopted';
+    }),
+  );
+}
+
+/**
+ * The most fetches a fleet sharing one credential through a store makes in `ms` of steady state
+ * with the default refresh ratio: one and a half a token lifetime of `ttlS` (docs/token-store.md,
+ * "What it saves", measures 1.43). Counted over the time that really passed, so a machine slow to
+ * start or to serve is given the refreshes its longer run needs.
+ */
+export function sharedFetchBound(ms: number, ttlS: number): number {
+  return Math.ceil((1.5 * ms) / (ttlS * 1000));
+}
+
+/** Milliseconds since `gateway` was first asked for a token (0 before). */
+export function sinceFirstFetch(gateway: MockTicketService): number {
+  const first = gateway.tokenRequests[0];
+  return first === undefined ? 0 : Date.now() - first.at;
 }
 
 /**

@@ -96,7 +96,14 @@ export async function pollUntil(fn: () => boolean | Promise<boolean>, options: {
  * proxy listener's only without `LISTEN_SOCKET`); with `wrap`, through that command prefix (which
  * must exec node in its place).
  */
-export function startProxy(env: Record<string, string>, options: { args?: string[]; wrap?: string[] } = {}): Promise<ProxyHandle> {
+export function startProxy(
+  env: Record<string, string>,
+  options: {
+    args?: string[];
+    wrap?: string[];
+    /** How long the listeners may take to come up; 15 s by default. */ upTimeoutMs?: number;
+  } = {},
+): Promise<ProxyHandle> {
   const [command, ...prefix] = [...(options.wrap ?? []), process.execPath];
   const child = spawn(command!, [...prefix, MAIN, ...(options.args ?? [])], {
     env: {
@@ -154,7 +161,9 @@ export function startProxy(env: Record<string, string>, options: { args?: string
         }
         if (child.exitCode !== null || child.signalCode !== null) {
           done();
-          reject(new Error(`proxy exited before the expected log line; output:\n${out}`));
+          reject(
+            new Error(`proxy exited (code ${child.exitCode}, signal ${child.signalCode}) before the expected log line; output:\n${out}`),
+          );
         }
       };
       const timer = setTimeout(() => {
@@ -177,7 +186,7 @@ export function startProxy(env: Record<string, string>, options: { args?: string
       ),
     ]);
 
-  return waitForLog((l) => l.msg === 'listeners up', 15_000).then((up) => {
+  return waitForLog((l) => l.msg === 'listeners up', options.upTimeoutMs ?? 15_000).then((up) => {
     const proxy = up.proxy as { port: number; socket?: string };
     const admin = up.admin as { port: number };
     return {

@@ -257,14 +257,22 @@ export async function startRedisCluster(options: Omit<RedisOptions, 'extra'> = {
 }
 
 /** A socket that accepts every connection and never answers (a store behind a dead route, or hung). */
-export async function blackHole(): Promise<{ port: number; connections(): number; open(): number; close(): Promise<void> }> {
+export async function blackHole(): Promise<{
+  port: number;
+  connections(): number;
+  open(): number;
+  /** Bytes received so far, from every connection. */
+  received(): number;
+  close(): Promise<void>;
+}> {
   const sockets = new Set<Socket>();
   let accepted = 0;
+  let received = 0;
   const server = createServer((socket) => {
     accepted++;
     sockets.add(socket);
     // Read and drop what comes, so a client's close is seen (an unread socket never ends).
-    socket.resume();
+    socket.on('data', (chunk: Buffer) => (received += chunk.length));
     socket.on('error', () => undefined);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -273,6 +281,7 @@ export async function blackHole(): Promise<{ port: number; connections(): number
     port: (server.address() as { port: number }).port,
     connections: () => accepted,
     open: () => sockets.size,
+    received: () => received,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
@@ -282,12 +291,23 @@ export async function blackHole(): Promise<{ port: number; connections(): number
 }
 
 /**
- * A store that answers each command `delayMs` after it came, never sooner: `AUTH`, `SELECT` and
- * `PING` with `+OK`, the rest with an error. What it was sent is kept, by command name.
+ * A store that holds its answer to each command until the test calls `answer()`: `AUTH`,
+ * `SELECT` and `PING` are answered `+OK`, the rest with an error. What it was sent is kept, by
+ * command name, so a test moves a clock between a command's arrival and its answer.
  */
-export async function slowStore(delayMs: number): Promise<{ port: number; commands: string[]; close(): Promise<void> }> {
+export async function heldStore(): Promise<{
+  port: number;
+  commands: string[];
+  /** Resolves once a command named `name` has come (at once when one already has). */
+  received(name: string): Promise<void>;
+  /** Sends the answers held so far. */
+  answer(): void;
+  close(): Promise<void>;
+}> {
   const sockets = new Set<Socket>();
   const commands: string[] = [];
+  const held: (() => void)[] = [];
+  const waiters = new Set<() => void>();
   const server = createServer((socket) => {
     sockets.add(socket);
     socket.on('error', () => undefined);
@@ -297,16 +317,30 @@ export async function slowStore(delayMs: number): Promise<{ port: number; comman
       for (const [, name] of String(chunk).matchAll(/^\*\d+\r\n\$\d+\r\n([A-Za-z]+)\r\n/gm)) {
         const command = name!.toUpperCase();
         commands.push(command);
-        setTimeout(() => {
+        held.push(() => {
           if (!socket.destroyed) socket.write(['AUTH', 'SELECT', 'PING'].includes(command) ? '+OK\r\n' : '-ERR unknown command\r\n');
-        }, delayMs);
+        });
       }
+      for (const w of waiters) w();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as { port: number }).port,
     commands,
+    received: (name) =>
+      new Promise<void>((resolve) => {
+        const check = (): void => {
+          if (!commands.includes(name)) return;
+          waiters.delete(check);
+          resolve();
+        };
+        waiters.add(check);
+        check();
+      }),
+    answer: () => {
+      for (const send of held.splice(0)) send();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -38,6 +38,7 @@ export interface StackOptions {
   tokenFault?: TokenFault;
   /** Wait until /readyz answers 200 (default); `false` returns once the listeners are up. */
   ready?: boolean;
+  /** How long the proxy may take to be ready (its listeners up, then /readyz 200), each; 15 s and 10 s by default. */
   readyTimeoutMs?: number;
   /** Command-line arguments for the proxy. */
   args?: string[];
@@ -129,7 +130,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const credentials: Record<string, string> = options.credentials === false ? {} : { CLIENT_ID: clientId, CLIENT_SECRET: secret };
     proxy = await startProxy(
       { BASE_URL: gateway.url, ...credentials, ...(typeof options.env === 'function' ? options.env(gateway) : options.env) },
-      { args: options.args, wrap: options.wrap },
+      { args: options.args, wrap: options.wrap, upTimeoutMs: options.readyTimeoutMs },
     );
     if (options.ready !== false) await untilReady(proxy, options.readyTimeoutMs);
   } catch (err) {

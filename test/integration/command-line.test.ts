@@ -217,12 +217,17 @@ describe('the command line', () => {
     );
   });
 
-  it('check refuses every configuration the start refuses, with the same message and status', async ({ shared }) => {
-    const env = { BASE_URL: shared.gateway.url, CLIENT_ID: 'client', CLIENT_SECRET: SECRET, ADMIN_PORT: '0' };
+  describe('check refuses every configuration the start refuses, with the same message and status', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tap-refusals-'));
     mkdirSync(join(dir, 'a-directory'));
     writeFileSync(join(dir, 'a-file'), 'x');
     symlinkSync(join(dir, 'elsewhere.sock'), join(dir, 'a-link'));
+    const refusalEnv = (gateway: { url: string }): Record<string, string> => ({
+      BASE_URL: gateway.url,
+      CLIENT_ID: 'client',
+      CLIENT_SECRET: SECRET,
+      ADMIN_PORT: '0',
+    });
     /** One bad configuration for each feature's settings check, the loader, the file, and each refusal at the socket's path. */
     const cases: { what: string; env?: Record<string, string>; args?: string[] }[] = [
       { what: 'loader', env: { LOG_LEVEL: 'chatty' } },
@@ -239,43 +244,55 @@ describe('the command line', () => {
       { what: 'socket path a file', env: { LISTEN_SOCKET: join(dir, 'a-file') } },
       { what: 'socket path a link', env: { LISTEN_SOCKET: join(dir, 'a-link') } },
     ];
-    // Every feature's check is walked: a new one needs its case here.
-    for (const name of Object.keys(SETTINGS_CHECKS)) expect(cases.map((c) => c.what)).toContain(name);
-    for (const c of cases) {
-      const caseEnv = { ...env, ...c.env };
+
+    it('has a case for every feature’s settings check', () => {
+      for (const name of Object.keys(SETTINGS_CHECKS)) expect(cases.map((c) => c.what)).toContain(name);
+    });
+
+    // A case each: each runs the start and check, two processes, as a user would.
+    it.for(cases)('$what', async (c, { shared }) => {
+      const caseEnv = { ...refusalEnv(shared.gateway), ...c.env };
       const [start, check] = await Promise.all([runCli(c.args ?? [], caseEnv), runCli(['check', ...(c.args ?? [])], caseEnv)]);
       expect(start.code, c.what).toBe(2);
       expect(start.stderr, c.what).toMatch(/^ticket-auth-proxy: invalid configuration \(\d problems?\):\n {2}- /);
       expect(check.code, c.what).toBe(2);
       expect(check.stderr, c.what).toBe(start.stderr);
       expect(check.stdout, c.what).not.toContain('ok: token obtained');
-    }
-    // docs/unix-socket.md quotes the refusal of a missing directory as the proxy gives it.
-    const row = readFileSync(new URL('../../docs/unix-socket.md', import.meta.url), 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('| a directory that does not exist'))!;
-    const quoted = /`(LISTEN_SOCKET … cannot be made: its directory … does not exist)`/.exec(row)?.[1];
-    expect(quoted, row).toBeDefined();
-    const missingDir = join(dir, 'no-such-dir');
-    expect((await runCli([], { ...env, LISTEN_SOCKET: join(missingDir, 'p.sock') })).stderr).toContain(
-      quoted!.replace('LISTEN_SOCKET …', `LISTEN_SOCKET ${join(missingDir, 'p.sock')}`).replace('directory …', `directory ${missingDir}`),
-    );
-    // Nothing was left at the refused paths, and a socket no process answers on (a killed proxy's leftover) passes check.
-    expect(existsSync(join(dir, 'elsewhere.sock'))).toBe(false);
-    const leftover = createServer().listen(join(dir, 'live.sock'));
-    await new Promise((resolve) => leftover.once('listening', resolve));
-    linkSync(join(dir, 'live.sock'), join(dir, 'stale.sock'));
-    await new Promise((resolve) => leftover.close(resolve));
-    expect(existsSync(join(dir, 'stale.sock'))).toBe(true);
-    const stale = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'stale.sock') });
-    expect(stale.code, stale.stderr).toBe(0);
-    expect(stale.stderr).toBe('');
-    expect(stale.stdout).toMatch(
-      new RegExp(
-        `^listeners: socket ${join(dir, 'stale.sock')} \\(a socket no process answers on is there, a stopped proxy's: the start replaces it\\) and 0\\.0\\.0\\.0:\\d+ can be opened$`,
-        'm',
-      ),
-    );
+    });
+
+    it('leaves nothing at the refused paths, quotes the refusal of a missing directory as docs/unix-socket.md does, and passes a socket no process answers on', async ({
+      shared,
+    }) => {
+      const env = refusalEnv(shared.gateway);
+      // docs/unix-socket.md quotes the refusal of a missing directory as the proxy gives it.
+      const row = readFileSync(new URL('../../docs/unix-socket.md', import.meta.url), 'utf8')
+        .split('\n')
+        .find((l) => l.startsWith('| a directory that does not exist'))!;
+      const quoted = /`(LISTEN_SOCKET … cannot be made: its directory … does not exist)`/.exec(row)?.[1];
+      expect(quoted, row).toBeDefined();
+      const missingDir = join(dir, 'no-such-dir');
+      expect((await runCli([], { ...env, LISTEN_SOCKET: join(missingDir, 'p.sock') })).stderr).toContain(
+        quoted!.replace('LISTEN_SOCKET …', `LISTEN_SOCKET ${join(missingDir, 'p.sock')}`).replace('directory …', `directory ${missingDir}`),
+      );
+      // Nothing was left at the refused paths (the link's target above), and a socket no process
+      // answers on (a killed proxy's leftover) passes check.
+      expect((await runCli([], { ...env, LISTEN_SOCKET: join(dir, 'a-link') })).code).toBe(2);
+      expect(existsSync(join(dir, 'elsewhere.sock'))).toBe(false);
+      const leftover = createServer().listen(join(dir, 'live.sock'));
+      await new Promise((resolve) => leftover.once('listening', resolve));
+      linkSync(join(dir, 'live.sock'), join(dir, 'stale.sock'));
+      await new Promise((resolve) => leftover.close(resolve));
+      expect(existsSync(join(dir, 'stale.sock'))).toBe(true);
+      const stale = await runCli(['check'], { ...env, LISTEN_SOCKET: join(dir, 'stale.sock') });
+      expect(stale.code, stale.stderr).toBe(0);
+      expect(stale.stderr).toBe('');
+      expect(stale.stdout).toMatch(
+        new RegExp(
+          `^listeners: socket ${join(dir, 'stale.sock')} \\(a socket no process answers on is there, a stopped proxy's: the start replaces it\\) and 0\\.0\\.0\\.0:\\d+ can be opened$`,
+          'm',
+        ),
+      );
+    });
   });
 
   it('check only warns when a process answers on LISTEN_SOCKET, which the start refuses', async ({ shared }) => {

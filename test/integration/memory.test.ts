@@ -168,6 +168,38 @@ const allocators: [string, Record<string, string>][] = [['glibc', IMAGE_NODE]];
 const image = host.imageAllocatorEnv({});
 if (image.env.LD_PRELOAD !== undefined) allocators.unshift([`the image's (${image.description})`, { ...IMAGE_NODE, ...image.env }]);
 
+/**
+ * Asks `/livez` as a kubelet does, from now until `stop()`: a new connection each time, one
+ * probe at a time. `stop()` gives each probe's status, or its error's code.
+ */
+function livenessProbes(adminPort: number): { stop(): Promise<(number | string)[]> } {
+  const answers: (number | string)[] = [];
+  let stopped = false;
+  const probe = (): Promise<number | string> =>
+    new Promise((resolve) => {
+      const req = httpRequest({ host: '127.0.0.1', port: adminPort, path: '/livez', agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+        res.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      req.end();
+    });
+  const running = (async () => {
+    while (!stopped) {
+      answers.push(await probe());
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await running;
+      return answers;
+    },
+  };
+}
+
 /** A reader that takes 64 KiB of its answer every 50 ms from the start: never a caller that stopped reading. */
 function steadyReader(port: number, path: string): SlowCaller & { stop(): void } {
   const c = slowCaller(port, path);
@@ -217,13 +249,7 @@ describe.each(allocators)('shedding near the memory limit, with %s allocator', (
     async ({ stack }) => {
       const s = await nearItsLimit(stack);
 
-      const livez: number[] = [];
-      const watch = setInterval(() => {
-        fetch(`${s.proxy.adminUrl}/livez`).then(
-          (r) => livez.push(r.status),
-          () => livez.push(0),
-        );
-      }, 100);
+      const liveness = livenessProbes(s.proxy.adminPort);
       try {
         // The burst: 300 callers of a 32 MiB answer, 20 of whom read steadily, the others not at
         // all for now. The answer is more than the socket buffers on the way take (8-10 MiB a
@@ -256,6 +282,7 @@ describe.each(allocators)('shedding near the memory limit, with %s allocator', (
         await servedAgain(s);
         expect(await s.metric(/ticket_auth_proxy_overload_shed_total (\d+)/)).toBeGreaterThan(0);
         expect(s.proxy.child.exitCode).toBeNull();
+        const livez = await liveness.stop();
         expect(livez.length).toBeGreaterThan(0);
         expect(livez.filter((status) => status !== 200)).toEqual([]);
         // Logged once a change: warn when shedding starts, info when it ends, in turn.
@@ -264,7 +291,7 @@ describe.each(allocators)('shedding near the memory limit, with %s allocator', (
         expect(changes.map((l) => l.level)).toEqual(changes.map((_, i) => (i % 2 === 0 ? 40 : 30)));
         expect(changes.at(-1)!.level).toBe(30);
       } finally {
-        clearInterval(watch);
+        await liveness.stop();
       }
     },
   );

@@ -9,7 +9,17 @@ import type { Cluster, Redis } from 'iovalkey';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { parseCaFile } from '../../src/net/tls-material.js';
 import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
-import { failures, freshPrefix, startFleet, storeEnv, STORE_USER, traffic } from '../helpers/fleet.js';
+import {
+  failures,
+  firstTokens,
+  freshPrefix,
+  sharedFetchBound,
+  sinceFirstFetch,
+  startFleet,
+  storeEnv,
+  STORE_USER,
+  traffic,
+} from '../helpers/fleet.js';
 import { adminClient, dumpStore, type RedisTarget } from '../helpers/redis-harness.js';
 import { startRedis, startRedisCluster } from '../helpers/redis-server.js';
 import { test as it } from '../helpers/stack.js';
@@ -41,25 +51,31 @@ function fleetOn(name: string, start: () => Promise<{ target: RedisTarget; stop(
       const gateway = await mock({ clients: { [CLIENT]: SECRET }, tokenTtlS: TTL_S });
       const prefix = freshPrefix();
       const fleet = await startFleet(stack, gateway, FLEET, { clientId: CLIENT, secret: SECRET, env: storeEnv(started.target, prefix) });
-      const atStart = gateway.tokenRequests.length;
-      expect(atStart).toBeGreaterThanOrEqual(1);
-      expect(atStart).toBeLessThanOrEqual(2);
+      // Started at once: at most two fetch their first token, the others take it from the store
+      // (however long the starts took, and whatever refreshes came meanwhile).
+      const fetchedFirst = (await firstTokens(fleet)).filter((how) => how === 'fetched').length;
+      expect(fetchedFirst).toBeGreaterThanOrEqual(1);
+      expect(fetchedFirst).toBeLessThanOrEqual(2);
 
+      const beforeTraffic = gateway.tokenRequests.length;
       const statuses = await traffic(fleet, LIFETIMES * TTL_S * 1000);
       expect(failures(statuses)).toEqual({});
-      // Without the store: eight at start and eight every 40-80 % of a lifetime, about 40 here.
-      const steady = gateway.tokenRequests.length - atStart;
-      expect(steady).toBeGreaterThanOrEqual(LIFETIMES - 1);
-      expect(steady).toBeLessThanOrEqual(Math.ceil(1.5 * LIFETIMES));
+      // Three lifetimes served without an error need two new tokens at least. Without the store:
+      // eight at start and eight every 40-80 % of a lifetime, about 40 here; with it, one and a
+      // half a lifetime since the first fetch, beyond the start's.
+      expect(gateway.tokenRequests.length - beforeTraffic).toBeGreaterThanOrEqual(LIFETIMES - 1);
+      expect(gateway.tokenRequests.length - fetchedFirst).toBeLessThanOrEqual(sharedFetchBound(sinceFirstFetch(gateway), TTL_S));
       const adoptions = await Promise.all(fleet.map((s) => s.metric(/ticket_auth_proxy_token_adoptions_total (\S+)/)));
       expect(adoptions.reduce((a, b) => a + b)).toBeGreaterThanOrEqual(FLEET - 1);
 
-      // The gateway revokes every token: each proxy meets its own 401; one fetch serves them all.
+      // The gateway revokes every token: each proxy meets its own 401; one fetch serves them all
+      // (and a refresh may fall due while it does).
       const beforeRevocation = gateway.tokenRequests.length;
+      const revokedAt = Date.now();
       gateway.revokeAll();
       const afterRevocation = await traffic(fleet, 600);
       expect(failures(afterRevocation)).toEqual({});
-      expect(gateway.tokenRequests.length - beforeRevocation).toBeLessThanOrEqual(2);
+      expect(gateway.tokenRequests.length - beforeRevocation).toBeLessThanOrEqual(1 + sharedFetchBound(Date.now() - revokedAt, TTL_S));
 
       // The store read back as anyone with its password sees it: no token, secret, client id or URL.
       const keys = await dumpStore(admin, prefix);
@@ -72,7 +88,7 @@ function fleetOn(name: string, start: () => Promise<{ target: RedisTarget; stop(
       expect(Object.keys(entries[0]!.value).sort()).toEqual(['ct', 'exp', 'fp']);
       expect(entries[0]!.ttlMs).toBeGreaterThan(0);
       expect(entries[0]!.ttlMs).toBeLessThanOrEqual(TTL_S * 1000);
-    }, 60_000);
+    }, 180_000);
   });
 }
 

@@ -218,7 +218,9 @@ function parseResponses(data: Buffer): { statuses: number[]; error?: string } {
 }
 
 describe('raw-socket fuzz against the proxy process', () => {
-  it('keeps serving, answers only well-formed HTTP, and forwards nothing the rules refuse', async () => {
+  // A fixed number of sessions, not a time budget: the same sessions on a busy machine as on an
+  // idle one, where a budget ran out sooner and left too few to reach the forwarding path.
+  it('keeps serving, answers only well-formed HTTP, and forwards nothing the rules refuse', { timeout: 120_000 }, async () => {
     let forwarded = 0;
     await fc.assert(
       fc.asyncProperty(session, async ([requests, split]) => {
@@ -241,7 +243,7 @@ describe('raw-socket fuzz against the proxy process', () => {
         expect(health.status).toBe(200);
         await health.arrayBuffer();
       }),
-      { seed: SEED, numRuns: 150, interruptAfterTimeLimit: 8000, markInterruptAsFailure: false },
+      { seed: SEED, numRuns: 150 },
     );
     expect(proxy.child.exitCode).toBeNull();
     // The generator reaches the forwarding path too, not only the parser's refusals.

@@ -1,10 +1,79 @@
+import type * as PerfHooks from 'node:perf_hooks';
 import { Histogram, Registry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { registerBuildInfo } from '../../src/telemetry/build-info.js';
+import { EVENT_LOOP_RESOLUTION_MS } from '../../src/telemetry/event-loop-delay.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
 import { REQUEST_DURATION_BOUNDS } from '../../src/telemetry/request-metrics.js';
 import { codeSpans, readDoc, rowsOf, section } from '../helpers/docs.js';
-import { pollUntil } from '../helpers/index.js';
+
+/**
+ * The event-loop delays the next monitor records: Node's own monitor by default, or samples a
+ * test gives (`monitor.next`), so what the gauges make of them is exact on any machine.
+ */
+const monitor = vi.hoisted(() => ({ next: undefined as PerfHooks.IntervalHistogram | undefined }));
+vi.mock('node:perf_hooks', async (importOriginal) => {
+  const perfHooks = await importOriginal<typeof PerfHooks>();
+  return {
+    ...perfHooks,
+    monitorEventLoopDelay: (options?: Parameters<typeof perfHooks.monitorEventLoopDelay>[0]) => {
+      const given = monitor.next;
+      monitor.next = undefined;
+      return given ?? perfHooks.monitorEventLoopDelay(options);
+    },
+  };
+});
+
+/**
+ * Delays as Node's monitor records them, in nanoseconds: the time between two ticks of its timer,
+ * so an on-time tick records the resolution itself. Percentiles by nearest rank.
+ */
+class RecordedDelays {
+  enabled = false;
+  constructor(private samples: number[]) {}
+  enable(): boolean {
+    this.enabled = true;
+    return true;
+  }
+  disable(): boolean {
+    this.enabled = false;
+    return true;
+  }
+  reset(): void {
+    this.samples = [];
+  }
+  record(...ms: number[]): void {
+    this.samples.push(...ms.map((m) => m * 1e6));
+  }
+  get count(): number {
+    return this.samples.length;
+  }
+  get min(): number {
+    return Math.min(...this.samples);
+  }
+  get max(): number {
+    return Math.max(...this.samples);
+  }
+  get mean(): number {
+    return this.samples.reduce((a, b) => a + b, 0) / this.samples.length;
+  }
+  get stddev(): number {
+    const mean = this.mean;
+    return Math.sqrt(this.samples.reduce((a, b) => a + (b - mean) ** 2, 0) / this.samples.length);
+  }
+  percentile(p: number): number {
+    const sorted = [...this.samples].sort((a, b) => a - b);
+    return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!;
+  }
+}
+
+/** A monitor for the next registry made, recording `ms` (delays between ticks) before its first scrape. */
+function recording(...ms: number[]): RecordedDelays {
+  const delays = new RecordedDelays([]);
+  delays.record(...ms);
+  monitor.next = delays as unknown as PerfHooks.IntervalHistogram;
+  return delays;
+}
 
 /** The metrics table of docs/operations.md: each metric's type and its label names, sorted. */
 const DOCUMENTED = new Map(
@@ -358,34 +427,47 @@ describe('createMetrics', () => {
 });
 
 describe('event-loop delay', () => {
+  // Ticks due every resolution: three 1 ms late, one 5 ms late, one 200 ms late, and one 1 ms
+  // early (a tick never comes early, but a monitor's first may measure less than the resolution).
+  const TICKS = [1, 1, 1, 5, 200, -1].map((late) => EVENT_LOOP_RESOLUTION_MS + late);
+
   it('reports how late the loop was, not the 100 ms between samples (the full runtime profile: every gauge)', async () => {
+    const delays = recording(...TICKS);
+    // The spread is not moved by the resolution: it is read as it is.
+    const spread = delays.stddev / 1e9;
     const registry = new Registry();
     createMetrics(registry, { runtime: 'full' });
-    // A scrape reads the samples taken since the last one; wait until one has some.
-    let p50 = NaN;
-    await scrape(registry);
-    await pollUntil(
-      async () => {
-        const { samples } = await scrape(registry);
-        const value = (name: string) => samples.find((s) => s.name === name)?.value ?? NaN;
-        p50 = value('nodejs_eventloop_lag_p50_seconds');
-        return value('nodejs_eventloop_lag_max_seconds') > 0;
-      },
-      { timeoutMs: 10_000, intervalMs: 250 },
-    );
-    // Every raw sample is at least the 100 ms resolution: read as it is, p50 would be 0.1 or more.
-    // Half the ticks 100 ms late would be a stalled loop, not this idle test.
-    expect(p50).toBeGreaterThanOrEqual(0);
-    expect(p50).toBeLessThan(0.1);
+    expect(delays.enabled).toBe(true);
     const { samples } = await scrape(registry);
-    const names = samples.map((s) => s.name).filter((n) => n.startsWith('nodejs_eventloop_lag'));
-    expect(new Set(names)).toEqual(
-      new Set([
-        'nodejs_eventloop_lag_seconds',
-        ...['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((q) => `nodejs_eventloop_lag_${q}_seconds`),
-      ]),
-    );
-    expect(names).toHaveLength(8);
+    const lag = Object.fromEntries(samples.filter((s) => s.name.startsWith('nodejs_eventloop_lag_')).map((s) => [s.name, s.value]));
+    expect(lag).toEqual({
+      nodejs_eventloop_lag_seconds: expect.any(Number),
+      nodejs_eventloop_lag_min_seconds: 0,
+      nodejs_eventloop_lag_max_seconds: 0.2,
+      nodejs_eventloop_lag_mean_seconds: expect.closeTo((1 + 1 + 1 + 5 + 200 - 1) / 6 / 1000, 9),
+      nodejs_eventloop_lag_stddev_seconds: expect.closeTo(spread, 9),
+      nodejs_eventloop_lag_p50_seconds: 0.001,
+      nodejs_eventloop_lag_p90_seconds: 0.2,
+      nodejs_eventloop_lag_p99_seconds: 0.2,
+    });
+    // A scrape takes the samples it read: the next reads only those taken after it.
+    expect(delays.count).toBe(0);
+    delays.record(EVENT_LOOP_RESOLUTION_MS + 100);
+    expect(Object.fromEntries((await scrape(registry)).samples.map((s) => [s.name, s.value]))).toMatchObject({
+      nodejs_eventloop_lag_min_seconds: 0.1,
+      nodejs_eventloop_lag_p50_seconds: 0.1,
+    });
+  });
+
+  it('reports the 99th percentile alone with the default runtime profile', async () => {
+    const delays = recording(...TICKS.slice(0, 4));
+    const registry = new Registry();
+    createMetrics(registry);
+    const { samples } = await scrape(registry);
+    expect(samples.filter((s) => s.name.startsWith('nodejs_eventloop_lag'))).toEqual([
+      { name: 'nodejs_eventloop_lag_p99_seconds', labels: {}, value: 0.005 },
+    ]);
+    expect(delays.count).toBe(0);
   });
 });
 
