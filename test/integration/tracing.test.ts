@@ -5,6 +5,7 @@
  * caller's trace continued; nothing secret in any span; a collector that hangs or refuses costs
  * spans, counted, never a request (docs/operations.md, "Traces").
  */
+import { request } from 'undici';
 import { describe, expect } from 'vitest';
 import { closedPort, pollUntil } from '../helpers/index.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
@@ -78,7 +79,7 @@ describe('traces through the proxy', () => {
       'ticket_auth_proxy.token.outcome': 'success',
       'server.address': new URL(s.gateway.url).host,
     });
-    expect(server!.links).toContainEqual({ traceId: fetchSpan.traceId, spanId: fetchSpan.spanId });
+    expect(server!.links).toContainEqual(expect.objectContaining({ traceId: fetchSpan.traceId, spanId: fetchSpan.spanId }));
     const [attempt] = await attemptsOf(r, server!, 1);
     expect(attempt).toMatchObject({
       name: 'GET',
@@ -145,6 +146,40 @@ describe('traces through the proxy', () => {
     const got = s.gateway.apiRequests.at(-1)!.headers;
     expect(got.traceparent).toBe(`00-${traceId}-${attempt!.spanId}-01`);
     expect(got.tracestate).toBe('vendor=opaque');
+  });
+
+  test("sends the gateway one traceparent, its own: the caller's 200 are all removed, and its tracestate with them", async ({ stack }) => {
+    const r = await receiver();
+    const s = await tracedStack(stack, r);
+    const callerTraces = Array.from({ length: 200 }, (_, i) => `${(i + 1).toString(16).padStart(32, '0')}`);
+    const headers = callerTraces.flatMap((traceId, i) => [i % 2 ? 'Traceparent' : 'traceparent', `00-${traceId}-00f067aa0ba902b7-01`]);
+    const res = await request(`${s.proxy.proxyUrl}/api/v1/tickets`, { headers: [...headers, 'tracestate', 'vendor=opaque'] });
+    await res.body.dump();
+    expect(res.statusCode).toBe(200);
+    const [server] = await serverSpans(r, 1);
+    // Several traceparent fields are no valid parent: the proxy starts a trace of its own.
+    expect(server!.parentSpanId).toBe('');
+    expect(callerTraces).not.toContain(server!.traceId);
+    const [attempt] = await attemptsOf(r, server!, 1);
+    const raw = s.gateway.apiRequests.at(-1)!.rawHeaders;
+    const sent = (name: string): string[] => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === name);
+    expect(sent('traceparent')).toEqual([`00-${server!.traceId}-${attempt!.spanId}-01`]);
+    expect(sent('tracestate')).toEqual([]);
+  });
+
+  test("replaces a caller's malformed traceparent with its own, and drops the tracestate that came with it", async ({ stack }) => {
+    const r = await receiver();
+    const s = await tracedStack(stack, r);
+    const res = await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`, {
+      headers: { traceparent: '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01', tracestate: 'vendor=opaque' },
+    });
+    expect(res.status).toBe(200);
+    const [server] = await serverSpans(r, 1);
+    expect(server!.parentSpanId).toBe('');
+    const [attempt] = await attemptsOf(r, server!, 1);
+    const got = s.gateway.apiRequests.at(-1)!.headers;
+    expect(got.traceparent).toBe(`00-${server!.traceId}-${attempt!.spanId}-01`);
+    expect(got.tracestate).toBeUndefined();
   });
 
   test('makes a span of each token store operation, with its result', async ({ stack }) => {

@@ -1,6 +1,6 @@
 /**
  * Traces (docs/operations.md, "Traces"): off unless a collector is named. This file loads nothing
- * of OpenTelemetry: tracer.ts, and the SDK with it, is imported only when tracing is on.
+ * of the tracer: tracer.ts is imported only when tracing is on.
  */
 import type { Metrics } from '../metrics.js';
 import type { Tracing, TracingDeps } from './tracer.js';
@@ -9,7 +9,7 @@ import type { TracingSettings } from './settings.js';
 export { checkTracingSettings, type TracingSettings } from './settings.js';
 export type { Tracing } from './tracer.js';
 
-/** Loads the SDK and starts tracing; undefined without settings (tracing off). */
+/** Loads the tracer and starts tracing; undefined without settings (tracing off). */
 export async function startTracing(settings: TracingSettings | undefined, deps: TracingDeps): Promise<Tracing | undefined> {
   if (settings === undefined) return undefined;
   const { createTracing } = await import('./tracer.js');
