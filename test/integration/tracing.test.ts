@@ -5,9 +5,12 @@
  * caller's trace continued; nothing secret in any span; a collector that hangs or refuses costs
  * spans, counted, never a request (docs/operations.md, "Traces").
  */
+import { once } from 'node:events';
+import { createServer as createH2cServer } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { describe, expect } from 'vitest';
-import { closedPort, pollUntil } from '../helpers/index.js';
+import { closedPort, pollUntil, runCli } from '../helpers/index.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { startRawGateway, type RawGateway } from '../helpers/raw-gateway.js';
 import { test, type Stack, type StartStack } from '../helpers/stack.js';
@@ -182,6 +185,22 @@ describe('traces through the proxy', () => {
     expect(got.tracestate).toBeUndefined();
   });
 
+  test('says at start where spans go and how they are sampled, never the headers sent to the collector', async ({ stack }) => {
+    const r = await receiver();
+    const key = 'otlp-key-9t4w';
+    const s = await tracedStack(stack, r, {
+      env: {
+        OTEL_EXPORTER_OTLP_HEADERS: `api-key=${key}`,
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+      },
+      mustNotLeak: [key],
+    });
+    const line = s.proxy.lines().find((l) => l.msg === 'tracing on: spans are exported to the collector');
+    expect(line).toMatchObject({ level: 30, collector: r.url, sampler: 'parentbased_traceidratio (ratio 0.25)' });
+    expect(JSON.stringify(line)).not.toContain(key);
+  });
+
   test('makes a span of each token store operation, with its result', async ({ stack }) => {
     const r = await receiver();
     // A store on a closed port: each operation fails at once, and the proxy fetches for itself.
@@ -244,6 +263,75 @@ describe('a collector that is slow or down', () => {
     await pollUntil(async () => (await dropped(s)) >= 10, { timeoutMs: 10_000, intervalMs: 200 });
     expect(r.exports.length).toBeGreaterThan(0);
     expect(s.proxy.lines().some((l) => l.msg === 'spans could not be exported; dropping them until the collector answers')).toBe(true);
+  });
+});
+
+describe('check with a collector named', () => {
+  const checkEnv = (gatewayUrl: string, secret: string, clientId: string): Record<string, string> => ({
+    BASE_URL: gatewayUrl,
+    CLIENT_ID: clientId,
+    CLIENT_SECRET: secret,
+  });
+
+  test('sends one empty export with the headers and says the collector took it; the key is never shown', async ({ mock }) => {
+    const r = await receiver();
+    const gateway = await mock({ clients: { [CLIENT_ID]: SECRET } });
+    const key = 'otlp-key-3vq8';
+    const res = await runCli(['check'], {
+      ...checkEnv(gateway.url, SECRET, CLIENT_ID),
+      OTEL_EXPORTER_OTLP_ENDPOINT: r.url,
+      OTEL_EXPORTER_OTLP_HEADERS: `api-key=${key}`,
+    });
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain(
+      `tracing: spans go to ${r.url}/v1/traces, sampled parentbased_traceidratio (ratio 0.01); the collector took an empty export (200)\n`,
+    );
+    expect(r.exports).toHaveLength(1);
+    expect(r.exports[0]).toMatchObject({ path: '/v1/traces', body: Buffer.alloc(0) });
+    expect(r.exports[0]!.headers).toMatchObject({ 'api-key': key, 'content-type': 'application/x-protobuf' });
+    expect(res.stdout + res.stderr).not.toContain(key);
+  });
+
+  test('warns, exit status unchanged, when the collector refuses the export or answers in HTTP/2, with what to change', async ({
+    mock,
+  }) => {
+    const gateway = await mock({ clients: { [CLIENT_ID]: SECRET } });
+    const env = checkEnv(gateway.url, SECRET, CLIENT_ID);
+    const r = await receiver();
+    r.setMode('refuse');
+    const refused = await runCli(['check'], { ...env, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${r.url}/v1/traces` });
+    expect(refused.code).toBe(0);
+    expect(refused.stderr).toContain('ticket-auth-proxy: warning: the collector did not take an empty export: the collector answered 503');
+    // An HTTP/2-only port (gRPC's, 4317, is one) answers an HTTP/1.1 request with its SETTINGS frame.
+    const h2 = createH2cServer();
+    h2.on('stream', (stream) => stream.respond({ ':status': 200 }, { endStream: true }));
+    h2.listen(0, '127.0.0.1');
+    await once(h2, 'listening');
+    try {
+      const port = (h2.address() as AddressInfo).port;
+      const http2 = await runCli(['check'], { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
+      expect(http2.code).toBe(0);
+      expect(http2.stdout).toContain('ok: token obtained');
+      expect(http2.stdout).toContain(`tracing: spans go to http://127.0.0.1:${port}/v1/traces`);
+      expect(http2.stderr).toContain(
+        'ticket-auth-proxy: warning: the collector did not take an empty export: the collector answered in HTTP/2, not HTTP/1.1; ' +
+          "an HTTP/2-only port, such as OTLP/gRPC's 4317, answers so",
+      );
+    } finally {
+      h2.close();
+    }
+    const down = await runCli(['check'], { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await closedPort()}` });
+    expect(down.code).toBe(0);
+    expect(down.stderr).toMatch(
+      /warning: the collector did not take an empty export: ECONNREFUSED; nothing listens at http:\/\/127\.0\.0\.1:\d+/,
+    );
+  });
+
+  test('says nothing of tracing when no collector is named', async ({ mock }) => {
+    const gateway = await mock({ clients: { [CLIENT_ID]: SECRET } });
+    const res = await runCli(['check'], checkEnv(gateway.url, SECRET, CLIENT_ID));
+    expect(res.code).toBe(0);
+    expect(res.stdout + res.stderr).not.toMatch(/tracing|collector/);
   });
 });
 

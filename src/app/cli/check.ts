@@ -13,6 +13,7 @@ import { tokenFetcher, type FetchToken } from '../../token/fetch-token.js';
 import type { DpopClient, DpopStartup } from '../../token/dpop/index.js';
 import { readContainerMemory } from '../../overload/memory-limit.js';
 import { SHED_ABOVE } from '../../overload/overload-guard.js';
+import { checkCollector, type TracingSettings } from '../../telemetry/tracing/index.js';
 import { checkTokenStore } from '../check-store.js';
 import { listenCode, listenProblemMeaning, listenProblems } from '../listeners/port-probe.js';
 import { dpopClient } from '../routes.js';
@@ -31,11 +32,19 @@ import { listenOnSocket } from '../listeners/unix-socket.js';
  * was obtained; 1 when the metadata or the fetch failed (with `DPOP=required`, a Bearer answer
  * too), a listener cannot be opened, a configured store cannot be used, or the memory limit is one
  * the idle proxy is already over the shedding line of ({@link memoryLimitProblem}); 2 for a
- * configuration the start refuses, or when no credential is configured.
+ * configuration the start refuses, or when no credential is configured. With tracing on, where
+ * spans go and whether the collector takes an empty export: a warning when it does not, which
+ * leaves the status as it is (telemetry/tracing/collector-check.ts).
  */
 export async function check(
   config: Config,
-  startup: { tls: TlsFiles; token: TokenStartup; dpop?: DpopStartup; store?: StoreSettings | undefined },
+  startup: {
+    tls: TlsFiles;
+    token: TokenStartup;
+    dpop?: DpopStartup;
+    store?: StoreSettings | undefined;
+    tracing?: TracingSettings | undefined;
+  },
 ): Promise<number> {
   const log = createLogger('silent');
   const socket = await socketRefusal(config, log);
@@ -71,6 +80,11 @@ export async function check(
   const fetched = await fetchOnce(config, endpoint, fetchToken, credential, dpop);
   const listenersOpen = (await listeners)();
   if (socket.inUse !== undefined) process.stderr.write(`ticket-auth-proxy: warning: ${socket.inUse}\n`);
+  if (startup.tracing !== undefined) {
+    const collector = await checkCollector(startup.tracing, dispatchers.token);
+    process.stdout.write(collector.stdout);
+    process.stderr.write(collector.stderr);
+  }
   await dispatchers.close();
   const shedsAll = memoryLimitProblem(config.memoryLimitMb);
   if (shedsAll !== undefined) process.stderr.write(`ticket-auth-proxy: ${shedsAll}\n`);

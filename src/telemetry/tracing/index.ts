@@ -8,6 +8,7 @@ import type { TracingSettings } from './settings.js';
 
 export { checkTracingSettings, type TracingSettings } from './settings.js';
 export type { Tracing } from './tracer.js';
+export { checkCollector } from './collector-check.js';
 
 /** Loads the tracer and starts tracing; undefined without settings (tracing off). */
 export async function startTracing(settings: TracingSettings | undefined, deps: TracingDeps): Promise<Tracing | undefined> {

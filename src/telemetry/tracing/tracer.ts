@@ -18,6 +18,7 @@ import type { Log } from '../../core/log.js';
 import type { AttemptKind, RequestTrace, RequestTracer } from '../../proxy/recorder.js';
 import type { StoreOperation, StoreResult } from '../../store/index.js';
 import type { FetchOutcome } from '../../token/errors.js';
+import { describeSampler } from './collector-check.js';
 import { createExportQueue } from './export-queue.js';
 import { createIds } from './ids.js';
 import { encodeExport, exportHead, spanShape } from './otlp-encoding.js';
@@ -81,6 +82,7 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
     }),
     deps.dropped,
   );
+  deps.log.info({ collector: settings.url.origin, sampler: describeSampler(settings) }, 'tracing on: spans are exported to the collector');
 
   const gateway = {
     'server.address': deps.gatewayUrl.hostname,
