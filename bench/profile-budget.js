@@ -4,7 +4,13 @@
 // A sample goes to the innermost frame on its stack that names a step (below), so the write a
 // response's end triggers counts as "answer end", the metrics it records as "metrics". Names are
 // function names, which the product's bundle keeps; the steps match the minimal proxy's too.
+// With tracing on, a sample under a batch's export goes to the export whatever the innermost
+// frame (its HTTP request has the gateway dispatch's frames), and the spans' work on the request
+// path to its own step.
 import { readFileSync } from 'node:fs';
+
+/** Steps a sample belongs to when any frame on its stack names them, before the innermost rule. */
+const OWNERS = [['tracing: export (encode, send)', ['sendBatch', 'encodeExport', 'postExport']]];
 
 const STEPS = [
   ['caller request parse', ['parserOnHeadersComplete', 'parserOnIncoming', 'parserOnBody', 'parserOnMessageComplete']],
@@ -18,6 +24,7 @@ const STEPS = [
   ['answer end (write to caller)', ['onResponseEnd', 'onMessageComplete', 'onComplete']],
   ['metrics', ['answered', 'requestEnded', 'observe']],
   ['log', ['info', 'write', 'asJson']],
+  ['tracing: spans on the request path', ['began', 'attempt', 'attemptEnded', 'ended', 'awaitingToken']],
 ];
 const LEAF = new Map([
   ['(garbage collector)', 'garbage collector'],
@@ -32,6 +39,8 @@ const parent = new Map();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 const stepOf = new Map();
 for (const [step, names] of STEPS) for (const name of names) stepOf.set(name, step);
+const ownerOf = new Map();
+for (const [step, names] of OWNERS) for (const name of names) ownerOf.set(name, step);
 // The access log's `write`/`info` only count under a logger: pino's frames come from its module.
 const isLog = (f) => /pino|sonic-boom/.test(f.url);
 
@@ -42,6 +51,7 @@ for (const id of profile.samples) {
   if (leaf === '(idle)') continue;
   busy += 1;
   let step = LEAF.get(leaf);
+  for (let at = id; step === undefined && at !== undefined; at = parent.get(at)) step = ownerOf.get(byId.get(at).callFrame.functionName);
   for (let at = id; step === undefined && at !== undefined; at = parent.get(at)) {
     const f = byId.get(at).callFrame;
     const s = stepOf.get(f.functionName);
@@ -51,7 +61,7 @@ for (const id of profile.samples) {
   step ??= 'other (event loop, timers, sockets)';
   counts.set(step, (counts.get(step) ?? 0) + 1);
 }
-const order = [...STEPS.map(([s]) => s), ...LEAF.values(), 'other (event loop, timers, sockets)'];
+const order = [...STEPS.map(([s]) => s), ...OWNERS.map(([s]) => s), ...LEAF.values(), 'other (event loop, timers, sockets)'];
 console.log(`${busy} busy samples; ${usPerRequest} µs of CPU per request`);
 for (const step of order) {
   const n = counts.get(step) ?? 0;

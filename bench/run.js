@@ -10,6 +10,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createMockTicketService } from '../dist/mock/ticket-service.js';
 import { CLIENT_SECRET, PRODUCT, clientIds, startCandidates } from './run/candidates.js';
+import { startCollector } from './run/collector.js';
 import { createChildren } from './run/children.js';
 import { createLoad } from './run/load.js';
 import { createProcReader } from './run/proc.js';
@@ -26,9 +27,11 @@ import { startTlsUpstream, startUpstream } from './run/upstreams.js';
  */
 async function measureScenario(scenario, run) {
   const upstream = scenario.tls ? await run.tlsUpstream() : run.upstream;
-  const candidates = await startCandidates(scenario, { ...run, upstream });
+  const collector = scenario.tracing ? await run.collector() : undefined;
+  const candidates = await startCandidates(scenario, { ...run, upstream, collector });
   try {
     const dpopBefore = scenario.dpop ? await upstream.dpopCounts() : undefined;
+    const spansBefore = collector?.counts();
     const measured = await runRounds(scenario, candidates, { ...run, upstream });
     const summary = {};
     for (const { name, pid, tokenFetches } of candidates) {
@@ -48,12 +51,31 @@ async function measureScenario(scenario, run) {
       const [withProof, dpopScheme] = [after.withProof - dpopBefore.withProof, after.dpopScheme - dpopBefore.dpopScheme];
       summary[PRODUCT].dpop = { requests: measured.requests[PRODUCT], withProof, dpopScheme };
     }
+    if (spansBefore) {
+      // Only the product traces: what the collector received in the scenario is its export.
+      const after = collector.counts();
+      const product = candidates.find((c) => c.name === PRODUCT);
+      summary[PRODUCT].tracing = {
+        requests: measured.requests[PRODUCT],
+        spans: after.spans - spansBefore.spans,
+        exports: after.exports - spansBefore.exports,
+        bytes: after.bytes - spansBefore.bytes,
+        malformed: after.malformed - spansBefore.malformed,
+        dropped: await spansDropped(product.adminUrl),
+      };
+    }
     const others = scenario.against.filter((name) => summary[name]);
     const ratios = Object.fromEntries(others.map((name) => [name, compare(summary[PRODUCT], summary[name])]));
     return { scenario, summary, ratios };
   } finally {
     await Promise.all(candidates.map(run.children.stop));
   }
+}
+
+/** The product's `ticket_auth_proxy_trace_spans_dropped_total`, from its admin listener. */
+async function spansDropped(adminUrl) {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  return Number(/^ticket_auth_proxy_trace_spans_dropped_total (\S+)/m.exec(text)?.[1] ?? NaN);
 }
 
 async function main() {
@@ -83,6 +105,7 @@ async function main() {
 
   const upstream = await startUpstream(settings.upstream, { children, workDir });
   let tlsUpstream;
+  let collector;
   const tokenService = await createMockTicketService({
     clients: Object.fromEntries(clientIds().map((id) => [id, CLIENT_SECRET])),
     tokenTtlS: 3600,
@@ -94,6 +117,7 @@ async function main() {
     children,
     upstream,
     tlsUpstream: async () => (tlsUpstream ??= await startTlsUpstream({ children, workDir })),
+    collector: async () => (collector ??= await startCollector()),
     tokenService,
     secretFile,
     workDir,
@@ -107,6 +131,7 @@ async function main() {
   } finally {
     await upstream.stop();
     await tlsUpstream?.stop();
+    await collector?.stop();
     await tokenService.close();
   }
   const { markdown, file } = writeReport(results, machine, settings);

@@ -1,7 +1,7 @@
 // The candidates a scenario sets side by side, each a process of its own started for the scenario:
 // the product, started as a user starts it; the build it is compared with (BENCH_BEFORE); the
 // product with the scenario's feature off (`bearer` in the DPoP scenarios, `tcp` in the socket
-// one); and two baselines
+// one, `untraced` in the tracing one); and two baselines
 // written with Node's usual tools (bench/baselines/). bench/README.md describes each.
 import { join } from 'node:path';
 import { freePort, root } from '../processes.js';
@@ -11,6 +11,7 @@ export const PRODUCT = 'ticket-auth-proxy';
 export const BEFORE = 'before';
 export const BEARER = 'bearer';
 export const TCP = 'tcp';
+export const UNTRACED = 'untraced';
 export const MINIMAL = 'undici-minimal';
 export const HTTP_PROXY = 'http-proxy';
 
@@ -30,6 +31,8 @@ const BUILDS = {
   [BEARER]: { clientId: 'bench-bearer', main: () => 'dist/main.js', feature: false },
   // The same on loopback TCP, beside the product on a Unix socket.
   [TCP]: { clientId: 'bench-tcp', main: () => 'dist/main.js', feature: false },
+  // With tracing off, beside the product tracing every request.
+  [UNTRACED]: { clientId: 'bench-untraced', main: () => 'dist/main.js', feature: false },
 };
 
 /** The token every baseline sends: they hold a static Bearer, no token lifecycle. */
@@ -44,7 +47,7 @@ const BASELINES = {
 };
 
 /** The order in which candidates are started, listed and run in a scenario's first round. */
-const ORDER = [MINIMAL, HTTP_PROXY, PRODUCT, BEFORE, BEARER, TCP];
+const ORDER = [MINIMAL, HTTP_PROXY, PRODUCT, BEFORE, BEARER, TCP, UNTRACED];
 
 /** The client ids the mock token endpoint must know, each with CLIENT_SECRET. */
 export function clientIds() {
@@ -56,8 +59,12 @@ function candidateNames(scenario, settings) {
   return ORDER.filter((name) => name === PRODUCT || (scenario.against.includes(name) && (name !== BEFORE || settings.beforeMain)));
 }
 
-/** What the scenario's feature sets in the product: DPOP=on, and DPOP_ALG unless it is the default key (ES256). */
-function featureEnv(scenario) {
+/**
+ * What the scenario's feature sets in the product: DPOP=on, and DPOP_ALG unless it is the default
+ * key (ES256); tracing of every request, exported to the run's collector.
+ */
+function featureEnv(scenario, collector) {
+  if (scenario.tracing) return { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_TRACES_SAMPLER: 'always_on' };
   if (scenario.dpop === undefined) return {};
   return { DPOP: 'on', ...(scenario.dpop === 'ES256' ? {} : { DPOP_ALG: scenario.dpop }) };
 }
@@ -69,13 +76,15 @@ function trafficEnv(scenario, upstream) {
 
 /**
  * Starts the scenario's candidates and resolves them once each is ready: `{ name, url, socketPath?,
- * pid, child, output(), tokenFetches?() }`, tokenFetches counting the build's token requests from
- * now on; `socketPath` where the candidate listens on a Unix socket (`url` then names no port).
+ * pid, child, output(), tokenFetches?(), adminUrl? }`, tokenFetches counting the build's token
+ * requests from now on; `socketPath` where the candidate listens on a Unix socket (`url` then
+ * names no port); `adminUrl` a build's admin listener.
  *
  * @param scenario an entry of SCENARIOS with its name
- * @param run `{ settings, children, upstream: { origin, caFile? }, tokenService, secretFile, workDir }`
+ * @param run `{ settings, children, upstream: { origin, caFile? }, tokenService, secretFile, workDir, collector? }`,
+ *   `collector` the OTLP receiver of a tracing scenario (collector.js)
  */
-export async function startCandidates(scenario, { settings, children, upstream, tokenService, secretFile, workDir }) {
+export async function startCandidates(scenario, { settings, children, upstream, tokenService, secretFile, workDir, collector }) {
   const fetchesFrom = tokenService.tokenRequests.length;
   // BENCH_PROFILE=1: each candidate writes a CPU profile to bench/results/profiles/<name>/.
   const profileFlags = (name) => (settings.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(root, 'bench/results/profiles', name)}`] : []);
@@ -97,14 +106,14 @@ export async function startCandidates(scenario, { settings, children, upstream, 
         NODE_OPTIONS: settings.productNodeOptions,
         ...settings.productAllocator.env,
         ...trafficEnv(scenario, upstream),
-        ...(build.feature ? featureEnv(scenario) : {}),
+        ...(build.feature ? featureEnv(scenario, collector) : {}),
         ...build.env?.(settings),
       },
       ready: () => pollOk(`http://127.0.0.1:${admin}/readyz`),
     });
     const tokenFetches = () => tokenService.tokenRequests.slice(fetchesFrom).filter((r) => r.clientId === build.clientId).length;
     const url = socketPath === undefined ? `http://127.0.0.1:${port}` : 'http://localhost';
-    return { ...candidate, url, socketPath, tokenFetches };
+    return { ...candidate, url, socketPath, tokenFetches, adminUrl: `http://127.0.0.1:${admin}` };
   }
 
   async function startBaseline(name) {

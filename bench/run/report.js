@@ -4,7 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { imageNodeOptions, root } from '../processes.js';
-import { BEARER, BEFORE, PRODUCT, TCP } from './candidates.js';
+import { BEARER, BEFORE, PRODUCT, TCP, UNTRACED } from './candidates.js';
 import { PINNED_TO } from './children.js';
 import { checkTargets, howProductRuns } from './targets.js';
 
@@ -66,6 +66,7 @@ function scenarioSection({ scenario, summary, ratios }) {
       '',
     );
   }
+  if (scenario.tracing) lines.push(tracingExport(summary[PRODUCT].tracing), '');
   if (scenario.tls) {
     const counts = Object.entries(summary).map(([n, s]) => `${n} ${s.tlsHandshakes} for ${s.requests} requests`);
     lines.push(`TLS handshakes at the upstream (load: ${scenario.connections} connections): ${counts.join('; ')}.`, '');
@@ -73,9 +74,39 @@ function scenarioSection({ scenario, summary, ratios }) {
   return lines;
 }
 
-/** Why a DPoP scenario's figures are not DPoP's: the token endpoint issued Bearer tokens, so no proof was signed. */
+/**
+ * Why a scenario's figures are not its feature's: a DPoP scenario whose token endpoint issued
+ * Bearer tokens, so no proof was signed; a tracing scenario whose collector received fewer spans
+ * than two a request (the spans were dropped, or never made).
+ */
 function unmeasured({ scenario, summary }) {
-  return scenario.dpop && summary[PRODUCT].dpop.withProof === 0 ? 'not measured, the tokens were Bearer' : undefined;
+  if (scenario.dpop && summary[PRODUCT].dpop.withProof === 0) return 'not measured, the tokens were Bearer';
+  if (scenario.tracing && !everyRequestTraced(summary[PRODUCT].tracing)) return 'not measured, not every request was traced and exported';
+  return undefined;
+}
+
+/**
+ * Whether every request the product forwarded made its two spans (server and client), and at
+ * least 99 % of them reached the collector: the rest were dropped and counted, the queue full
+ * while an export was out (a busy machine can hold up the collector's answer for longer than the
+ * queue lasts at this rate), and were made but not encoded or sent. The requests still in flight
+ * when the load stopped at each round's end are within the 1 %.
+ */
+function everyRequestTraced({ requests, spans, dropped, malformed }) {
+  return malformed === 0 && spans + dropped >= 2 * requests * 0.99 && dropped <= 0.01 * (spans + dropped);
+}
+
+/** What the collector received from the product, against the requests it forwarded. */
+function tracingExport(tracing) {
+  const { requests, spans, exports, bytes, dropped, malformed } = tracing;
+  const seen =
+    `The collector received ${spans} spans in ${exports} exports (${fmt(bytes / 2 ** 20, 1)} MiB, ${fmt(bytes / Math.max(spans, 1))} bytes a span) ` +
+    `for ${requests} requests the product forwarded, ${fmt(spans / Math.max(requests, 1), 2)} a request; ` +
+    `${dropped} dropped (${fmt((100 * dropped) / Math.max(spans + dropped, 1), 2)} %)` +
+    (malformed ? `; **${malformed} exports it could not read**` : '');
+  return everyRequestTraced(tracing)
+    ? `${seen}: every request was traced (\`${UNTRACED}\`: the same build with tracing off).`
+    : `${seen}: **not every request was traced and exported**, so these figures are not the cost of tracing every request.`;
 }
 
 /** Whether the product's tokens were DPoP-bound: the upstream counted the proofs it received. */

@@ -58,6 +58,7 @@ export async function runRounds(scenario, candidates, { settings, load, proc, up
       const cpuBefore = cpuOrExit(candidate, round);
       if (cpuBefore === undefined) continue;
       const result = await loadCounted(candidate, settings.durationS);
+      if (scenario.drainS) await new Promise((resolve) => setTimeout(resolve, scenario.drainS * 1000));
       const cpuAfter = cpuOrExit(candidate, round);
       if (cpuAfter === undefined) continue;
       const cpuUsPerRequest = (cpuAfter - cpuBefore) / result.requests;

@@ -14,8 +14,12 @@
 //                and the upstream counts the proofs it receives
 //   socket       the product listens on a Unix socket (LISTEN_SOCKET); every candidate of the
 //                scenario is loaded by autocannon, which can connect to one (wrk cannot)
+//   tracing      the product exports a span of every request to a collector on loopback
+//                (collector.js), with OTEL_TRACES_SAMPLER=always_on (docs/operations.md, "Traces")
+//   drainS       seconds waited after each round's load before its CPU is read, so that work the
+//                round left behind (the export of its last spans) is counted in it
 //   optional     not run unless BENCH_SCENARIOS names it
-import { BEARER, BEFORE, HTTP_PROXY, MINIMAL, TCP } from './candidates.js';
+import { BEARER, BEFORE, HTTP_PROXY, MINIMAL, TCP, UNTRACED } from './candidates.js';
 
 const TICKETS = '/api/v1/tickets'; // about 1 KB of JSON
 const BLOB = '/api/v1/blob'; // 1 MB
@@ -43,6 +47,9 @@ export const SCENARIOS = {
   'get-1k-dpop-eddsa': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, dpop: 'EdDSA', against: [BEARER] },
   // The GET of get-1k over a Unix socket, held against the same build on loopback TCP.
   'get-1k-socket': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, socket: true, against: [TCP] },
+  // Every request traced (two spans) and exported, held against the same build with tracing off;
+  // a round's spans are exported within a second of its end, and counted in it.
+  'get-1k-tracing': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, tracing: true, drainS: 1.5, against: [UNTRACED] },
 };
 
 /** The scenarios run when BENCH_SCENARIOS says nothing. */

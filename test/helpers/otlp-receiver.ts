@@ -17,10 +17,19 @@ export interface ReceivedSpan {
   traceId: string;
   spanId: string;
   parentSpanId: string;
+  traceState: string;
+  /** Nanoseconds since the epoch, in decimal. */
+  startTimeUnixNano: string;
+  endTimeUnixNano: string;
+  flags: number;
+  /** `Status.code`: 0 unset, 2 error. */
+  statusCode: number;
   attributes: Record<string, string | number | boolean>;
-  links: { traceId: string; spanId: string }[];
+  links: { traceId: string; spanId: string; flags: number }[];
   /** The resource's attributes. */
   resource: Record<string, string | number | boolean>;
+  /** The instrumentation scope's name. */
+  scope: string;
 }
 
 export type ReceiverMode = 'accept' | 'hang' | 'refuse';
@@ -52,13 +61,76 @@ const plain = (attributes: KeyValue[] | undefined): Record<string, string | numb
   );
 const hex = (bytes: Uint8Array | undefined): string => Buffer.from(bytes ?? []).toString('hex');
 
-/** Starts a receiver on a loopback port. */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+interface Decoded {
+  resourceSpans: {
+    resource?: { attributes?: KeyValue[] };
+    scopeSpans: {
+      scope?: { name: string };
+      spans: {
+        name: string;
+        kind: number;
+        traceId: Uint8Array;
+        spanId: Uint8Array;
+        parentSpanId: Uint8Array;
+        traceState: string;
+        startTimeUnixNano: string;
+        endTimeUnixNano: string;
+        flags: number;
+        status?: { code: number };
+        attributes: KeyValue[];
+        links: { traceId: Uint8Array; spanId: Uint8Array; flags: number }[];
+      }[];
+    }[];
+  }[];
+}
+
+/** The OpenTelemetry project's message types, loaded from its protobuf definitions. */
+async function loadTypes(): Promise<{ request: protobuf.Type; response: protobuf.Type }> {
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => join(PROTO_ROOT, target);
   await root.load('opentelemetry/proto/collector/trace/v1/trace_service.proto');
-  const request = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
-  const response = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse');
+  return {
+    request: root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest'),
+    response: root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse'),
+  };
+}
+
+/** A decoder of `ExportTraceServiceRequest` bodies into their spans, as a collector reads them. */
+export async function otlpDecoder(): Promise<(body: Uint8Array) => ReceivedSpan[]> {
+  const { request } = await loadTypes();
+  return (body) => {
+    const decoded = request.toObject(request.decode(body), { longs: String, defaults: true }) as Decoded;
+    const spans: ReceivedSpan[] = [];
+    for (const rs of decoded.resourceSpans) {
+      for (const ss of rs.scopeSpans) {
+        for (const s of ss.spans) {
+          spans.push({
+            name: s.name,
+            kind: s.kind,
+            traceId: hex(s.traceId),
+            spanId: hex(s.spanId),
+            parentSpanId: hex(s.parentSpanId),
+            traceState: s.traceState,
+            startTimeUnixNano: s.startTimeUnixNano,
+            endTimeUnixNano: s.endTimeUnixNano,
+            flags: s.flags,
+            statusCode: s.status?.code ?? 0,
+            attributes: plain(s.attributes),
+            links: s.links.map((l) => ({ traceId: hex(l.traceId), spanId: hex(l.spanId), flags: l.flags })),
+            resource: plain(rs.resource?.attributes),
+            scope: ss.scope?.name ?? '',
+          });
+        }
+      }
+    }
+    return spans;
+  };
+}
+
+/** Starts a receiver on a loopback port. */
+export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+  const { response } = await loadTypes();
+  const decode = await otlpDecoder();
   const spans: ReceivedSpan[] = [];
   const exports: OtlpReceiver['exports'] = [];
   let mode: ReceiverMode = 'accept';
@@ -75,38 +147,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         res.writeHead(503, { 'content-type': 'text/plain' }).end('unavailable');
         return;
       }
-      const decoded = request.toObject(request.decode(body), { longs: String, defaults: true }) as {
-        resourceSpans: {
-          resource?: { attributes?: KeyValue[] };
-          scopeSpans: {
-            spans: {
-              name: string;
-              kind: number;
-              traceId: Uint8Array;
-              spanId: Uint8Array;
-              parentSpanId: Uint8Array;
-              attributes: KeyValue[];
-              links: { traceId: Uint8Array; spanId: Uint8Array }[];
-            }[];
-          }[];
-        }[];
-      };
-      for (const rs of decoded.resourceSpans) {
-        for (const ss of rs.scopeSpans) {
-          for (const s of ss.spans) {
-            spans.push({
-              name: s.name,
-              kind: s.kind,
-              traceId: hex(s.traceId),
-              spanId: hex(s.spanId),
-              parentSpanId: hex(s.parentSpanId),
-              attributes: plain(s.attributes),
-              links: s.links.map((l) => ({ traceId: hex(l.traceId), spanId: hex(l.spanId) })),
-              resource: plain(rs.resource?.attributes),
-            });
-          }
-        }
-      }
+      spans.push(...decode(body));
       res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(response.encode(response.create({})).finish()));
     });
   });

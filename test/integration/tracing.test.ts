@@ -5,9 +5,13 @@
  * caller's trace continued; nothing secret in any span; a collector that hangs or refuses costs
  * spans, counted, never a request (docs/operations.md, "Traces").
  */
+import { once } from 'node:events';
+import { createServer as createH2cServer } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
 import { describe, expect } from 'vitest';
-import { EXPORT_TIMEOUT_MS } from '../../src/telemetry/tracing/otlp-sender.js';
-import { closedPort, pollUntil } from '../helpers/index.js';
+import { EXPORT_TIMEOUT_MS } from '../../src/telemetry/tracing/collector-export.js';
+import { closedPort, pollUntil, runCli } from '../helpers/index.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { startRawGateway, type RawGateway } from '../helpers/raw-gateway.js';
 import { test, type Stack, type StartStack } from '../helpers/stack.js';
@@ -79,7 +83,7 @@ describe('traces through the proxy', () => {
       'ticket_auth_proxy.token.outcome': 'success',
       'server.address': new URL(s.gateway.url).host,
     });
-    expect(server!.links).toContainEqual({ traceId: fetchSpan.traceId, spanId: fetchSpan.spanId });
+    expect(server!.links).toContainEqual(expect.objectContaining({ traceId: fetchSpan.traceId, spanId: fetchSpan.spanId }));
     const [attempt] = await attemptsOf(r, server!, 1);
     expect(attempt).toMatchObject({
       name: 'GET',
@@ -146,6 +150,56 @@ describe('traces through the proxy', () => {
     const got = s.gateway.apiRequests.at(-1)!.headers;
     expect(got.traceparent).toBe(`00-${traceId}-${attempt!.spanId}-01`);
     expect(got.tracestate).toBe('vendor=opaque');
+  });
+
+  test("sends the gateway one traceparent, its own: the caller's 200 are all removed, and its tracestate with them", async ({ stack }) => {
+    const r = await receiver();
+    const s = await tracedStack(stack, r);
+    const callerTraces = Array.from({ length: 200 }, (_, i) => `${(i + 1).toString(16).padStart(32, '0')}`);
+    const headers = callerTraces.flatMap((traceId, i) => [i % 2 ? 'Traceparent' : 'traceparent', `00-${traceId}-00f067aa0ba902b7-01`]);
+    const res = await request(`${s.proxy.proxyUrl}/api/v1/tickets`, { headers: [...headers, 'tracestate', 'vendor=opaque'] });
+    await res.body.dump();
+    expect(res.statusCode).toBe(200);
+    const [server] = await serverSpans(r, 1);
+    // Several traceparent fields are no valid parent: the proxy starts a trace of its own.
+    expect(server!.parentSpanId).toBe('');
+    expect(callerTraces).not.toContain(server!.traceId);
+    const [attempt] = await attemptsOf(r, server!, 1);
+    const raw = s.gateway.apiRequests.at(-1)!.rawHeaders;
+    const sent = (name: string): string[] => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === name);
+    expect(sent('traceparent')).toEqual([`00-${server!.traceId}-${attempt!.spanId}-01`]);
+    expect(sent('tracestate')).toEqual([]);
+  });
+
+  test("replaces a caller's malformed traceparent with its own, and drops the tracestate that came with it", async ({ stack }) => {
+    const r = await receiver();
+    const s = await tracedStack(stack, r);
+    const res = await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`, {
+      headers: { traceparent: '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01', tracestate: 'vendor=opaque' },
+    });
+    expect(res.status).toBe(200);
+    const [server] = await serverSpans(r, 1);
+    expect(server!.parentSpanId).toBe('');
+    const [attempt] = await attemptsOf(r, server!, 1);
+    const got = s.gateway.apiRequests.at(-1)!.headers;
+    expect(got.traceparent).toBe(`00-${server!.traceId}-${attempt!.spanId}-01`);
+    expect(got.tracestate).toBeUndefined();
+  });
+
+  test('says at start where spans go and how they are sampled, never the headers sent to the collector', async ({ stack }) => {
+    const r = await receiver();
+    const key = 'otlp-key-9t4w';
+    const s = await tracedStack(stack, r, {
+      env: {
+        OTEL_EXPORTER_OTLP_HEADERS: `api-key=${key}`,
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+      },
+      mustNotLeak: [key],
+    });
+    const line = s.proxy.lines().find((l) => l.msg === 'tracing on: spans are exported to the collector');
+    expect(line).toMatchObject({ level: 30, collector: r.url, sampler: 'parentbased_traceidratio (ratio 0.25)' });
+    expect(JSON.stringify(line)).not.toContain(key);
   });
 
   test('makes a span of each token store operation, with its result', async ({ stack }) => {
@@ -220,6 +274,75 @@ describe('a collector that is slow or down', () => {
     await pollUntil(async () => (await dropped(s)) >= 10, { timeoutMs: 10_000, intervalMs: 200 });
     expect(r.exports.length).toBeGreaterThan(0);
     expect(s.proxy.lines().some((l) => l.msg === 'spans could not be exported; dropping them until the collector answers')).toBe(true);
+  });
+});
+
+describe('check with a collector named', () => {
+  const checkEnv = (gatewayUrl: string, secret: string, clientId: string): Record<string, string> => ({
+    BASE_URL: gatewayUrl,
+    CLIENT_ID: clientId,
+    CLIENT_SECRET: secret,
+  });
+
+  test('sends one empty export with the headers and says the collector took it; the key is never shown', async ({ mock }) => {
+    const r = await receiver();
+    const gateway = await mock({ clients: { [CLIENT_ID]: SECRET } });
+    const key = 'otlp-key-3vq8';
+    const res = await runCli(['check'], {
+      ...checkEnv(gateway.url, SECRET, CLIENT_ID),
+      OTEL_EXPORTER_OTLP_ENDPOINT: r.url,
+      OTEL_EXPORTER_OTLP_HEADERS: `api-key=${key}`,
+    });
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain(
+      `tracing: spans go to ${r.url}/v1/traces, sampled parentbased_traceidratio (ratio 0.01); the collector took an empty export (200)\n`,
+    );
+    expect(r.exports).toHaveLength(1);
+    expect(r.exports[0]).toMatchObject({ path: '/v1/traces', body: Buffer.alloc(0) });
+    expect(r.exports[0]!.headers).toMatchObject({ 'api-key': key, 'content-type': 'application/x-protobuf' });
+    expect(res.stdout + res.stderr).not.toContain(key);
+  });
+
+  test('warns, exit status unchanged, when the collector refuses the export or answers in HTTP/2, with what to change', async ({
+    mock,
+  }) => {
+    const gateway = await mock({ clients: { [CLIENT_ID]: SECRET } });
+    const env = checkEnv(gateway.url, SECRET, CLIENT_ID);
+    const r = await receiver();
+    r.setMode('refuse');
+    const refused = await runCli(['check'], { ...env, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${r.url}/v1/traces` });
+    expect(refused.code).toBe(0);
+    expect(refused.stderr).toContain('ticket-auth-proxy: warning: the collector did not take an empty export: the collector answered 503');
+    // An HTTP/2-only port (gRPC's, 4317, is one) answers an HTTP/1.1 request with its SETTINGS frame.
+    const h2 = createH2cServer();
+    h2.on('stream', (stream) => stream.respond({ ':status': 200 }, { endStream: true }));
+    h2.listen(0, '127.0.0.1');
+    await once(h2, 'listening');
+    try {
+      const port = (h2.address() as AddressInfo).port;
+      const http2 = await runCli(['check'], { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
+      expect(http2.code).toBe(0);
+      expect(http2.stdout).toContain('ok: token obtained');
+      expect(http2.stdout).toContain(`tracing: spans go to http://127.0.0.1:${port}/v1/traces`);
+      expect(http2.stderr).toContain(
+        'ticket-auth-proxy: warning: the collector did not take an empty export: the collector answered in HTTP/2, not HTTP/1.1; ' +
+          "an HTTP/2-only port, such as OTLP/gRPC's 4317, answers so",
+      );
+    } finally {
+      h2.close();
+    }
+    const down = await runCli(['check'], { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await closedPort()}` });
+    expect(down.code).toBe(0);
+    expect(down.stderr).toMatch(
+      /warning: the collector did not take an empty export: ECONNREFUSED; nothing listens at http:\/\/127\.0\.0\.1:\d+/,
+    );
+  });
+
+  test('says nothing of tracing when no collector is named', async ({ mock }) => {
+    const gateway = await mock({ clients: { [CLIENT_ID]: SECRET } });
+    const res = await runCli(['check'], checkEnv(gateway.url, SECRET, CLIENT_ID));
+    expect(res.code).toBe(0);
+    expect(res.stdout + res.stderr).not.toMatch(/tracing|collector/);
   });
 });
 

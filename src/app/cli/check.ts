@@ -5,7 +5,7 @@ import type { Config } from '../../config/config.js';
 import type { LoadedRoute } from '../../config/load.js';
 import { ConfigError } from '../../core/errors.js';
 import { createLogger, type Log } from '../../core/log.js';
-import { dispatchersFromSettings } from '../../net/dispatchers.js';
+import { dispatchersFromSettings, outboundDispatcher } from '../../net/dispatchers.js';
 import type { TlsFiles } from '../../net/tls-files.js';
 import type { StoreSettings } from '../../store/index.js';
 import { configuredCredential, type Credential } from '../../token/client-auth/index.js';
@@ -15,6 +15,7 @@ import { tokenFetcher, type FetchToken } from '../../token/fetch-token.js';
 import type { DpopClient } from '../../token/dpop/index.js';
 import { readContainerMemory } from '../../overload/memory-limit.js';
 import { SHED_ABOVE } from '../../overload/overload-guard.js';
+import { checkCollector, type TracingSettings } from '../../telemetry/tracing/index.js';
 import { checkTokenStore } from '../check-store.js';
 import { listenCode, listenProblemMeaning, listenProblems } from '../listeners/port-probe.js';
 import { dpopClient } from '../routes.js';
@@ -36,11 +37,18 @@ import type { ROUTE_CHECKS } from '../settings-checks.js';
  * was obtained; 1 when a metadata read or a fetch failed (with `DPOP=required`, a Bearer answer
  * too), a listener cannot be opened, a configured store cannot be used, or the memory limit is one
  * the idle proxy is already over the shedding line of ({@link memoryLimitProblem}); 2 for a
- * configuration the start refuses, or, without routes, when no credential is configured.
+ * configuration the start refuses, or, without routes, when no credential is configured. With
+ * tracing on, where spans go and whether the collector takes an empty export: a warning when it
+ * does not, which leaves the status as it is (telemetry/tracing/collector-check.ts).
  */
 export async function check(
   config: Config,
-  startup: { tls: TlsFiles; store?: StoreSettings | undefined; routes: readonly LoadedRoute<typeof ROUTE_CHECKS>[] },
+  startup: {
+    tls: TlsFiles;
+    store?: StoreSettings | undefined;
+    tracing?: TracingSettings | undefined;
+    routes: readonly LoadedRoute<typeof ROUTE_CHECKS>[];
+  },
 ): Promise<number> {
   const log = createLogger('silent');
   const socket = await trySocket(config, log);
@@ -69,6 +77,14 @@ export async function check(
   }
   const listenersOpen = (await listeners)();
   process.stdout.write(results.join(''));
+  if (startup.tracing !== undefined) {
+    // The collector is the whole proxy's, reached as the start reaches it (the top-level TLS files, the egress proxy).
+    const outbound = outboundDispatcher(config, startup.tls.material);
+    const collector = await checkCollector(startup.tracing, outbound);
+    await outbound.destroy();
+    process.stdout.write(collector.stdout);
+    process.stderr.write(collector.stderr);
+  }
   const shedsAll = memoryLimitProblem(config.memoryLimitMb);
   if (shedsAll !== undefined) process.stderr.write(`ticket-auth-proxy: ${shedsAll}\n`);
   return ok && listenersOpen && shedsAll === undefined ? 0 : 1;

@@ -1,6 +1,6 @@
 /**
  * Traces (docs/operations.md, "Traces"): off unless a collector is named. This file loads nothing
- * of OpenTelemetry: tracer.ts, and the SDK with it, is imported only when tracing is on.
+ * of the tracer: tracer.ts is imported only when tracing is on.
  */
 import type { TokenSourceObserver } from '../../token/token-state.js';
 import type { Metrics, RouteMetrics } from '../metrics.js';
@@ -9,8 +9,9 @@ import type { TracingSettings } from './settings.js';
 
 export { checkTracingSettings, type TracingSettings } from './settings.js';
 export type { Tracing } from './tracer.js';
+export { checkCollector } from './collector-check.js';
 
-/** Loads the SDK and starts tracing; undefined without settings (tracing off). */
+/** Loads the tracer and starts tracing; undefined without settings (tracing off). */
 export async function startTracing(settings: TracingSettings | undefined, deps: TracingDeps): Promise<Tracing | undefined> {
   if (settings === undefined) return undefined;
   const { createTracing } = await import('./tracer.js');

@@ -1,23 +1,37 @@
 /**
- * The proxy's spans (docs/operations.md, "Traces"), made with the OpenTelemetry SDK, which this
- * module loads when tracing is on and only then (index.ts imports it on demand): a server span per
- * forwarded request, a client span per attempt to the gateway, a span per token fetch linked from
- * the requests that waited for it, a span per token store operation. No attribute holds a path, a
- * query, a token, a header value or a client id.
+ * The proxy's spans (docs/operations.md, "Traces"), loaded when tracing is on and only then
+ * (index.ts imports this module on demand): a server span per forwarded request, a client span per
+ * attempt to the gateway, a span per token fetch linked from the requests that waited for it, a
+ * span per token store operation. No attribute holds a path, a query, a token, a header value or a
+ * client id.
+ *
+ * The spans are few and their attributes fixed, so they are the proxy's own records (span-record.ts)
+ * rather than the OpenTelemetry SDK's spans, which carry a context, attribute checks and limits
+ * made for any instrumentation: a request costs two small objects, three ids and a header, its
+ * attributes encoded once per kind of span, and the encoding of each batch is done apart from the
+ * requests (otlp-encoding.ts, export-queue.ts). docs/performance.md, "Tracing", has the cost.
  */
-import type { Context, Link, Span, Tracer } from '@opentelemetry/api';
-import type { Sampler } from '@opentelemetry/sdk-trace';
+import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import type { Log } from '../../core/log.js';
 import type { AttemptKind, RequestTrace, RequestTracer } from '../../proxy/recorder.js';
 import type { StoreOperation, StoreResult } from '../../store/index.js';
 import type { FetchOutcome } from '../../token/errors.js';
+import { describeSampler } from './collector-check.js';
 import { createExportQueue } from './export-queue.js';
+import { createIds } from './ids.js';
+import { encodeExport, exportHead, spanShape } from './otlp-encoding.js';
 import { createOtlpSender } from './otlp-sender.js';
+import { createSampler } from './sampler.js';
 import type { TracingSettings } from './settings.js';
+import { CLIENT, SERVER, SpanRecord, type SpanLink, type SpanShape } from './span-record.js';
+import { putTraceparent, readCallerTrace, removeCallerTrace, type CallerTrace } from './trace-context.js';
 
 /** The route of every forwarded request, as a span names it: never the path itself. */
 const ROUTE = '/api/v1/*';
+/** The instrumentation scope of every span. */
+const SCOPE = 'ticket-auth-proxy';
 
 /** Tracing as the rest of the proxy sees it. */
 export interface Tracing {
@@ -40,156 +54,209 @@ export interface TracingDeps {
   dropped: (count: number) => void;
 }
 
-/** Loads the SDK and starts tracing as `settings` say. */
-export async function createTracing(settings: TracingSettings, deps: TracingDeps): Promise<Tracing> {
-  const [api, core, sdk, resources, transformer] = await Promise.all([
-    import('@opentelemetry/api'),
-    import('@opentelemetry/core'),
-    import('@opentelemetry/sdk-trace'),
-    import('@opentelemetry/resources'),
-    import('@opentelemetry/otlp-transformer'),
-  ]);
-  const ratio = new sdk.TraceIdRatioBasedSampler(settings.ratio);
-  const roots: Record<TracingSettings['sampler'], () => Sampler> = {
-    always_on: () => new sdk.AlwaysOnSampler(),
-    always_off: () => new sdk.AlwaysOffSampler(),
-    traceidratio: () => ratio,
-    parentbased_always_on: () => new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
-    parentbased_always_off: () => new sdk.ParentBasedSampler({ root: new sdk.AlwaysOffSampler() }),
-    parentbased_traceidratio: () => new sdk.ParentBasedSampler({ root: ratio }),
+/** The spans' clock: milliseconds since `performance.timeOrigin`, below the millisecond (otlp-encoding.ts adds the origin). */
+const now = (): number => performance.now();
+
+/** A span shape per key, made once: the keys are bounded sets (HTTP methods, attempt kinds, outcomes, operations). */
+function shapes(make: (key: string) => SpanShape): (key: string) => SpanShape {
+  const made = new Map<string, SpanShape>();
+  return (key) => {
+    let shape = made.get(key);
+    if (shape === undefined) made.set(key, (shape = make(key)));
+    return shape;
   };
-  const send = createOtlpSender({
-    url: settings.url,
-    headers: settings.headers,
-    dispatcher: deps.dispatcher,
-    serialize: (spans) => transformer.ProtobufTraceSerializer.serializeRequest(spans),
-    log: deps.log,
-  });
-  const queue = createExportQueue(send, deps.dropped);
-  const provider = new sdk.TracerProvider({
-    resource: resources.resourceFromAttributes({ ...settings.resourceAttributes, 'service.name': settings.serviceName }),
-    sampler: roots[settings.sampler](),
-    spanProcessors: [queue],
-  });
-  const tracer: Tracer = provider.getTracer('ticket-auth-proxy');
-  const propagator = new core.W3CTraceContextPropagator();
-  const { SpanKind, SpanStatusCode, ROOT_CONTEXT, trace, defaultTextMapGetter } = api;
+}
+
+/** Starts tracing as `settings` say. */
+export function createTracing(settings: TracingSettings, deps: TracingDeps): Tracing {
+  const nextId = createIds();
+  const sample = createSampler(settings.sampler, settings.ratio);
+  const head = exportHead({ ...settings.resourceAttributes, 'service.name': settings.serviceName }, SCOPE, performance.timeOrigin);
+  const queue = createExportQueue<SpanRecord>(
+    createOtlpSender({
+      url: settings.url,
+      headers: settings.headers,
+      dispatcher: deps.dispatcher,
+      encode: (spans) => encodeExport(head, spans),
+      log: deps.log,
+    }),
+    deps.dropped,
+  );
+  deps.log.info({ collector: settings.url.origin, sampler: describeSampler(settings) }, 'tracing on: spans are exported to the collector');
+
   const gateway = {
     'server.address': deps.gatewayUrl.hostname,
     'server.port': Number(deps.gatewayUrl.port || (deps.gatewayUrl.protocol === 'https:' ? 443 : 80)),
   };
-  /** The requests waiting for a token: linked to the next fetch's span. */
-  const waiting = new Set<Spans>();
+  // Llhttp, Node's HTTP parser, takes a fixed list of methods: these maps stay small.
+  const serverShape = shapes((method) => spanShape(`${method} ${ROUTE}`, { 'http.request.method': method, 'http.route': ROUTE }));
+  const attemptShapes: Record<AttemptKind, (method: string) => SpanShape> = {
+    first: shapes((method) => spanShape(method, { 'http.request.method': method, ...gateway, 'ticket_auth_proxy.attempt': 'first' })),
+    retry: shapes((method) => spanShape(method, { 'http.request.method': method, ...gateway, 'ticket_auth_proxy.attempt': 'retry' })),
+    replay: shapes((method) => spanShape(method, { 'http.request.method': method, ...gateway, 'ticket_auth_proxy.attempt': 'replay' })),
+  };
+  const fetchShape = shapes((outcome) =>
+    spanShape('token fetch', {
+      'ticket_auth_proxy.token.outcome': outcome,
+      ...(settings.tokenHost ? { 'server.address': settings.tokenHost } : {}),
+    }),
+  );
+  const storeShape = shapes((key) => {
+    const [operation, result] = key.split(' ') as [string, string];
+    return spanShape(`token store ${operation}`, {
+      'db.system.name': 'redis',
+      'db.operation.name': operation,
+      'ticket_auth_proxy.store.result': result,
+    });
+  });
 
-  /** Sets (or replaces) `name` in a flat header list; a new one goes first, before the proxy's own at the end. */
-  const setHeader = (headers: string[], name: string, value: string): void => {
-    for (let i = 0; i < headers.length; i += 2) {
-      if (headers[i]!.toLowerCase() === name) {
-        headers[i + 1] = value;
-        return;
-      }
-    }
-    headers.unshift(name, value);
+  /** A span ended: to the export queue. */
+  const finish = (span: SpanRecord, end: number): void => {
+    span.end = end;
+    queue.add(span);
   };
 
-  /** One request's spans: its server span, and the client span of the attempt in flight. */
-  class Spans implements RequestTrace {
-    private client: Span | undefined;
+  /** The requests waiting for a token: linked to the next fetch's span. */
+  const waiting = new Set<RequestSpans>();
+
+  /**
+   * One request's spans: its server span and the client span of the attempt in flight, both
+   * undefined when the trace is not sampled (the gateway still gets the proxy's `traceparent`).
+   */
+  class RequestSpans implements RequestTrace {
+    private readonly server: SpanRecord | undefined;
+    private client: SpanRecord | undefined = undefined;
     private attempts = 0;
-    private readonly context: Context;
+    /** Where the proxy's `traceparent` is in the header list; -1 before the first attempt. */
+    private traceparentAt = -1;
+    private waits = false;
 
     constructor(
       private readonly method: string,
-      private readonly server: Span,
-      parent: Context,
+      private readonly traceId: string,
+      /** The first attempt's span id, and the server span's. */
+      private nextSpanId: string,
+      serverSpanId: string,
+      private readonly sampled: boolean,
+      /** What the caller sent of a trace context, when it sent a `traceparent`. */
+      private readonly caller: CallerTrace | undefined,
+      start: number,
     ) {
-      this.context = trace.setSpan(parent, server);
+      const parent = caller?.parent;
+      this.server = sampled
+        ? new SpanRecord(
+            traceId,
+            serverSpanId,
+            parent?.spanId ?? '',
+            parent !== undefined,
+            caller?.traceState ?? '',
+            SERVER,
+            serverShape(method),
+            start,
+          )
+        : undefined;
     }
 
     /** Linked from the next token fetch's span (tokenFetched below). */
-    linkTo(link: Link): void {
-      this.server.addLink(link);
+    linkTo(link: SpanLink): void {
+      if (this.server !== undefined) (this.server.links ??= []).push(link);
     }
 
     awaitingToken(): void {
+      this.waits = true;
       waiting.add(this);
     }
 
     attempt(headers: string[], kind: AttemptKind): void {
-      waiting.delete(this);
-      this.client?.end();
-      const attributes = {
-        'http.request.method': this.method,
-        ...gateway,
-        'ticket_auth_proxy.attempt': kind,
-        ...(this.attempts > 0 ? { 'http.request.resend_count': this.attempts } : {}),
-      };
+      const at = now();
+      if (this.waits) waiting.delete(this);
+      if (this.client !== undefined) finish(this.client, at);
+      // Every traceparent the caller sent goes, and its tracestate with them when its parent was not valid.
+      if (this.traceparentAt < 0 && this.caller !== undefined) removeCallerTrace(headers, this.caller.parent === undefined);
+      const spanId = this.nextSpanId === '' ? nextId(8) : this.nextSpanId;
+      this.nextSpanId = '';
+      const server = this.server;
+      if (server !== undefined) {
+        const client = new SpanRecord(
+          this.traceId,
+          spanId,
+          server.spanId,
+          false,
+          server.traceState,
+          CLIENT,
+          attemptShapes[kind](this.method),
+          at,
+        );
+        client.resendCount = this.attempts;
+        this.client = client;
+      }
       this.attempts += 1;
-      const client = (this.client = tracer.startSpan(this.method, { kind: SpanKind.CLIENT, attributes }, this.context));
-      // The W3C traceparent of the attempt's span (its tracestate is the caller's, passed on as sent).
-      const { traceId, spanId, traceFlags } = client.spanContext();
-      setHeader(headers, 'traceparent', `00-${traceId}-${spanId}-${traceFlags & 1 ? '01' : '00'}`);
+      this.traceparentAt = putTraceparent(headers, `00-${this.traceId}-${spanId}-${this.sampled ? '01' : '00'}`, this.traceparentAt);
     }
 
     attemptEnded(status: number, error?: string): void {
       const client = this.client;
       if (client === undefined) return;
-      if (status > 0) client.setAttribute('http.response.status_code', status);
+      client.status = status;
       if (error !== undefined || status >= 500) {
-        client.setAttribute('error.type', error ?? String(status));
-        client.setStatus({ code: SpanStatusCode.ERROR });
+        client.errorType = error ?? String(status);
+        client.failed = true;
       }
-      client.end();
+      finish(client, now());
       this.client = undefined;
     }
 
     ended(status: number): void {
-      waiting.delete(this);
-      this.client?.end();
-      this.server.setAttribute('http.response.status_code', status);
+      const at = now();
+      if (this.waits) waiting.delete(this);
+      if (this.client !== undefined) finish(this.client, at);
+      this.client = undefined;
+      const server = this.server;
+      if (server === undefined) return;
+      server.status = status;
       if (status >= 500) {
-        this.server.setAttribute('error.type', String(status));
-        this.server.setStatus({ code: SpanStatusCode.ERROR });
+        server.errorType = String(status);
+        server.failed = true;
       }
-      this.server.end();
+      finish(server, at);
     }
   }
 
   const requests: RequestTracer = {
-    began(req) {
-      // Most callers send no traceparent: the propagator is asked only when one came.
-      const parent =
-        req.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
-      const method = req.method!;
-      const server = tracer.startSpan(
-        `${method} ${ROUTE}`,
-        { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': ROUTE } },
-        parent,
-      );
-      return new Spans(method, server, parent);
+    began(req: IncomingMessage) {
+      const start = now();
+      const caller = readCallerTrace(req.rawHeaders);
+      const parent = caller?.parent;
+      // The ids in one call: [trace id,] the server span's, the first attempt's.
+      if (parent === undefined) {
+        const ids = nextId(32);
+        const traceId = ids.slice(0, 32);
+        return new RequestSpans(req.method!, traceId, ids.slice(48), ids.slice(32, 48), sample(undefined, traceId), caller, start);
+      }
+      const ids = nextId(16);
+      return new RequestSpans(req.method!, parent.traceId, ids.slice(16), ids.slice(0, 16), sample(parent, parent.traceId), caller, start);
     },
+  };
+
+  /** A span of a trace of its own (a token fetch, a store operation), when sampled; its link either way. */
+  const rootSpan = (shape: () => SpanShape, start: number, end: number, failed: boolean): SpanLink => {
+    const ids = nextId(24);
+    const traceId = ids.slice(0, 32);
+    const spanId = ids.slice(32);
+    const sampled = sample(undefined, traceId);
+    if (sampled) {
+      const span = new SpanRecord(traceId, spanId, '', false, '', CLIENT, shape(), start);
+      span.failed = failed;
+      finish(span, end);
+    }
+    return { traceId, spanId, sampled };
   };
 
   return {
     requests,
     tokenFetched(outcome, seconds) {
-      const end = Date.now();
-      const span = tracer.startSpan(
-        'token fetch',
-        {
-          kind: SpanKind.CLIENT,
-          root: true,
-          startTime: end - seconds * 1000,
-          attributes: {
-            'ticket_auth_proxy.token.outcome': outcome,
-            ...(settings.tokenHost ? { 'server.address': settings.tokenHost } : {}),
-          },
-        },
-        ROOT_CONTEXT,
-      );
-      if (outcome !== 'success') span.setStatus({ code: SpanStatusCode.ERROR });
-      span.end(end);
-      const link = { context: span.spanContext() };
+      const end = now();
+      const link = rootSpan(() => fetchShape(outcome), end - seconds * 1000, end, outcome !== 'success');
       for (const t of waiting) t.linkTo(link);
       waiting.clear();
     },
@@ -197,20 +264,11 @@ export async function createTracing(settings: TracingSettings, deps: TracingDeps
       waiting.clear();
     },
     storeOperation(operation, result) {
-      const span = tracer.startSpan(
-        `token store ${operation}`,
-        {
-          kind: SpanKind.CLIENT,
-          root: true,
-          attributes: { 'db.system.name': 'redis', 'db.operation.name': operation, 'ticket_auth_proxy.store.result': result },
-        },
-        ROOT_CONTEXT,
-      );
-      if (result === 'error' || result === 'timeout') span.setStatus({ code: SpanStatusCode.ERROR });
-      span.end();
+      const at = now();
+      rootSpan(() => storeShape(`${operation} ${result}`), at, at, result === 'error' || result === 'timeout');
     },
     shutdown: async () => {
-      await Promise.race([provider.shutdown(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+      await Promise.race([queue.shutdown(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
     },
   };
 }
