@@ -71,7 +71,6 @@ export async function startApp(deps: AppDeps): Promise<App> {
   if (outbound !== undefined) stops.add(() => outbound.destroy());
   const tracing = await startTracing(deps.tracing, {
     dispatcher: outbound!,
-    gatewayUrl: new URL(deps.routes[0]!.config.baseUrl),
     log,
     dropped: counted.spansDropped ?? (() => {}),
   });
@@ -102,7 +101,7 @@ export async function startApp(deps: AppDeps): Promise<App> {
     }),
   );
   const readiness = new Readiness(config.readiness, clock);
-  const wired = createRoutes({ ...deps, metrics, readiness, tracer: tracing?.requests, stops, store });
+  const wired = createRoutes({ ...deps, metrics, readiness, tracing, stops, store });
 
   const callers = createStalledCallers({ clock });
   const memory = createMemoryControl({ memoryLimitMb: config.memoryLimitMb, action: callers, clock, log });

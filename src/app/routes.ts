@@ -14,7 +14,7 @@ import { SeenHeaderNames } from '../proxy/response-headers.js';
 import type { Route } from '../proxy/route.js';
 import type { TokenStore } from '../store/index.js';
 import type { Metrics, RouteMetrics } from '../telemetry/metrics.js';
-import type { RequestTracer } from '../proxy/recorder.js';
+import { withRouteTracing, type Tracing } from '../telemetry/tracing/index.js';
 import {
   authMethod,
   configuredCredential,
@@ -60,8 +60,8 @@ export interface RouteDeps {
   metrics: Metrics;
   /** What `/readyz` says: each route's configured credential's token state reaches it. */
   readiness: Readiness;
-  /** The tracer when tracing is on: each route's recorder starts its requests' traces with it. */
-  tracer?: RequestTracer | undefined;
+  /** Tracing, when on: each route's requests and token fetches make their spans, naming the route. */
+  tracing?: Tracing | undefined;
   /** Where each part registers how it is stopped. */
   stops: StopList;
   /** The shared token store, when `TOKEN_STORE_URL` is set. */
@@ -124,7 +124,13 @@ export function createRoutes(deps: RouteDeps): WiredRoute[] {
   return deps.routes.map((loaded) => {
     const { config, checked: startup, name } = loaded;
     const { clock, log } = deps;
-    const metrics = deps.metrics.route(name);
+    const tracing = deps.tracing?.route({
+      name,
+      baseUrl: config.baseUrl,
+      paths: loaded.paths,
+      tokenHost: new URL(config.tokenUrl ?? config.issuerUrl ?? config.baseUrl).host,
+    });
+    const metrics = withRouteTracing(deps.metrics.route(name), tracing);
     // Pass-through tokens held, from 0: on a route that takes them, and on a proxy of one route
     // whatever it takes (the gauge it always had); an added route without them adds no series.
     if (config.passthroughBasic || deps.routes.length === 1) metrics.setTokenCacheEntries(0);
@@ -191,7 +197,7 @@ export function createRoutes(deps: RouteDeps): WiredRoute[] {
       upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
       replayBodyLimitBytes: config.replayBodyLimitBytes,
       seenNames: new SeenHeaderNames(),
-      recorder: new Recorder({ observer: metrics.requests, log, accessLog: config.accessLog, route: name, tracer: deps.tracer }),
+      recorder: new Recorder({ observer: metrics.requests, log, accessLog: config.accessLog, route: name, tracer: tracing?.requests }),
     };
     return {
       route,

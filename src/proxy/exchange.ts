@@ -109,7 +109,7 @@ export class Exchange implements Dispatcher.DispatchHandler, WatchedCaller, Proo
     this.res = res;
     this.method = req.method!;
     this.target = request.target;
-    this.trace = route.recorder.tracer?.began(req);
+    this.trace = route.recorder.tracer?.began(req, request.target);
     (res as Linked)[kExchange] = this;
     res.on('close', onCallerClose);
   }

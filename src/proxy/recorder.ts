@@ -44,7 +44,7 @@ export interface RequestTrace {
 /** The traces of the request path (docs/operations.md, "Traces"), when tracing is on. */
 export interface RequestTracer {
   /** A request is forwarded: its server span starts, continuing the caller's `traceparent`. */
-  began(req: IncomingMessage): RequestTrace;
+  began(req: IncomingMessage, target: string): RequestTrace;
 }
 
 const STALL_MESSAGES: Record<StallDirection, string> = {

@@ -6,10 +6,14 @@
  * spans, counted, never a request (docs/operations.md, "Traces").
  */
 import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer as createH2cServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { describe, expect } from 'vitest';
+import type { MockTicketService } from '../../src/mock/ticket-service.js';
 import { EXPORT_TIMEOUT_MS } from '../../src/telemetry/tracing/collector-export.js';
 import { closedPort, pollUntil, runCli } from '../helpers/index.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
@@ -74,13 +78,19 @@ describe('traces through the proxy', () => {
     expect(server).toMatchObject({
       name: 'GET /api/v1/*',
       parentSpanId: '',
-      attributes: { 'http.request.method': 'GET', 'http.route': '/api/v1/*', 'http.response.status_code': 200 },
+      attributes: {
+        'http.request.method': 'GET',
+        'http.route': '/api/v1/*',
+        'http.response.status_code': 200,
+        'ticket_auth_proxy.route': 'default',
+      },
       resource: { 'service.name': 'ticket-auth-proxy' },
     });
     await pollUntil(() => r.spans.some((x) => x.name === 'token fetch'), { timeoutMs: 10_000, intervalMs: 100 });
     const fetchSpan = r.spans.find((x) => x.name === 'token fetch')!;
     expect(fetchSpan.attributes).toMatchObject({
       'ticket_auth_proxy.token.outcome': 'success',
+      'ticket_auth_proxy.route': 'default',
       'server.address': new URL(s.gateway.url).host,
     });
     expect(server!.links).toContainEqual(expect.objectContaining({ traceId: fetchSpan.traceId, spanId: fetchSpan.spanId }));
@@ -91,6 +101,49 @@ describe('traces through the proxy', () => {
       attributes: { 'ticket_auth_proxy.attempt': 'first', 'http.response.status_code': 200 },
     });
     expect(s.gateway.apiRequests.at(-1)!.headers.traceparent).toBe(`00-${server!.traceId}-${attempt!.spanId}-01`);
+  });
+
+  test("with routes, each request's spans name its route and its gateway, and link its own route's token fetch alone", async ({
+    stack,
+    mock,
+  }) => {
+    const r = await receiver();
+    const eu = await mock({ clients: { 'eu-app': SECRET } });
+    const us = await mock({ clients: { 'us-app': SECRET } });
+    for (const g of [eu, us]) g.setTokenFault({ kind: 'delay', ms: 400 });
+    const file = join(mkdtempSync(join(tmpdir(), 'tap-traced-routes-')), 'proxy.yaml');
+    const route = (name: string, g: MockTicketService, extra: string[]): string[] => [
+      `  - name: ${name}`,
+      `    baseUrl: ${g.url}`,
+      `    clientId: ${name}-app`,
+      ...extra,
+    ];
+    writeFileSync(
+      file,
+      ['routes:', ...route('eu', eu, ['    mount: /eu']), ...route('us', us, ['    paths: [/api/v1, /api/v2]'])].join('\n'),
+    );
+    const s = await tracedStack(stack, r, { gateway: eu, ready: false, env: { CONFIG_FILE: file } });
+    const [toEu, toUs] = await Promise.all([fetch(`${s.proxy.proxyUrl}/eu/api/v1/tickets`), fetch(`${s.proxy.proxyUrl}/api/v2/tickets`)]);
+    // The mock has no /api/v2: its own 404, forwarded (a path the route does not forward makes no span).
+    expect([toEu.status, toUs.status]).toEqual([200, 404]);
+    expect(us.apiRequests.map((a) => a.url)).toEqual(['/api/v2/tickets']);
+    const servers = await serverSpans(r, 2);
+    await pollUntil(() => r.spans.filter((x) => x.name === 'token fetch').length >= 2, { timeoutMs: 10_000, intervalMs: 100 });
+    const fetchOf = (name: string): ReceivedSpan =>
+      r.spans.find((x) => x.name === 'token fetch' && x.attributes['ticket_auth_proxy.route'] === name)!;
+    const serverOf = (name: string): ReceivedSpan => servers.find((x) => x.attributes['ticket_auth_proxy.route'] === name)!;
+    expect(serverOf('eu')).toMatchObject({ name: 'GET /api/v1/*', attributes: { 'http.route': '/api/v1/*' } });
+    expect(serverOf('us')).toMatchObject({ name: 'GET /api/v2/*', attributes: { 'http.route': '/api/v2/*' } });
+    for (const [name, g] of [
+      ['eu', eu],
+      ['us', us],
+    ] as const) {
+      expect(fetchOf(name).attributes['server.address']).toBe(new URL(g.url).host);
+      // Linked to its own route's fetch, never the other's.
+      expect(serverOf(name).links.map((l) => l.spanId)).toEqual([fetchOf(name).spanId]);
+      const [attempt] = await attemptsOf(r, serverOf(name), 1);
+      expect(attempt!.attributes).toMatchObject({ 'server.address': new URL(g.url).hostname, 'ticket_auth_proxy.route': name });
+    }
   });
 
   test('a request replayed after a gateway 401: two client spans under one server span, each sent with its own traceparent', async ({

@@ -51,7 +51,6 @@ describe('the tracing settings', () => {
       serviceName: 'ticket-auth-proxy',
       headers: {},
       resourceAttributes: {},
-      tokenHost: 'gw.example.com',
     });
   });
 

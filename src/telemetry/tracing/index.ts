@@ -4,11 +4,11 @@
  */
 import type { TokenSourceObserver } from '../../token/token-state.js';
 import type { Metrics, RouteMetrics } from '../metrics.js';
-import type { Tracing, TracingDeps } from './tracer.js';
+import type { RouteTracing, Tracing, TracingDeps } from './tracer.js';
 import type { TracingSettings } from './settings.js';
 
 export { checkTracingSettings, type TracingSettings } from './settings.js';
-export type { Tracing } from './tracer.js';
+export type { RouteTracing, TracedRoute, Tracing } from './tracer.js';
 export { checkCollector } from './collector-check.js';
 
 /** Loads the tracer and starts tracing; undefined without settings (tracing off). */
@@ -19,12 +19,12 @@ export async function startTracing(settings: TracingSettings | undefined, deps: 
 }
 
 /**
- * The metrics' observers of token fetches and store operations, each also making its span: what
- * the token sources and the store are handed when tracing is on.
+ * A route's metrics with its token fetches also making their spans, linked from the route's
+ * requests that waited: what its token sources are handed when tracing is on.
  */
-export function withTracing(metrics: Metrics, tracing: Tracing | undefined): Metrics {
+export function withRouteTracing(metrics: RouteMetrics, tracing: RouteTracing | undefined): RouteMetrics {
   if (tracing === undefined) return metrics;
-  const tokenObserver = (observer: TokenSourceObserver): TokenSourceObserver => ({
+  const traced = (observer: TokenSourceObserver): TokenSourceObserver => ({
     ...observer,
     onFetch(outcome, seconds) {
       observer.onFetch?.(outcome, seconds);
@@ -35,32 +35,21 @@ export function withTracing(metrics: Metrics, tracing: Tracing | undefined): Met
       tracing.tokenAdopted();
     },
   });
-  const routes = new Map<string, RouteMetrics>();
+  return { ...metrics, configuredToken: traced(metrics.configuredToken), passthroughToken: traced(metrics.passthroughToken) };
+}
+
+/** The metrics with the store's operations also making their spans, when tracing is on. */
+export function withTracing(metrics: Metrics, tracing: Tracing | undefined): Metrics {
   const store = metrics.tokenStore;
+  if (tracing === undefined || store === undefined) return metrics;
   return {
     ...metrics,
-    route(name) {
-      let traced = routes.get(name);
-      if (traced === undefined) {
-        const counted = metrics.route(name);
-        traced = {
-          ...counted,
-          configuredToken: tokenObserver(counted.configuredToken),
-          passthroughToken: tokenObserver(counted.passthroughToken),
-        };
-        routes.set(name, traced);
-      }
-      return traced;
+    tokenStore: {
+      ...store,
+      onOperation(operation, result) {
+        store.onOperation?.(operation, result);
+        tracing.storeOperation(operation, result);
+      },
     },
-    tokenStore:
-      store === undefined
-        ? undefined
-        : {
-            ...store,
-            onOperation(operation, result) {
-              store.onOperation?.(operation, result);
-              tracing.storeOperation(operation, result);
-            },
-          },
   };
 }

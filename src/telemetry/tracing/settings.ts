@@ -13,8 +13,6 @@ export interface TracingSettings {
   readonly resourceAttributes: Readonly<Record<string, string>>;
   readonly sampler: TracesSampler;
   readonly ratio: number;
-  /** The token endpoint's host, for the token fetch spans (never its path or the client id). */
-  readonly tokenHost: string | undefined;
 }
 
 /**
@@ -92,7 +90,6 @@ export function checkTracingSettings(ctx: SettingsCheckContext): TracingSettings
         'a loopback one, or set ALLOW_INSECURE_HTTP=true',
     );
   }
-  const tokenUrl = config.tokenUrl ?? config.issuerUrl;
   return {
     url,
     headers: headers ?? {},
@@ -100,6 +97,5 @@ export function checkTracingSettings(ctx: SettingsCheckContext): TracingSettings
     resourceAttributes: resourceAttributes ?? {},
     sampler: config.tracingSampler,
     ratio: config.tracingSamplerArg,
-    tokenHost: tokenUrl === undefined ? undefined : new URL(tokenUrl).host,
   };
 }

@@ -28,28 +28,41 @@ import type { TracingSettings } from './settings.js';
 import { CLIENT, SERVER, SpanRecord, type SpanLink, type SpanShape } from './span-record.js';
 import { putTraceparent, readCallerTrace, removeCallerTrace, type CallerTrace } from './trace-context.js';
 
-/** The route of every forwarded request, as a span names it: never the path itself. */
-const ROUTE = '/api/v1/*';
+/** A route's path pattern, as `http.route` names it: the prefix, never the path itself. */
+const pattern = (prefix: string): string => `${prefix}/*`;
 /** The instrumentation scope of every span. */
 const SCOPE = 'ticket-auth-proxy';
 
 /** Tracing as the rest of the proxy sees it. */
 export interface Tracing {
-  readonly requests: RequestTracer;
-  /** A token fetch ended: its span, linked from every request waiting meanwhile. */
-  tokenFetched(outcome: FetchOutcome, seconds: number): void;
-  /** A token was taken from the store: the requests waiting are no longer waiting for a fetch. */
-  tokenAdopted(): void;
+  /** One route's tracing: its requests' spans and its token fetches', each naming the route. */
+  route(route: TracedRoute): RouteTracing;
   storeOperation(operation: StoreOperation, result: StoreResult): void;
   /** Sends what is queued (within a bound) and stops. */
   shutdown(): Promise<void>;
 }
 
+/** What a route's spans say of it: its name, its gateway's origin, the path prefixes it forwards, its token endpoint's host. */
+export interface TracedRoute {
+  readonly name: string;
+  readonly baseUrl: string;
+  readonly paths: readonly string[];
+  /** The token endpoint's host (never its path or the client id), when known before the first fetch. */
+  readonly tokenHost: string | undefined;
+}
+
+/** One route's tracing: a token fetch is linked from the requests of that route waiting meanwhile, never another's. */
+export interface RouteTracing {
+  readonly requests: RequestTracer;
+  /** A token fetch of the route's ended: its span, linked from every request of the route waiting meanwhile. */
+  tokenFetched(outcome: FetchOutcome, seconds: number): void;
+  /** A token was taken from the store: the route's requests waiting are no longer waiting for a fetch. */
+  tokenAdopted(): void;
+}
+
 export interface TracingDeps {
   /** The proxy's outbound dispatcher (net/dispatchers.ts): the collector is reached as the identity provider is. */
   dispatcher: Dispatcher;
-  /** The gateway's origin, for the client spans' `server.address` and `server.port`. */
-  gatewayUrl: URL;
   log: Log;
   dropped: (count: number) => void;
 }
@@ -84,23 +97,6 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
   );
   deps.log.info({ collector: settings.url.origin, sampler: describeSampler(settings) }, 'tracing on: spans are exported to the collector');
 
-  const gateway = {
-    'server.address': deps.gatewayUrl.hostname,
-    'server.port': Number(deps.gatewayUrl.port || (deps.gatewayUrl.protocol === 'https:' ? 443 : 80)),
-  };
-  // Llhttp, Node's HTTP parser, takes a fixed list of methods: these maps stay small.
-  const serverShape = shapes((method) => spanShape(`${method} ${ROUTE}`, { 'http.request.method': method, 'http.route': ROUTE }));
-  const attemptShapes: Record<AttemptKind, (method: string) => SpanShape> = {
-    first: shapes((method) => spanShape(method, { 'http.request.method': method, ...gateway, 'ticket_auth_proxy.attempt': 'first' })),
-    retry: shapes((method) => spanShape(method, { 'http.request.method': method, ...gateway, 'ticket_auth_proxy.attempt': 'retry' })),
-    replay: shapes((method) => spanShape(method, { 'http.request.method': method, ...gateway, 'ticket_auth_proxy.attempt': 'replay' })),
-  };
-  const fetchShape = shapes((outcome) =>
-    spanShape('token fetch', {
-      'ticket_auth_proxy.token.outcome': outcome,
-      ...(settings.tokenHost ? { 'server.address': settings.tokenHost } : {}),
-    }),
-  );
   const storeShape = shapes((key) => {
     const [operation, result] = key.split(' ') as [string, string];
     return spanShape(`token store ${operation}`, {
@@ -116,8 +112,56 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
     queue.add(span);
   };
 
-  /** The requests waiting for a token: linked to the next fetch's span. */
-  const waiting = new Set<RequestSpans>();
+  /** One route's span shapes, and its requests waiting for a token: linked to its next fetch's span. */
+  class RouteSpans {
+    readonly waiting = new Set<RequestSpans>();
+    /** The server span's shape by method, for each of the route's path prefixes. */
+    readonly server: ((method: string) => SpanShape)[];
+    readonly attempt: Record<AttemptKind, (method: string) => SpanShape>;
+    readonly fetch: (outcome: string) => SpanShape;
+
+    constructor(readonly route: TracedRoute) {
+      const url = new URL(route.baseUrl);
+      const gateway = {
+        'server.address': url.hostname,
+        'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+        'ticket_auth_proxy.route': route.name,
+      };
+      // Llhttp, Node's HTTP parser, takes a fixed list of methods: these maps stay small.
+      this.server = route.paths.map((prefix) =>
+        shapes((method) =>
+          spanShape(`${method} ${pattern(prefix)}`, {
+            'http.request.method': method,
+            'http.route': pattern(prefix),
+            'ticket_auth_proxy.route': route.name,
+          }),
+        ),
+      );
+      const attempt = (kind: AttemptKind): ((method: string) => SpanShape) =>
+        shapes((method) => spanShape(method, { 'http.request.method': method, ...gateway, 'ticket_auth_proxy.attempt': kind }));
+      this.attempt = { first: attempt('first'), retry: attempt('retry'), replay: attempt('replay') };
+      this.fetch = shapes((outcome) =>
+        spanShape('token fetch', {
+          'ticket_auth_proxy.token.outcome': outcome,
+          'ticket_auth_proxy.route': route.name,
+          ...(route.tokenHost === undefined ? {} : { 'server.address': route.tokenHost }),
+        }),
+      );
+    }
+
+    /** The server span's shape of a request for `target` (a path under one of the route's prefixes). */
+    serverShape(method: string, target: string): SpanShape {
+      const server = this.server;
+      if (server.length === 1) return server[0]!(method);
+      const paths = this.route.paths;
+      for (let i = 0; i < paths.length; i++) {
+        const prefix = paths[i]!;
+        const next = target.charCodeAt(prefix.length);
+        if (target.startsWith(prefix) && (Number.isNaN(next) || next === 47 /* / */ || next === 63) /* ? */) return server[i]!(method);
+      }
+      return server[0]!(method);
+    }
+  }
 
   /**
    * One request's spans: its server span and the client span of the attempt in flight, both
@@ -132,7 +176,9 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
     private waits = false;
 
     constructor(
+      private readonly of: RouteSpans,
       private readonly method: string,
+      target: string,
       private readonly traceId: string,
       /** The first attempt's span id, and the server span's. */
       private nextSpanId: string,
@@ -151,7 +197,7 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
             parent !== undefined,
             caller?.traceState ?? '',
             SERVER,
-            serverShape(method),
+            of.serverShape(method, target),
             start,
           )
         : undefined;
@@ -164,12 +210,12 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
 
     awaitingToken(): void {
       this.waits = true;
-      waiting.add(this);
+      this.of.waiting.add(this);
     }
 
     attempt(headers: string[], kind: AttemptKind): void {
       const at = now();
-      if (this.waits) waiting.delete(this);
+      if (this.waits) this.of.waiting.delete(this);
       if (this.client !== undefined) finish(this.client, at);
       // Every traceparent the caller sent goes, and its tracestate with them when its parent was not valid.
       if (this.traceparentAt < 0 && this.caller !== undefined) removeCallerTrace(headers, this.caller.parent === undefined);
@@ -184,7 +230,7 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
           false,
           server.traceState,
           CLIENT,
-          attemptShapes[kind](this.method),
+          this.of.attempt[kind](this.method),
           at,
         );
         client.resendCount = this.attempts;
@@ -208,7 +254,7 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
 
     ended(status: number): void {
       const at = now();
-      if (this.waits) waiting.delete(this);
+      if (this.waits) this.of.waiting.delete(this);
       if (this.client !== undefined) finish(this.client, at);
       this.client = undefined;
       const server = this.server;
@@ -222,21 +268,24 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
     }
   }
 
-  const requests: RequestTracer = {
-    began(req: IncomingMessage) {
+  /** The tracer of one route's requests. */
+  const requestsOf = (of: RouteSpans): RequestTracer => ({
+    began(req: IncomingMessage, target: string) {
       const start = now();
       const caller = readCallerTrace(req.rawHeaders);
       const parent = caller?.parent;
+      const method = req.method!;
       // The ids in one call: [trace id,] the server span's, the first attempt's.
       if (parent === undefined) {
         const ids = nextId(32);
         const traceId = ids.slice(0, 32);
-        return new RequestSpans(req.method!, traceId, ids.slice(48), ids.slice(32, 48), sample(undefined, traceId), caller, start);
+        return new RequestSpans(of, method, target, traceId, ids.slice(48), ids.slice(32, 48), sample(undefined, traceId), caller, start);
       }
       const ids = nextId(16);
-      return new RequestSpans(req.method!, parent.traceId, ids.slice(16), ids.slice(0, 16), sample(parent, parent.traceId), caller, start);
+      const sampled = sample(parent, parent.traceId);
+      return new RequestSpans(of, method, target, parent.traceId, ids.slice(16), ids.slice(0, 16), sampled, caller, start);
     },
-  };
+  });
 
   /** A span of a trace of its own (a token fetch, a store operation), when sampled; its link either way. */
   const rootSpan = (shape: () => SpanShape, start: number, end: number, failed: boolean): SpanLink => {
@@ -253,15 +302,20 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
   };
 
   return {
-    requests,
-    tokenFetched(outcome, seconds) {
-      const end = now();
-      const link = rootSpan(() => fetchShape(outcome), end - seconds * 1000, end, outcome !== 'success');
-      for (const t of waiting) t.linkTo(link);
-      waiting.clear();
-    },
-    tokenAdopted() {
-      waiting.clear();
+    route(route) {
+      const of = new RouteSpans(route);
+      return {
+        requests: requestsOf(of),
+        tokenFetched(outcome, seconds) {
+          const end = now();
+          const link = rootSpan(() => of.fetch(outcome), end - seconds * 1000, end, outcome !== 'success');
+          for (const t of of.waiting) t.linkTo(link);
+          of.waiting.clear();
+        },
+        tokenAdopted() {
+          of.waiting.clear();
+        },
+      };
     },
     storeOperation(operation, result) {
       const at = now();
