@@ -268,10 +268,10 @@ function sharingOf(deps: RouteDeps, config: Config, dpop: DpopClient | undefined
 }
 
 /** The route's token requests, authenticated with `clientAuth`. */
-function fetcherFor(wiring: CredentialWiring, clientAuth: ClientAuth): FetchToken {
-  const { config, dispatchers, endpoint, dpop } = wiring;
+function fetcherFor(wiring: CredentialWiring, clientAuth: ClientAuth, dispatcher = wiring.dispatchers.token): FetchToken {
+  const { config, endpoint, dpop } = wiring;
   const clock = wiring.deps.clock;
-  return tokenFetcher({ settings: config, endpoint, dispatcher: dispatchers.token, now: () => clock.now(), clientAuth, dpop });
+  return tokenFetcher({ settings: config, endpoint, dispatcher, now: () => clock.now(), clientAuth, dpop });
 }
 
 /** This proxy's own fetch, counted by `count`. */
@@ -323,7 +323,8 @@ function passthroughCache(wiring: CredentialWiring): SourceCache | undefined {
   const { clock, log, random, stops } = wiring.deps;
   const { config, metrics } = wiring;
   if (!config.passthroughBasic) return undefined;
-  const fetchToken = fetcherFor(wiring, passthroughClientAuth(config, { clock, log }));
+  // Connections of their own: the configured credential's fetches never wait behind a flood of these.
+  const fetchToken = fetcherFor(wiring, passthroughClientAuth(config, { clock, log }), wiring.dispatchers.passthroughToken);
   const shared = wiring.sharing && sharePassthrough({ ...wiring.sharing, method: passthroughMethod(config) });
   const count = metrics.passthroughToken.onFetch;
   const cache = createSourceCache({

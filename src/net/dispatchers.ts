@@ -50,6 +50,11 @@ export interface Dispatchers {
    */
   readonly token: Dispatcher;
   /**
+   * For the identity provider too, for callers' own credentials (pass-through): connections of
+   * their own, so the configured credential's fetches never wait behind a flood of them.
+   */
+  readonly passthroughToken: Dispatcher;
+  /**
    * New TLS material (a rotated CA file or client certificate): new connections use it; requests
    * in flight finish on the old connections, which are then closed.
    */
@@ -155,6 +160,12 @@ function buildAnyOrigin(how: Connecting, poolOptions: Pool.Options): Dispatcher 
   return new Agent({ factory: (origin) => build(new URL(String(origin)), how, poolOptions) });
 }
 
+/**
+ * Connections to a token endpoint for callers' own credentials, per route: as many as pass-through
+ * fetches may be in flight at once (token/source-cache.ts), apart from the configured credential's four.
+ */
+export const PASSTHROUGH_TOKEN_CONNECTIONS = 16;
+
 /** Builds the gateway's and the identity provider's dispatchers. */
 export function createDispatchers(options: DispatchersOptions): Dispatchers {
   const gatewayTarget = new URL(options.gatewayOrigin);
@@ -166,20 +177,23 @@ export function createDispatchers(options: DispatchersOptions): Dispatchers {
   // undici closes the connection after every answer when pipelining is 0.
   const freshPool: Pool.Options = { pipelining: 0 };
   const tokenPool: Pool.Options = { connections: 4, keepAliveTimeout: 30_000 };
+  const passthroughPool: Pool.Options = { connections: PASSTHROUGH_TOKEN_CONNECTIONS, keepAliveTimeout: 30_000 };
   const { proxy } = options;
   const buildGateway = (tls: TlsMaterial): Dispatcher =>
     build(gatewayTarget, { tls, proxy, connectTimeoutMs: options.gatewayConnectTimeoutMs }, gatewayPool);
   const buildFresh = (tls: TlsMaterial): Dispatcher =>
     build(gatewayTarget, { tls, proxy, connectTimeoutMs: options.gatewayConnectTimeoutMs }, freshPool);
-  const buildToken = (tls: TlsMaterial): Dispatcher =>
-    buildAnyOrigin({ tls, proxy, connectTimeoutMs: options.tokenConnectTimeoutMs }, tokenPool);
+  const buildToken = (tls: TlsMaterial, pool = tokenPool): Dispatcher =>
+    buildAnyOrigin({ tls, proxy, connectTimeoutMs: options.tokenConnectTimeoutMs }, pool);
 
   const gateway = { origin: gatewayTarget.origin, pool: buildGateway(options.tls), fresh: buildFresh(options.tls) };
   const token = new SwappableDispatcher(buildToken(options.tls));
+  const passthroughToken = new SwappableDispatcher(buildToken(options.tls, passthroughPool));
   const gatewayDispatchers = (): Dispatcher[] => [gateway.pool, gateway.fresh];
   return {
     gateway,
     token,
+    passthroughToken,
     setTls(tls) {
       // New requests take the new pools; the old ones finish what they hold and close.
       const old = gatewayDispatchers();
@@ -187,12 +201,13 @@ export function createDispatchers(options: DispatchersOptions): Dispatchers {
       gateway.fresh = buildFresh(tls);
       for (const d of old) void d.close().catch(() => undefined);
       void token.swap(buildToken(tls));
+      void passthroughToken.swap(buildToken(tls, passthroughPool));
     },
     close: async () => {
-      await Promise.all([...gatewayDispatchers().map((d) => d.close()), token.close()]);
+      await Promise.all([...gatewayDispatchers().map((d) => d.close()), token.close(), passthroughToken.close()]);
     },
     destroy: async () => {
-      await Promise.all([...gatewayDispatchers().map((d) => d.destroy()), token.destroy()]);
+      await Promise.all([...gatewayDispatchers().map((d) => d.destroy()), token.destroy(), passthroughToken.destroy()]);
     },
   };
 }

@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock.js';
 import { TokenUnavailableError, type ProxyError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
 import type { Credential } from './client-auth/index.js';
-import { asFetchError, logFetchFailure, type EndpointName } from './diagnose.js';
+import { asFetchError, logFetchFailure, type EndpointName, type FetchFailure } from './diagnose.js';
 import type { DpopClient } from './dpop/index.js';
 import type { TokenFetchError } from './errors.js';
 import { HeldToken, type Authorization, type Renewal } from './held-token.js';
@@ -43,6 +43,8 @@ export interface RefreshLoopOptions {
    * `token_unavailable` (the default).
    */
   whenRejected?: (() => ProxyError) | undefined;
+  /** Where each failed attempt is said: by default one log line each (diagnose.ts). */
+  reportFailure?: ((failure: FetchFailure) => void) | undefined;
 }
 
 /**
@@ -239,7 +241,9 @@ export class RefreshLoop implements Renewal {
       this.fetchNow();
     }, delay);
     const retry = { attempt: this.failures, retryInMs: delay, tokenValidForMs: validForMs };
-    logFetchFailure(this.o.log, { label: this.o.label, route: this.o.route, endpoint: this.o.endpoint, err, retry });
+    const failure: FetchFailure = { label: this.o.label, route: this.o.route, endpoint: this.o.endpoint, err, retry };
+    if (this.o.reportFailure !== undefined) this.o.reportFailure(failure);
+    else logFetchFailure(this.o.log, failure);
     // Requests that would still be waiting when the next attempt starts get their answer now.
     this.waiters.settle(
       (w) => w.reject(this.unavailable(`no valid token; ${error.message}`, delay / 1000)),

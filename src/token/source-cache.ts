@@ -1,9 +1,12 @@
 import { hash, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../core/clock.js';
-import { InvalidClientError } from '../core/errors.js';
+import { InvalidClientError, TokenUnavailableError, type ProxyError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
+import { DIGEST_WINDOW_MS, LogDigest } from '../core/log-digest.js';
+import { PASSTHROUGH_TOKEN_CONNECTIONS } from '../net/dispatchers.js';
 import type { Credential } from './client-auth/index.js';
+import { asFetchError, logFetchFailure, type FetchFailure } from './diagnose.js';
 import type { DpopClient } from './dpop/index.js';
 import type { HeldToken } from './held-token.js';
 import { RefreshLoop } from './refresh-loop.js';
@@ -13,6 +16,22 @@ import type { TokenSourceObserver, TokenState } from './token-state.js';
 
 /** How long a credential the token endpoint rejected is answered without asking it again. */
 export const REJECTION_MEMORY_MS = 10_000;
+
+/**
+ * Credentials new to the cache whose first fetch may be in flight at once: as many as the
+ * pass-through connections to the token endpoint (net/dispatchers.ts), so none queues there.
+ */
+export const NEW_CREDENTIALS_IN_FLIGHT = PASSTHROUGH_TOKEN_CONNECTIONS;
+
+/** New credentials tried per second at most, in a burst of as many. */
+export const NEW_CREDENTIALS_PER_SECOND = 10;
+
+/** The answer to a new credential past those bounds: the caller may retry in a second. */
+const busy = (): TokenUnavailableError =>
+  new TokenUnavailableError(
+    'more new pass-through credentials are arriving than the token endpoint is asked for at once; retry shortly',
+    1,
+  );
 
 /** The answer to a malformed or rejected pass-through credential; never names the id or secret. */
 const rejectedClient = (): InvalidClientError =>
@@ -54,8 +73,11 @@ interface Entry {
 
 /** The pass-through credentials' token sources: one per caller's own Basic credentials. */
 export interface SourceCache {
-  /** The held token for these credentials, or `invalid_client` while they are remembered as rejected. */
-  authorizerFor(credential: Credential): HeldToken | InvalidClientError;
+  /**
+   * The held token for these credentials; `invalid_client` while they are remembered as rejected;
+   * `token_unavailable` for new ones past the bounds on new credentials.
+   */
+  authorizerFor(credential: Credential): HeldToken | ProxyError;
   readonly size: number;
   /** Stops every entry's timers and drops them all. */
   stop(): void;
@@ -73,9 +95,19 @@ const EVICTED = 'more pass-through credentials are in use than TOKEN_CACHE_MAX; 
  * runs the whole lifecycle of a {@link RefreshLoop}; it is dropped (timers stopped) after a token
  * lifetime without a request, when evicted, or when the token endpoint rejects its credentials,
  * which are then answered `invalid_client` for {@link REJECTION_MEMORY_MS} without a fetch.
+ *
+ * A caller who sends credentials by the thousand costs a bounded amount and takes nothing from
+ * anyone else (docs/forwarding.md, "Pass-through credentials under a flood"): a credential new to
+ * the cache waits apart, its first fetch one of at most {@link NEW_CREDENTIALS_IN_FLIGHT}, and at
+ * most {@link NEW_CREDENTIALS_PER_SECOND} new ones are tried a second; past either, a request with a
+ * new credential is answered `token_unavailable` with a `Retry-After`, while those holding a token
+ * are served. A new credential joins the LRU with its first token, so one that never had a token
+ * never evicts one that has; one whose first fetch fails is dropped, not retried in the background
+ * (a caller's next request tries it again, as a new credential). Failed fetches and refused new
+ * credentials are logged at most once per 10 s with a count, not a line each.
  */
 export function createSourceCache(options: SourceCacheOptions): SourceCache {
-  const { clock } = options;
+  const { clock, log, route } = options;
   const rejectedAt = new LRUCache<string, number>({ max: options.max });
   // Idle expiry is the cache's own (`ttl`, renewed by each request's `get`), on this clock. Without
   // `ttlAutopurge`, whose timers would run on the process's clock, an idle entry is found stale
@@ -89,23 +121,51 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
     ttlResolution: 0,
     dispose: (entry, _key, reason) => {
       if (reason === 'expire')
-        options.log.debug(
-          { route: options.route, credential: 'passthrough' },
-          'pass-through credential idle for a token lifetime; dropped',
-        );
+        log.debug({ route, credential: 'passthrough' }, 'pass-through credential idle for a token lifetime; dropped');
       entry.loop.stop(reason === 'evict' ? EVICTED : undefined);
     },
     disposeAfter: () => options.onSize(entries.size),
   });
+  /** New credentials, until their first fetch ends: at most {@link NEW_CREDENTIALS_IN_FLIGHT}. */
+  const arriving = new Map<string, Entry>();
+  const admit = admission(clock);
   const keyOf = credentialKeyer(options.hmacKey ?? randomBytes(32));
   /** Whether the entry is still held: a stale one (idle past its limit) is dropped here, its loop stopped. */
-  const held = (key: string, entry: Entry): boolean => entries.get(key, { updateAgeOnGet: false }) === entry;
+  const held = (key: string, entry: Entry): boolean => arriving.get(key) === entry || entries.get(key, { updateAgeOnGet: false }) === entry;
 
-  /** What an entry's loop reports: fetches and adoptions counted; its token's lifetime and a rejection acted on. */
+  const failures = new LogDigest(clock, (total, byOutcome) =>
+    log.warn(
+      { route, credential: 'passthrough', failed: total, byOutcome, windowS: DIGEST_WINDOW_MS / 1000 },
+      'more pass-through credentials failed to get a token',
+    ),
+  );
+  const reportFailure = (failure: FetchFailure): void =>
+    failures.note(asFetchError(failure.err).outcome, () => logFetchFailure(log, failure));
+  const refused = new LogDigest(clock, (total) =>
+    log.warn(
+      { route, credential: 'passthrough', refused: total, windowS: DIGEST_WINDOW_MS / 1000 },
+      'more requests with new pass-through credentials were answered 503',
+    ),
+  );
+
+  /** What an entry's loop reports: fetches and adoptions counted; its first token, its token's lifetime and a rejection acted on. */
   const observerOf = (key: string, entry: () => Entry): TokenSourceObserver => ({
     onAdopt: () => options.observer.onAdopt?.(),
     onState(state: TokenState) {
       const e = entry();
+      if (arriving.get(key) === e) {
+        if (state.expiresAtMs === 0 && state.lastError === undefined) return;
+        arriving.delete(key);
+        if (state.expiresAtMs === 0) {
+          // Its first fetch failed: dropped, its waiting requests told why; a rejection is remembered.
+          if (state.lastError?.outcome === 'rejected') rejectedAt.set(key, clock.now());
+          e.loop.stop(`no valid token for these credentials; ${state.lastError!.message}`);
+          return;
+        }
+        // Its first token: it joins the LRU, which may evict the least recently used holder.
+        entries.set(key, e);
+        options.onSize(entries.size);
+      }
       if (entries.peek(key) !== e) return;
       // Reported once its retry is scheduled, so that stopping the loop clears that timer too.
       if (state.lastError?.outcome === 'rejected') {
@@ -128,7 +188,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
     const entry: Entry = {
       loop: new RefreshLoop({
         label: 'passthrough',
-        route: options.route,
+        route,
         credential,
         // Every attempt, a refresh included, first asks whether the entry is still held: an entry
         // idle for a token lifetime costs no fetch, and its loop stops.
@@ -141,16 +201,18 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
         random: options.random,
         refreshRatio: options.refreshRatio,
         waitTimeoutMs: options.waitTimeoutMs,
-        log: options.log,
+        log,
         dpop: options.dpop,
         observer: observerOf(key, () => entry),
         whenRejected: rejectedClient,
+        reportFailure,
       }),
       lastUsedAt: clock.now(),
       idleLimitMs: options.defaultLifetimeMs,
     };
-    entries.set(key, entry);
-    options.onSize(entries.size);
+    arriving.set(key, entry);
+    // Its first fetch now: it leaves the new credentials when that ends, whoever asks meanwhile.
+    entry.loop.start();
     return entry;
   };
 
@@ -162,7 +224,19 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
         if (clock.now() - at < REJECTION_MEMORY_MS) return rejectedClient();
         rejectedAt.delete(key);
       }
-      const entry = entries.get(key) ?? create(key, credential);
+      let entry = entries.get(key) ?? arriving.get(key);
+      if (entry === undefined) {
+        if (arriving.size >= NEW_CREDENTIALS_IN_FLIGHT || !admit()) {
+          refused.note('busy', () =>
+            log.warn(
+              { route, credential: 'passthrough', inFlight: arriving.size },
+              'new pass-through credentials are arriving faster than they are tried; answering 503 with Retry-After',
+            ),
+          );
+          return busy();
+        }
+        entry = create(key, credential);
+      }
       entry.lastUsedAt = clock.now();
       return entry.loop.held;
     },
@@ -170,9 +244,30 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       return entries.size;
     },
     stop() {
+      for (const e of arriving.values()) e.loop.stop();
+      arriving.clear();
       entries.clear();
       rejectedAt.clear();
+      failures.stop();
+      refused.stop();
     },
+  };
+}
+
+/**
+ * A token bucket of {@link NEW_CREDENTIALS_PER_SECOND} a second, as many in a burst: whether one
+ * more new credential may be tried now (taking it).
+ */
+function admission(clock: Clock): () => boolean {
+  let tokens = NEW_CREDENTIALS_PER_SECOND;
+  let at = clock.now();
+  return () => {
+    const now = clock.now();
+    tokens = Math.min(NEW_CREDENTIALS_PER_SECOND, tokens + ((now - at) * NEW_CREDENTIALS_PER_SECOND) / 1000);
+    at = now;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
   };
 }
 

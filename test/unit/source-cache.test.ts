@@ -1,9 +1,16 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { InvalidClientError } from '../../src/core/errors.js';
+import { InvalidClientError, TokenUnavailableError } from '../../src/core/errors.js';
 import { TokenFetchError, type FetchOutcome } from '../../src/token/errors.js';
 import { parseBasicCredentials } from '../../src/token/basic-credentials.js';
-import { createSourceCache, credentialKeyer, REJECTION_MEMORY_MS, type SourceCacheOptions } from '../../src/token/source-cache.js';
+import {
+  createSourceCache,
+  credentialKeyer,
+  NEW_CREDENTIALS_IN_FLIGHT,
+  NEW_CREDENTIALS_PER_SECOND,
+  REJECTION_MEMORY_MS,
+  type SourceCacheOptions,
+} from '../../src/token/source-cache.js';
 import type { HeldToken } from '../../src/token/held-token.js';
 import { backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
 import { fetchingSupply } from '../../src/token/token-supply.js';
@@ -39,7 +46,7 @@ function setup(options: Partial<SourceCacheOptions> = {}) {
   });
   const use = async (credential: typeof ALPHA): Promise<string | Error> => {
     const source = cache.authorizerFor(credential);
-    if (source instanceof InvalidClientError) return source;
+    if (source instanceof Error) return source;
     const got = tokenOf(source).catch((err: Error) => err);
     await settle();
     return got;
@@ -61,6 +68,8 @@ describe('pass-through token sources', () => {
     expect(t.cache.authorizerFor({ ...ALPHA, clientSecret: 'wrong' })).not.toBe(a);
     expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
     expect(t.cache.size).toBe(2);
+    // Said as each joined with its first token.
+    expect(t.sizes).toEqual([1, 2]);
   });
 
   it('drops an entry that served no request for a whole token lifetime: no fetch after it, and its timers stop', async () => {
@@ -104,12 +113,16 @@ describe('pass-through token sources', () => {
 
   it('tells a request waiting on an evicted entry that it was evicted, not that the proxy is shutting down', async () => {
     const t = setup({ max: 1 });
+    expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
+    const alpha = t.cache.authorizerFor(ALPHA) as HeldToken;
+    // The gateway refused alpha's token: a new one is fetched, and never comes.
     t.fetcher.answer = undefined;
-    const alpha = t.cache.authorizerFor(ALPHA);
-    if (alpha instanceof InvalidClientError) throw alpha;
+    alpha.invalidate('tok-alpha-id-1');
     const waiting = tokenOf(alpha).catch((err: Error) => err);
     await settle();
-    t.cache.authorizerFor(BETA);
+    // Beta's first token makes it a holder: the least recently used one, alpha, is evicted.
+    t.fetcher.answer = () => ({ accessToken: 'tok-beta', lifetimeMs: LIFETIME });
+    expect(await t.use(BETA)).toBe('tok-beta');
     const err = await waiting;
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toMatch(/TOKEN_CACHE_MAX/);
@@ -121,7 +134,6 @@ describe('pass-through token sources', () => {
     t.fetcher.answer = () => rejected();
     expect(await t.use(ALPHA)).toBeInstanceOf(InvalidClientError);
     expect(t.cache.size).toBe(0);
-    expect(t.clock.pending).toBe(0);
     for (let i = 0; i < 50; i++) expect(t.cache.authorizerFor(ALPHA)).toBeInstanceOf(InvalidClientError);
     await t.clock.advance(REJECTION_MEMORY_MS - 1);
     expect(t.cache.authorizerFor(ALPHA)).toBeInstanceOf(InvalidClientError);
@@ -154,6 +166,99 @@ describe('pass-through token sources', () => {
     await t.clock.advance(2 * LIFETIME);
     const text = t.log.text();
     for (const s of [ALPHA.clientId, ALPHA.clientSecret, BETA.clientId, BETA.clientSecret]) expect(text).not.toContain(s);
+  });
+});
+
+/** The `n`th of many distinct credentials. */
+const nth = (n: number) => ({ clientId: `flood-${n}`, clientSecret: `wrong-${n}` });
+
+describe('pass-through credentials by the thousand', () => {
+  it(`tries at most ${NEW_CREDENTIALS_IN_FLIGHT} new credentials at once; past that a new one is answered 503 with Retry-After, a holder served`, async () => {
+    const t = setup();
+    expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
+    t.fetcher.answer = undefined;
+    // The burst allows ten; each further one as time lets it in.
+    await t.clock.advance(1000);
+    const tried = [];
+    for (let i = 0; tried.length < NEW_CREDENTIALS_IN_FLIGHT; i++) {
+      if (i % NEW_CREDENTIALS_PER_SECOND === 0 && i > 0) await t.clock.advance(1000);
+      tried.push(t.cache.authorizerFor(nth(i)));
+    }
+    expect(tried.filter((a) => a instanceof Error)).toEqual([]);
+    expect(t.fetcher.calls).toHaveLength(1 + NEW_CREDENTIALS_IN_FLIGHT);
+    await t.clock.advance(1000);
+    const refused = t.cache.authorizerFor(nth(1000));
+    expect(refused).toBeInstanceOf(TokenUnavailableError);
+    expect((refused as TokenUnavailableError).retryAfterS).toBe(1);
+    expect(t.fetcher.calls).toHaveLength(1 + NEW_CREDENTIALS_IN_FLIGHT);
+    // A credential that holds a token is served throughout, and one already trying waits as before.
+    expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
+    expect(t.cache.authorizerFor(nth(3))).toBe(tried[3]);
+    // The first fetches end: new credentials are tried again.
+    for (const call of t.fetcher.calls.slice(1)) call.succeed(`tok-${call.credential.clientId}`, LIFETIME);
+    await settle();
+    expect(t.cache.authorizerFor(nth(1000))).not.toBeInstanceOf(Error);
+  });
+
+  it(`tries at most ${NEW_CREDENTIALS_PER_SECOND} new credentials a second`, async () => {
+    const t = setup();
+    const answers = [];
+    for (let i = 0; i < 3 * NEW_CREDENTIALS_PER_SECOND; i++) answers.push(await t.use(nth(i)));
+    expect(answers.filter((a) => typeof a === 'string')).toHaveLength(NEW_CREDENTIALS_PER_SECOND);
+    expect(answers.filter((a) => a instanceof TokenUnavailableError)).toHaveLength(2 * NEW_CREDENTIALS_PER_SECOND);
+    await t.clock.advance(1000 / NEW_CREDENTIALS_PER_SECOND);
+    expect(typeof (await t.use(nth(100)))).toBe('string');
+    expect(await t.use(nth(101))).toBeInstanceOf(TokenUnavailableError);
+    expect(t.fetcher.calls).toHaveLength(NEW_CREDENTIALS_PER_SECOND + 1);
+  });
+
+  it('does not retry in the background a credential whose first fetch failed: its caller hears 503, and its next request tries again', async () => {
+    const t = setup();
+    t.fetcher.answer = () => new TokenFetchError('timeout', 'timeout after 10000 ms');
+    const first = await t.use(BETA);
+    expect(first).toBeInstanceOf(TokenUnavailableError);
+    expect((first as Error).message).toContain('timeout after 10000 ms');
+    await t.clock.advance(10 * LIFETIME);
+    expect(t.fetcher.calls).toHaveLength(1);
+    t.fetcher.answer = () => ({ accessToken: 'tok-beta', lifetimeMs: LIFETIME });
+    expect(await t.use(BETA)).toBe('tok-beta');
+    expect(t.fetcher.calls).toHaveLength(2);
+  });
+
+  it('never evicts a credential that holds a token for one that never had one', async () => {
+    const t = setup({ max: 1 });
+    expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
+    for (let i = 0; i < 30; i++) {
+      t.fetcher.answer = () => (i % 2 === 0 ? rejected() : new TokenFetchError('server_error', 'token endpoint answered 503'));
+      await t.use(nth(i));
+      await t.clock.advance(100);
+    }
+    t.fetcher.answer = () => ({ accessToken: 'never', lifetimeMs: LIFETIME });
+    expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
+    expect(t.fetcher.calls.filter((c) => c.credential.clientId === ALPHA.clientId)).toHaveLength(1);
+    expect(t.cache.size).toBe(1);
+  });
+
+  it('logs failed credentials and refused new ones once per 10 s with a count, not a line each', async () => {
+    const t = setup();
+    t.fetcher.answer = () => rejected();
+    for (let i = 0; i < 200; i++) {
+      await t.use(nth(i));
+      await t.clock.advance(50);
+    }
+    // 10 s of a flood: one line each for its first rejection and its first refusal, one line each with the counts.
+    const lines = t.log.lines.filter((l) => l.level !== 'debug');
+    expect(lines.length).toBeLessThanOrEqual(4);
+    expect(lines[0]).toMatchObject({ level: 'error', msg: 'token endpoint rejected the client credentials' });
+    await t.clock.advance(10_000);
+    const counted = t.log.lines.filter((l) => l.msg === 'more pass-through credentials failed to get a token');
+    const refusedCounts = t.log.lines.filter((l) => l.msg === 'more requests with new pass-through credentials were answered 503');
+    const failed = counted.reduce((n, l) => n + (l.obj as { failed: number }).failed, 0);
+    const refused = refusedCounts.reduce((n, l) => n + (l.obj as { refused: number }).refused, 0);
+    // Every credential is accounted for: logged whole, counted as failed, or counted as refused.
+    expect(1 + failed + 1 + refused).toBe(200);
+    expect(t.log.lines.filter((l) => l.level !== 'debug').length).toBeLessThanOrEqual(6);
+    expect(t.fetcher.calls).toHaveLength(1 + failed);
   });
 });
 
