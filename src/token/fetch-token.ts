@@ -3,7 +3,7 @@ import { answeredWithoutTls, networkFailureReason, NOT_TLS_REASON } from '../net
 import { readSmallBody } from '../net/small-body.js';
 import type { Config } from '../config/config.js';
 import { parseTokenResponse, type TokenGrant } from './parse-response.js';
-import type { ClientAuth, Credential } from './client-auth/index.js';
+import type { ClientAuth, ClientAuthParts, Credential } from './client-auth/index.js';
 import type { DpopClient } from './dpop/index.js';
 import { sentTo, type TokenEndpoint } from './discovery/index.js';
 import { DpopBearerError, TokenFetchError, TokenRefusedError } from './errors.js';
@@ -138,7 +138,13 @@ export function createTokenRequester(options: TokenRequestOptions): RequestToken
       dpop?.rememberTokenNonce(tokenUrl, answer.headers['dpop-nonce']);
       let grant: TokenGrant;
       try {
-        grant = parseTokenResponse(answer.statusCode, answer.headers, answer.text, { defaultTtlS, sentAt, dpop: dpop !== undefined });
+        const secrets = sentSecrets(credential, auth, headers);
+        grant = parseTokenResponse(answer.statusCode, answer.headers, answer.text, {
+          defaultTtlS,
+          sentAt,
+          dpop: dpop !== undefined,
+          secrets,
+        });
       } catch (err) {
         if (dpop !== undefined && attempt === 0 && asksForTokenNonce(err, answer)) {
           dpop.tokenNonceRequested();
@@ -158,6 +164,24 @@ export function createTokenRequester(options: TokenRequestOptions): RequestToken
       return grant;
     }
   };
+}
+
+/** Form fields that name rather than prove: a provider may quote them. */
+const NAMING_FIELDS = new Set(['client_id', 'client_assertion_type']);
+
+/**
+ * What a token request carried that proves the client: the secret, every form field of the
+ * client's proof but those that only name it (an assertion, a secret), and every header it added
+ * (Basic credentials, whole and as their base64, a DPoP proof).
+ */
+function sentSecrets(credential: Credential, auth: ClientAuthParts, headers: Record<string, string>): string[] {
+  const secrets = [credential.clientSecret];
+  for (const [k, v] of auth.form) if (!NAMING_FIELDS.has(k)) secrets.push(v);
+  for (const [k, v] of Object.entries(headers)) {
+    if (k === 'content-type' || k === 'accept') continue;
+    secrets.push(v, v.replace(/^\S+\s+/, ''));
+  }
+  return secrets;
 }
 
 /** RFC 9449 §8: a `400` `use_dpop_nonce` that carries the nonce to use. */

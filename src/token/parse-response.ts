@@ -66,6 +66,12 @@ export interface ParseOptions {
   sentAt: number;
   /** Whether the request carried a DPoP proof: then `token_type` `DPoP` is accepted too. */
   dpop?: boolean;
+  /**
+   * What the request carried that must never be shown (a secret, an assertion, a proof): removed
+   * from the endpoint's `error` and `error_description` before they are kept, for a provider may
+   * echo what it was sent.
+   */
+  secrets?: readonly string[];
 }
 
 /**
@@ -80,7 +86,7 @@ export function parseTokenResponse(
   options: ParseOptions,
 ): TokenGrant {
   if (status < 200 || status > 299) {
-    const { error, description } = oauthError(body);
+    const { error, description } = oauthError(body, options.secrets ?? []);
     const retryAfterMs = parseRetryAfter(first(headers['retry-after']), options.sentAt);
     // 400, 401, 403: a refusal, with an OAuth error body or none (some identity providers answer
     // a wrong secret with a bare 403). 404/405: no token endpoint at this URL.
@@ -170,14 +176,36 @@ function first(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-function oauthError(body: string): { error: string | undefined; description: string | undefined } {
+/** The longest `error_description` kept: enough for a provider's sentence, short for a log line. */
+export const DESCRIPTION_MAX = 256;
+
+/** Where a secret was in a provider's words. */
+const REDACTED = '[redacted]';
+
+/**
+ * RFC 6749 §5.2's `error` and `error_description`, as they may be shown: every secret the request
+ * carried taken out (as sent, and as form-encoded), then only the printable ASCII of the codes'
+ * character set (%x20-21 / %x23-5B / %x5D-7E), the description cut to {@link DESCRIPTION_MAX}
+ * characters. A code that held a secret is dropped whole: a diagnosis reads codes, not fragments.
+ */
+function oauthError(body: string, secrets: readonly string[]): { error: string | undefined; description: string | undefined } {
+  let parsed: unknown;
   try {
-    const j = JSON.parse(body) as Record<string, unknown>;
-    // Only the RFC 6749 §5.2 codes' character set (%x20-21 / %x23-5B / %x5D-7E), kept short for logs.
-    const clean = (v: unknown, max: number) =>
-      typeof v === 'string' ? v.replace(/[^\x20-\x7e]/g, '').slice(0, max) || undefined : undefined;
-    return { error: clean(j.error, 64), description: clean(j.error_description, 200) };
+    parsed = JSON.parse(body);
   } catch {
     return { error: undefined, description: undefined };
   }
+  if (typeof parsed !== 'object' || parsed === null) return { error: undefined, description: undefined };
+  const j = parsed as Record<string, unknown>;
+  const forms = secrets.filter((x) => x !== '').flatMap((x) => [x, encodeURIComponent(x), new URLSearchParams({ x }).toString().slice(2)]);
+  // Longest first: a secret that contains another is taken out whole.
+  forms.sort((a, b) => b.length - a.length);
+  const scrub = (v: string): string => forms.reduce((text, x) => text.replaceAll(x, REDACTED), v);
+  // Scrubbed as sent and again once the unprintable characters are out: they cannot hide a secret.
+  const shown = (v: string): string => scrub(scrub(v).replace(/[^\x20-\x7e]/g, ''));
+  const code = typeof j.error === 'string' ? j.error.replace(/[^\x20-\x7e]/g, '') : '';
+  const error = scrub(j.error as string) === j.error && shown(code) === code ? code.slice(0, 64) || undefined : undefined;
+  const description =
+    typeof j.error_description === 'string' ? shown(j.error_description).slice(0, DESCRIPTION_MAX) || undefined : undefined;
+  return { error, description };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TokenFetchError } from '../../src/token/errors.js';
-import { jwtExpiry, parseRetryAfter, parseTokenResponse, RETRY_AFTER_CAP_MS } from '../../src/token/parse-response.js';
+import { DESCRIPTION_MAX, jwtExpiry, parseRetryAfter, parseTokenResponse, RETRY_AFTER_CAP_MS } from '../../src/token/parse-response.js';
 
 const SENT_AT = Date.UTC(2026, 0, 1, 12, 0, 0);
 const OPTS = { defaultTtlS: 300, sentAt: SENT_AT };
@@ -213,7 +213,41 @@ describe('parseTokenResponse: the token endpoint said no (RFC 6749 §5.2)', () =
       parseTokenResponse(400, {}, JSON.stringify({ error: 'invalid\nclient\u0000', error_description: 'x'.repeat(1_000) }), OPTS),
     );
     expect(err.oauthError).toBe('invalidclient');
-    expect(err.oauthErrorDescription).toHaveLength(200);
+    expect(err.oauthErrorDescription).toHaveLength(DESCRIPTION_MAX);
+    expect(DESCRIPTION_MAX).toBe(256);
+  });
+
+  it('takes every secret the request carried out of what a provider echoes, as sent and form-encoded, before cutting it', () => {
+    const secret = 'S3cr3t p@ss/ü';
+    const assertion = 'eyJhbGciOi.payload.signature';
+    const description =
+      `client secret '${secret}' does not match; form said ${encodeURIComponent(secret)} and ` +
+      `${new URLSearchParams({ s: secret }).toString().slice(2)}; assertion ${assertion}; ${'x'.repeat(200)} ${secret}`;
+    const err = thrown(() =>
+      parseTokenResponse(401, {}, JSON.stringify({ error: 'invalid_client', error_description: description }), {
+        ...OPTS,
+        secrets: [secret, assertion],
+      }),
+    );
+    expect(err.oauthError).toBe('invalid_client');
+    for (const shown of [err.oauthErrorDescription!, err.message]) {
+      for (const leak of [secret, encodeURIComponent(secret), 'S3cr3t', assertion]) expect(shown).not.toContain(leak);
+    }
+    expect(err.oauthErrorDescription).toMatch(
+      /^client secret '\[redacted\]' does not match; form said \[redacted\] and \[redacted\]; assertion \[redacted\]/,
+    );
+    expect(err.oauthErrorDescription!.length).toBeLessThanOrEqual(DESCRIPTION_MAX);
+  });
+
+  it('drops an error code that holds a secret, and finds a secret split by characters that are not shown', () => {
+    const err = thrown(() =>
+      parseTokenResponse(400, {}, JSON.stringify({ error: 'bad_hunter2', error_description: 'hun\u0000ter2 is wrong' }), {
+        ...OPTS,
+        secrets: ['hunter2'],
+      }),
+    );
+    expect(err.oauthError).toBeUndefined();
+    expect(err.oauthErrorDescription).toBe('[redacted] is wrong');
   });
 
   it('never quotes an access token that an error body carries', () => {
