@@ -10,9 +10,11 @@ import { queuedBytes } from './socket-write-queue.js';
  * connection refuses more of the answer (backpressure); from then on two things watch it:
  *
  * - the send timeout, nginx's `send_timeout`: a caller that takes no byte of the answer waiting for
- *   it for `UPSTREAM_IDLE_TIMEOUT_MS` is cut off, counted and logged as a stall. It is the caller's
- *   socket timeout, which Node refreshes on every read and every write that completes, and holds
- *   back while a write is still going out in part: no timer of ours per chunk;
+ *   it for `UPSTREAM_IDLE_TIMEOUT_MS` is cut off, counted and logged as a stall, within a second of
+ *   that: one sweep a second over the callers watched (while there are any) reads what each took
+ *   since the last. The caller's socket timeout alone would be late: Node arms it again when a
+ *   write still going out in part moves on, so a caller that reads nothing was cut after about
+ *   twice the timeout. No timer of ours per chunk or per caller;
  * - the overload action (Envoy's `reset_high_memory_stream`): while new requests are shed, the
  *   overload guard asks to end the exchanges whose callers have taken nothing for a while, those
  *   holding the most unsent answer first.
@@ -49,9 +51,40 @@ export interface StalledCallersOptions {
   clock: Clock;
 }
 
+/** How often the callers watched are looked at for the send timeout: the most it is late by. */
+export const SEND_SWEEP_MS = 1_000;
+
 export function createStalledCallers(options: StalledCallersOptions): StalledCallers {
   const { clock } = options;
   const watched = new Set<WatchedCaller>();
+
+  /**
+   * Reads what `w`'s caller took since last looked at: less answer unsent, or less of the write under
+   * way left for the kernel to take, starts its stall afresh. (More of it left is a write just
+   * begun, partly taken: not the caller reading.)
+   */
+  const look = (w: WatchedCaller, now: number): number => {
+    const unsent = w.res.writableLength;
+    const queued = queuedBytes(w.res);
+    if (unsent < w.unsentSeen || queued < w.queuedSeen) w.stalledSince = now;
+    w.unsentSeen = unsent;
+    w.queuedSeen = queued;
+    return unsent;
+  };
+
+  let sweep: unknown = undefined;
+  /** The send timeout's sweep: cuts off each caller that has taken nothing for its route's idle timeout. */
+  const sweepStalled = (): void => {
+    sweep = undefined;
+    const now = clock.now();
+    for (const w of watched) {
+      const unsent = look(w, now);
+      if (w.stalledSince === 0 || unsent === 0 || w.res.destroyed || now - w.stalledSince < w.sendTimeoutMs) continue;
+      w.recorder.stalled(w.req, 'send', w.sendTimeoutMs);
+      w.res.destroy();
+    }
+    if (watched.size > 0) sweep = clock.setTimeout(sweepStalled, SEND_SWEEP_MS);
+  };
 
   return {
     blocked(exchange) {
@@ -66,6 +99,7 @@ export function createStalledCallers(options: StalledCallersOptions): StalledCal
       exchange.queuedSeen = queuedBytes(res);
       // The exchange may have cleared the socket's timeout once the request body was in.
       if (res.socket !== null && res.socket.timeout !== exchange.sendTimeoutMs) res.setTimeout(exchange.sendTimeoutMs);
+      sweep ??= clock.setTimeout(sweepStalled, SEND_SWEEP_MS);
     },
 
     timedOut(exchange) {
@@ -84,11 +118,7 @@ export function createStalledCallers(options: StalledCallersOptions): StalledCal
       const now = clock.now();
       const idle: WatchedCaller[] = [];
       for (const w of watched) {
-        const unsent = w.res.writableLength;
-        const queued = queuedBytes(w.res);
-        if (unsent < w.unsentSeen || queued !== w.queuedSeen) w.stalledSince = now;
-        w.unsentSeen = unsent;
-        w.queuedSeen = queued;
+        const unsent = look(w, now);
         if (w.stalledSince !== 0 && unsent > 0 && now - w.stalledSince >= idleMs) idle.push(w);
       }
       idle.sort((a, b) => b.unsentSeen - a.unsentSeen);

@@ -122,9 +122,15 @@ describe('limits under abuse', () => {
     // The request, and then nothing read: far more than the socket buffers on the way take, so
     // the answer waits in the proxy for a caller that never takes it.
     s.pause();
+    const sentAt = Date.now();
     s.write(`GET /api/v1/download?bytes=${total} HTTP/1.1\r\nHost: x\r\n\r\n`);
     const stalls = (): number => proxy.lines().filter((l) => l.direction === 'send').length;
     await pollUntil(() => stalls() > 0, { timeoutMs: 20_000, intervalMs: 100 });
+    // Cut within the timeout and a second (the send timeout's sweep), before a second timeout could
+    // pass: the socket's own timer, armed again by Node as a partial write moves on, came at about twice it.
+    const cutAfterMs = (proxy.lines().find((l) => l.direction === 'send')!.time as number) - sentAt;
+    expect(cutAfterMs).toBeLessThan(2 * 1500);
+    process.stdout.write(`send timeout 1500 ms: the caller that read nothing was cut ${cutAfterMs} ms after its request\n`);
     expect(await metric(proxy, /ticket_auth_proxy_upstream_stalls_total\{direction="send"\} (\d+)/)).toBe(1);
     const line = proxy.lines().find((l) => l.direction === 'send')!;
     expect([line.level, line.msg, line.path]).toEqual([
