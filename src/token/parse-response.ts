@@ -179,6 +179,9 @@ function first(v: string | string[] | undefined): string | undefined {
 /** The longest `error_description` kept: enough for a provider's sentence, short for a log line. */
 export const DESCRIPTION_MAX = 256;
 
+/** The shortest secret taken out of a provider's words. */
+const SECRET_MIN = 4;
+
 /** Where a secret was in a provider's words. */
 const REDACTED = '[redacted]';
 
@@ -197,7 +200,10 @@ function oauthError(body: string, secrets: readonly string[]): { error: string |
   }
   if (typeof parsed !== 'object' || parsed === null) return { error: undefined, description: undefined };
   const j = parsed as Record<string, unknown>;
-  const forms = secrets.filter((x) => x !== '').flatMap((x) => [x, encodeURIComponent(x), new URLSearchParams({ x }).toString().slice(2)]);
+  // A secret of fewer than four characters is no secret to hide: taking it out would only garble the words.
+  const forms = secrets
+    .filter((x) => x.length >= SECRET_MIN)
+    .flatMap((x) => [x, encodeURIComponent(x), new URLSearchParams({ x }).toString().slice(2)]);
   // Longest first: a secret that contains another is taken out whole.
   forms.sort((a, b) => b.length - a.length);
   const scrub = (v: string): string => forms.reduce((text, x) => text.replaceAll(x, REDACTED), v);
