@@ -4,11 +4,11 @@
 // on a simulated clock: the sidecars start within the same second, the token endpoint issues
 // tokens of one hour and answers in 50 ms, and it is down (503, no Retry-After) for five minutes
 // inside the first refresh wave. The same fleet runs twice in one run: with the product's schedule
-// (DEFAULT_SCHEDULE of dist/token/refresh-schedule.js: every refresh, the first and the later
-// ones, at a random moment between half the ratio and the ratio of the lifetime; the backoff cap
-// a quarter of the held token's usable life, at least 30 s) and with the schedule before it
-// (EARLIER_SCHEDULE below, given to each token source as its `schedule`: every refresh at the
-// ratio less up to 10 % of the lifetime, a 30 s cap). Then one proxy with pass-through
+// (DEFAULT_SCHEDULE of dist/token/refresh-schedule.js: a sidecar's first refresh at a random
+// moment between half the ratio and the ratio of the lifetime, the later ones at the ratio less up
+// to 10 % of it; the backoff cap a quarter of the held token's usable life, at least 30 s) and with
+// the schedule before it (EARLIER_SCHEDULE below, given to each token source as its `schedule`:
+// every refresh, the first included, at the ratio less up to 10 % of the lifetime, a 30 s cap). Then one proxy with pass-through
 // credentials (dist/token/source-cache.js): as many credentials as sidecars, each used every
 // 5 minutes, a tenth of them idle after the first hour.
 //
@@ -75,8 +75,8 @@ function withoutTokenWatch(sources) {
 }
 
 /**
- * The schedule before the refreshes were spread and the backoff cap grew with the token's life:
- * every refresh at the ratio less up to 10 % of the lifetime, a 30 s cap.
+ * The schedule before the first refresh was spread and the backoff cap grew with the token's life:
+ * every refresh, the first included, at the ratio less up to 10 % of the lifetime, a 30 s cap.
  */
 const EARLIER_SCHEDULE = {
   refreshOffsetMs: (lifetimeMs, ratio, random) => Math.max(0, lifetimeMs * ratio - random() * 0.1 * lifetimeMs),

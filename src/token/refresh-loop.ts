@@ -185,6 +185,8 @@ export class RefreshLoop implements Renewal {
     const { grant, lifetimeMs: lifetime } = supplied;
     const adopted = supplied.fetchMs === undefined;
     const same = this.held.token === grant.accessToken;
+    // Its first token: the refresh after it is the source's first, spread widest (refresh-schedule.ts).
+    const first = this.lastSuccessAt === 0;
     const auth = this.held.hold(grant, supplied.usableUntilMs);
     this.expiresAt = supplied.expiresAtMs;
     this.lastSuccessAt = adopted ? supplied.issuedAtMs : now;
@@ -202,7 +204,7 @@ export class RefreshLoop implements Renewal {
       this.fetchNow();
       return;
     }
-    const offset = supplied.schedule.refreshOffsetMs(lifetime, this.o.refreshRatio, this.o.random);
+    const offset = supplied.schedule.refreshOffsetMs(lifetime, this.o.refreshRatio, this.o.random, first);
     const refreshAt = Math.min(supplied.issuedAtMs + offset, supplied.usableUntilMs);
     this.refreshTimer = this.clock.setTimeout(
       () => {

@@ -39,30 +39,31 @@ export function expiryMarginMs(lifetimeMs: number): number {
 }
 
 /**
- * When a background refresh starts, as an offset from when the token was requested: uniformly
- * between half of `ratio` and `ratio` of the lifetime (40-80 % by default), never later than the
- * ratio. The window is this wide for every refresh, not only the first: with a narrower one (the
- * ratio less up to 10 %), a fleet started at once drifts back into waves a lifetime later. Its
- * floor, half the ratio, bounds the cost: never more than twice the fetches of refreshing at the
- * ratio, a third more on average; `npm run bench:fleet` keeps every hour's busiest minute within
- * 1.5x its mean with it, so a wider window would add fetches without a flatter load.
+ * When a background refresh starts, as an offset from when the token was requested. The first of a
+ * token source (a process's first refresh): uniformly between half of `ratio` and `ratio` of the
+ * lifetime (40-80 % by default), so a fleet started at once loses its lock-step within one
+ * lifetime, at the cost of one early fetch. Every later one: at the ratio less up to a tenth of the
+ * lifetime, never later; the phases the first spread stay spread, each refresh moving its own by
+ * up to a tenth at random. The first window covers about half of the later refresh period, so a
+ * fleet started at once still fetches in a broad wave one period later: `npm run bench:fleet`
+ * shows the second hour's busiest minute at about 2.2x its mean, the later hours' within 2x.
  */
-export function refreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number): number {
-  return lifetimeMs * ratio * (1 - random() / 2);
+export function refreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number, first: boolean): number {
+  return first ? lifetimeMs * ratio * (1 - random() / 2) : Math.max(0, lifetimeMs * ratio - random() * 0.1 * lifetimeMs);
 }
 
 /** When a token source refreshes and how far its backoff may grow (`npm run bench:fleet` injects another). */
 export interface RefreshSchedule {
-  /** The refresh's offset from when the token was requested. */
-  refreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number): number;
+  /** The refresh's offset from when the token was requested; `first`: the source's first refresh. */
+  refreshOffsetMs(lifetimeMs: number, ratio: number, random: () => number, first: boolean): number;
   /** The backoff cap while the held token is usable for `validForMs` more (0 when none is held). */
   backoffCapMs(validForMs: number): number;
 }
 
 /**
- * The product's schedule: every refresh, the first of a process and the later ones, spread
- * uniformly between half the ratio and the ratio (a fleet restarted at once loses its lock-step
- * and does not find it again); the backoff cap grows with the held token's usable life.
+ * The product's schedule: the first refresh of a process spread uniformly between half the ratio
+ * and the ratio (a fleet restarted at once loses its lock-step), the later ones at the ratio less
+ * up to a tenth; the backoff cap grows with the held token's usable life.
  */
 export const DEFAULT_SCHEDULE: RefreshSchedule = { refreshOffsetMs, backoffCapMs };
 

@@ -49,32 +49,44 @@ describe('expiryMarginMs', () => {
 });
 
 describe('refreshOffsetMs', () => {
-  it('is the ratio of the lifetime without jitter', () => {
-    expect(refreshOffsetMs(100_000, 0.8, fixed(0))).toBe(80_000);
-    expect(refreshOffsetMs(3_600_000, 0.5, fixed(0))).toBe(1_800_000);
+  it('is the ratio of the lifetime without jitter, the first refresh and the later ones', () => {
+    for (const first of [true, false]) {
+      expect(refreshOffsetMs(100_000, 0.8, fixed(0), first)).toBe(80_000);
+      expect(refreshOffsetMs(3_600_000, 0.5, fixed(0), first)).toBe(1_800_000);
+    }
   });
 
-  it('falls uniformly between half the ratio and the ratio of the lifetime: never later, never earlier', () => {
+  it('the first falls uniformly between half the ratio and the ratio of the lifetime: never later, never earlier', () => {
     for (const r of [0, 0.1, 0.37, 0.5, 0.9, 0.999_999]) {
-      const offset = refreshOffsetMs(3_600_000, 0.8, fixed(r));
+      const offset = refreshOffsetMs(3_600_000, 0.8, fixed(r), true);
       expect(offset).toBeLessThanOrEqual(2_880_000);
       expect(offset).toBeGreaterThan(1_440_000);
       expect(offset).toBeCloseTo(2_880_000 * (1 - r / 2), 6);
     }
   });
 
+  it('a later one falls at the ratio less up to a tenth of the lifetime: 3.2-4.0 s of an 8 s token at 0.5', () => {
+    for (const r of [0, 0.1, 0.37, 0.5, 0.9, 0.999_999]) {
+      const offset = refreshOffsetMs(8_000, 0.5, fixed(r), false);
+      expect(offset).toBeLessThanOrEqual(4_000);
+      expect(offset).toBeGreaterThan(3_200);
+      expect(offset).toBeCloseTo(4_000 - r * 800, 6);
+    }
+  });
+
   it('stays positive and within the ratio for a small ratio', () => {
-    const offset = refreshOffsetMs(100_000, 0.05, fixed(0.999_999));
+    const offset = refreshOffsetMs(100_000, 0.05, fixed(0.999_999), true);
     expect(offset).toBeGreaterThan(2_500);
     expect(offset).toBeLessThanOrEqual(5_000);
+    expect(refreshOffsetMs(100_000, 0.05, fixed(0.999_999), false)).toBe(0);
   });
 });
 
 describe('DEFAULT_SCHEDULE', () => {
   it('is the refresh offset and the backoff cap above, with nothing kept between refreshes', () => {
-    expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0))).toBe(2_880_000);
-    expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.5))).toBe(2_160_000);
-    expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.5))).toBe(2_160_000);
+    expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0), true)).toBe(2_880_000);
+    expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.5), true)).toBe(2_160_000);
+    expect(DEFAULT_SCHEDULE.refreshOffsetMs(3_600_000, 0.8, fixed(0.5), false)).toBe(2_700_000);
     expect(DEFAULT_SCHEDULE.backoffCapMs(3_000_000)).toBe(750_000);
   });
 });
