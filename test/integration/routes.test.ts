@@ -7,12 +7,13 @@
  * other route answering 200.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect } from 'vitest';
 import type { MockTicketService } from '../../src/mock/ticket-service.js';
-import { pollUntil, startProxy, type ProxyHandle } from '../helpers/index.js';
+import { pollUntil, runCli, startProxy, type ProxyHandle } from '../helpers/index.js';
 import { expectNoLeak, metricsText, test } from '../helpers/stack.js';
 
 const EU_SECRET = 'eu-secret-!@#';
@@ -184,5 +185,119 @@ describe('two gateways behind one proxy, each with its own credential', () => {
     expect(text).toMatch(/^ticket_auth_proxy_token_expiry_timestamp_seconds\{route="us"\} \d/m);
     const ready = (await (await fetch(`${r.proxy.adminUrl}/readyz`)).json()) as object;
     expect(ready).toEqual({ status: 'ready', routes: { eu: { ready: true }, us: { ready: true } } });
+  });
+});
+
+/** A configuration file of `lines` in a directory of its own; its path. */
+function configFile(lines: string[]): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'tap-routes-check-')), 'proxy.yaml');
+  writeFileSync(file, lines.join('\n'));
+  return file;
+}
+
+describe('check and the start with routes', () => {
+  test("prints one line per route ending with its result, fetches a shared credential once, and exits 1 when a route's fails", async ({
+    mock,
+  }) => {
+    const eu = await mock({ clients: { 'eu-app': EU_SECRET } });
+    const us = await mock({ clients: { 'us-app': US_SECRET } });
+    const file = configFile([
+      'routes:',
+      '  - name: eu',
+      '    mount: /eu',
+      `    baseUrl: ${eu.url}`,
+      '    clientId: eu-app',
+      `    clientSecret: "${EU_SECRET}"`,
+      '  - name: eu-v2',
+      '    mount: /eu2',
+      `    baseUrl: ${eu.url}`,
+      '    paths: [/api/v2]',
+      '    clientId: eu-app',
+      `    clientSecret: "${EU_SECRET}"`,
+      '  - name: us',
+      `    baseUrl: ${us.url}`,
+      '    clientId: us-app',
+      '    clientSecret: "not-the-us-secret"',
+    ]);
+    const out = await runCli(['check'], { CONFIG_FILE: file });
+    expect(out.code, out.stderr).toBe(1);
+    // The last line of each route: its result.
+    const results = out.stdout.split('\n').filter((l) => /^(eu|eu-v2|us): (ok$|failed: |the same credential)/.test(l));
+    expect(results).toEqual([
+      'eu: ok',
+      'eu-v2: the same credential as "eu": ok',
+      expect.stringMatching(/^us: failed: rejected: token endpoint answered 401 invalid_client/),
+    ]);
+    // Every line of a route's account begins with its name.
+    for (const line of out.stdout.split('\n').filter((l) => l !== '' && !l.startsWith('listeners:'))) {
+      expect(line, out.stdout).toMatch(/^(eu|eu-v2|us): /);
+    }
+    expect(eu.tokenRequests).toHaveLength(1);
+    expect(us.tokenRequests).toHaveLength(1);
+    expectNoLeak(out.stdout + out.stderr, [
+      ['the eu secret', EU_SECRET],
+      ['the us secret', 'not-the-us-secret'],
+    ]);
+  });
+
+  test("warns, naming the route, when a route's own port is held by another process", async ({ mock }) => {
+    const eu = await mock({ clients: { 'eu-app': EU_SECRET } });
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as { port: number }).port;
+    try {
+      const file = configFile([
+        'routes:',
+        '  - name: eu',
+        `    listenPort: ${port}`,
+        `    baseUrl: ${eu.url}`,
+        '    clientId: eu-app',
+        `    clientSecret: "${EU_SECRET}"`,
+      ]);
+      const out = await runCli(['check'], { CONFIG_FILE: file });
+      expect(out.stderr).toContain(`warning: route "eu"'s listener (its listenHost, listenPort) cannot listen on 127.0.0.1:${port}`);
+      const started = await runCli([], { CONFIG_FILE: file, LISTEN_PORT: '0', ADMIN_PORT: '0' });
+      expect(started.code).not.toBe(0);
+      expect(started.stderr + started.stdout).toContain(`route "eu"'s listener`);
+    } finally {
+      holder.close();
+    }
+  });
+
+  test('refuses every conflict of the routes in one message naming each route, at start and in check alike, with no secret', async ({
+    mock,
+  }) => {
+    const eu = await mock({ clients: { 'eu-app': EU_SECRET } });
+    const file = configFile([
+      `clientSecret: "${EU_SECRET}"`,
+      'clientId: eu-app',
+      'routes:',
+      '  - name: eu',
+      '    mount: /eu',
+      `    baseUrl: ${eu.url}`,
+      '  - name: eu-inner',
+      '    mount: /eu/inner',
+      `    baseUrl: ${eu.url}`,
+      '  - name: Bad_Name',
+      `    baseUrl: ${eu.url}`,
+      '    mount: /bad',
+      '  - name: nobase',
+      '    mount: /nobase',
+      '  - name: two-ways',
+      '    mount: /two',
+      '    listenPort: 18999',
+      `    baseUrl: ${eu.url}`,
+    ]);
+    const [start, check] = await Promise.all([runCli([], { CONFIG_FILE: file }), runCli(['check'], { CONFIG_FILE: file })]);
+    expect(start.code).toBe(2);
+    expect(check.code).toBe(2);
+    expect(check.stderr).toBe(start.stderr);
+    expect(start.stdout).not.toContain('listeners up');
+    for (const name of ['eu-inner', 'nobase', 'two-ways']) expect(start.stderr).toContain(`"${name}"`);
+    // A name outside the form is named by its place in the list.
+    expect(start.stderr).toContain('route 3 in');
+    expect(start.stderr).toMatch(/^ticket-auth-proxy: invalid configuration \(\d problems\):/);
+    expect(eu.tokenRequests).toEqual([]);
+    expectNoLeak(start.stderr + start.stdout, [['the eu secret', EU_SECRET]]);
   });
 });

@@ -64,7 +64,7 @@ export async function check(
     process.stderr.write('ticket-auth-proxy: check needs CLIENT_ID and CLIENT_SECRET_FILE (or CLIENT_SECRET)\n');
     return 2;
   }
-  const listeners = listenerReport(config, socket, log);
+  const listeners = listenerReport(config, socket, routes, log);
   const results: string[] = [];
   const fetched = new Map<string, { route: string; ok: boolean }>();
   const dpopClients = new Map<string, DpopClient>();
@@ -263,10 +263,19 @@ function scopeLine(granted: string, asked: string | undefined): string {
  * is in use (a running proxy holds its own), else a failure, since the start would fail on it too.
  * Resolves with how to say so, which returns false when the start would fail.
  */
-async function listenerReport(config: Config, socket: SocketTrial, log: Log): Promise<() => boolean> {
+async function listenerReport(
+  config: Config,
+  socket: SocketTrial,
+  routes: readonly LoadedRoute<typeof ROUTE_CHECKS>[],
+  log: Log,
+): Promise<() => boolean> {
   const proxy = { what: 'the proxy listener (LISTEN_HOST, LISTEN_PORT)', host: config.listenHost, port: config.listenPort };
   const admin = { what: 'the admin listener (ADMIN_HOST, ADMIN_PORT)', host: config.adminHost, port: config.adminPort };
-  const listeners = config.listenSocket === undefined ? [proxy, admin] : [admin];
+  // Each route's own port, as the start opens it (docs/routes.md).
+  const own = routes.flatMap(({ name, way }) =>
+    way.kind === 'port' ? [{ what: `route "${name}"'s listener (its listenHost, listenPort)`, host: way.host, port: way.port }] : [],
+  );
+  const listeners = [...(config.listenSocket === undefined ? [proxy, admin] : [admin]), ...own];
   const problems = await listenProblems(listeners, log);
   const at = (l: { host: string; port: number }): string => (l.host.includes(':') ? `[${l.host}]:${l.port}` : `${l.host}:${l.port}`);
   const socketLines = socket.inUse === undefined ? [] : [`ticket-auth-proxy: warning: ${socket.inUse}\n`];
@@ -278,13 +287,13 @@ async function listenerReport(config: Config, socket: SocketTrial, log: Log): Pr
     };
   }
   // Both on one port: the admin listener finds it held by the proxy listener, as at start.
-  const ownClash = listeners.length === 2 && problems[0] === undefined && proxy.port !== 0 && proxy.port === admin.port;
+  const ownClash = config.listenSocket === undefined && problems[0] === undefined && proxy.port !== 0 && proxy.port === admin.port;
   let opens = true;
-  const lines = problems.flatMap((problem) => {
+  const lines = problems.flatMap((problem, i) => {
     if (problem === undefined) return [];
     const code = listenCode(problem);
     const meaning = listenProblemMeaning(code);
-    if (code === 'EADDRINUSE' && ownClash) {
+    if (code === 'EADDRINUSE' && ownClash && listeners[i] === admin) {
       opens = false;
       return [`ticket-auth-proxy: ${problem.message}: the proxy listener takes this port itself; give ADMIN_PORT another\n`];
     }
