@@ -3,6 +3,7 @@
 // product with the scenario's feature off (`bearer` in the DPoP scenarios, `tcp` in the socket
 // one, `untraced` in the tracing one); and two baselines
 // written with Node's usual tools (bench/baselines/). bench/README.md describes each.
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, root } from '../processes.js';
 import { pollOk } from './children.js';
@@ -12,6 +13,7 @@ export const BEFORE = 'before';
 export const BEARER = 'bearer';
 export const TCP = 'tcp';
 export const UNTRACED = 'untraced';
+export const ONE_ROUTE = 'one-route';
 export const MINIMAL = 'undici-minimal';
 export const HTTP_PROXY = 'http-proxy';
 
@@ -33,6 +35,8 @@ const BUILDS = {
   [TCP]: { clientId: 'bench-tcp', main: () => 'dist/main.js', feature: false },
   // With tracing off, beside the product tracing every request.
   [UNTRACED]: { clientId: 'bench-untraced', main: () => 'dist/main.js', feature: false },
+  // Without routes in a file, beside the product choosing among mounted routes.
+  [ONE_ROUTE]: { clientId: 'bench-one-route', main: () => 'dist/main.js', feature: false },
 };
 
 /** The token every baseline sends: they hold a static Bearer, no token lifecycle. */
@@ -47,7 +51,7 @@ const BASELINES = {
 };
 
 /** The order in which candidates are started, listed and run in a scenario's first round. */
-const ORDER = [MINIMAL, HTTP_PROXY, PRODUCT, BEFORE, BEARER, TCP, UNTRACED];
+const ORDER = [MINIMAL, HTTP_PROXY, PRODUCT, BEFORE, BEARER, TCP, UNTRACED, ONE_ROUTE];
 
 /** The client ids the mock token endpoint must know, each with CLIENT_SECRET. */
 export function clientIds() {
@@ -67,6 +71,30 @@ function featureEnv(scenario, collector) {
   if (scenario.tracing) return { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_TRACES_SAMPLER: 'always_on' };
   if (scenario.dpop === undefined) return {};
   return { DPOP: 'on', ...(scenario.dpop === 'ES256' ? {} : { DPOP_ALG: scenario.dpop }) };
+}
+
+/**
+ * A configuration file of `count` routes, each mounted on the main listener (`/r0` ... ), all to
+ * the upstream with the build's credential: the requests go to the last mount, so every mount is
+ * passed over before it is found (docs/routes.md).
+ */
+function routesFile(count, { workDir, name, upstream, tokenService, clientId, secretFile }) {
+  const file = join(workDir, `${name}-routes.yaml`);
+  const routes = Array.from({ length: count }, (_, i) =>
+    [`  - name: r${i}`, `    mount: /r${i}`, `    baseUrl: ${upstream.origin}`].join('\n'),
+  );
+  writeFileSync(
+    file,
+    [
+      `tokenUrl: ${tokenService.url}/api/v1/oauth2/token`,
+      `clientId: ${clientId}`,
+      `clientSecretFile: ${secretFile}`,
+      'routes:',
+      ...routes,
+      '',
+    ].join('\n'),
+  );
+  return { env: { CONFIG_FILE: file }, prefix: `/r${count - 1}` };
 }
 
 /** What the scenario's traffic needs of every build: the HTTPS upstream's CA, credentials read from each request. */
@@ -94,6 +122,10 @@ export async function startCandidates(scenario, { settings, children, upstream, 
     const socketPath = build.feature && scenario.socket ? join(workDir, `${name}.sock`) : undefined;
     const port = socketPath === undefined ? await freePort() : undefined;
     const admin = await freePort();
+    const routed =
+      build.feature && scenario.routes !== undefined
+        ? routesFile(scenario.routes, { workDir, name, upstream, tokenService, clientId: build.clientId, secretFile })
+        : { env: {}, prefix: '' };
     const candidate = await children.startNode(name, [...profileFlags(name), build.main(settings)], {
       env: {
         BASE_URL: upstream.origin,
@@ -107,12 +139,13 @@ export async function startCandidates(scenario, { settings, children, upstream, 
         ...settings.productAllocator.env,
         ...trafficEnv(scenario, upstream),
         ...(build.feature ? featureEnv(scenario, collector) : {}),
+        ...routed.env,
         ...build.env?.(settings),
       },
       ready: () => pollOk(`http://127.0.0.1:${admin}/readyz`),
     });
     const tokenFetches = () => tokenService.tokenRequests.slice(fetchesFrom).filter((r) => r.clientId === build.clientId).length;
-    const url = socketPath === undefined ? `http://127.0.0.1:${port}` : 'http://localhost';
+    const url = `${socketPath === undefined ? `http://127.0.0.1:${port}` : 'http://localhost'}${routed.prefix}`;
     return { ...candidate, url, socketPath, tokenFetches, adminUrl: `http://127.0.0.1:${admin}` };
   }
 

@@ -16,10 +16,12 @@
 //                scenario is loaded by autocannon, which can connect to one (wrk cannot)
 //   tracing      the product exports a span of every request to a collector on loopback
 //                (collector.js), with OTEL_TRACES_SAMPLER=always_on (docs/operations.md, "Traces")
+//   routes       the product reads that many routes from its configuration file, each mounted on
+//                the main listener, and is loaded through the last mount (docs/routes.md)
 //   drainS       seconds waited after each round's load before its CPU is read, so that work the
 //                round left behind (the export of its last spans) is counted in it
 //   optional     not run unless BENCH_SCENARIOS names it
-import { BEARER, BEFORE, HTTP_PROXY, MINIMAL, TCP, UNTRACED } from './candidates.js';
+import { BEARER, BEFORE, HTTP_PROXY, MINIMAL, ONE_ROUTE, TCP, UNTRACED } from './candidates.js';
 
 const TICKETS = '/api/v1/tickets'; // about 1 KB of JSON
 const BLOB = '/api/v1/blob'; // 1 MB
@@ -49,6 +51,8 @@ export const SCENARIOS = {
   'get-1k-socket': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, socket: true, against: [TCP] },
   // Every request traced (two spans) and exported, held against the same build with tracing off;
   // a round's spans are exported within a second of its end, and counted in it.
+  // The GET of get-1k through the last of 32 mounted routes, held against the same build with one route.
+  'get-1k-routes': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, routes: 32, against: [ONE_ROUTE], optional: true },
   'get-1k-tracing': { method: 'GET', path: TICKETS, connections: 50, bodyBytes: 0, tracing: true, drainS: 1.5, against: [UNTRACED] },
 };
 
