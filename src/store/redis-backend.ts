@@ -5,7 +5,7 @@ import type { RawRead, StoreBackend } from './backend.js';
 import { CLOSED, explainRedisFailure, type PasswordSource } from './redis-failure.js';
 import type { StoreEndpoint } from './redis-url.js';
 import { FORMAT_VERSION } from './slot-key.js';
-import { LIBRARY_NAME, SCRIPTS, VERSION_FUNCTION, functionName } from './scripts.js';
+import { LIBRARY_NAME, LIBRARY_REVISION, SCRIPTS, VERSION_FUNCTION, functionName } from './scripts.js';
 
 /** A connection unused this long is closed: a proxy needs the store about once a token lifetime. */
 export const IDLE_CLOSE_MS = 30_000;
@@ -38,6 +38,7 @@ interface Scripted {
   tapAcquire(lease: string, value: string, ttl: number, limit: number): Promise<number>;
   tapRelease(lease: string, value: string): Promise<number>;
   tapDeleteIf(entry: string, fp: string): Promise<number>;
+  tapCutFailure(failure: string, limit: number): Promise<number>;
 }
 
 type Client = (Redis | Cluster) & Scripted;
@@ -169,6 +170,9 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
         }
         if (endpoint.db !== 0) await client.call('SELECT', endpoint.db);
       }
+      // The library this proxy calls, of the key format it writes and of this release's scripts,
+      // on every primary: a library loaded from an earlier release is refused, never used.
+      if (options.scripts === 'functions') await checkLibrary(endpoint.mode === 'cluster' ? (client as Cluster).nodes('master') : [client]);
       return client;
     })();
     connection.ready.catch(() => drop(connection));
@@ -216,6 +220,23 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     }
   }
 
+  /** Asks each node for the library's version and revision; throws when one lacks it or holds another. */
+  async function checkLibrary(nodes: (Redis | Cluster)[]): Promise<void> {
+    await Promise.all(
+      nodes.map(async (node) => {
+        const answer = await node.call('FCALL', VERSION_FUNCTION, 0);
+        // Revision 1 answered its version alone.
+        const [version, revision] = Array.isArray(answer) ? (answer as unknown[]) : [answer, 1];
+        if (version !== FORMAT_VERSION) throw new Error(`Function library ${LIBRARY_NAME} answers version ${String(version)}`);
+        if (revision !== LIBRARY_REVISION) {
+          throw new Error(
+            `Function library ${LIBRARY_NAME} is revision ${String(revision)}; this proxy calls revision ${LIBRARY_REVISION}`,
+          );
+        }
+      }),
+    );
+  }
+
   function closeWhenIdle(): void {
     if (inFlight > 0) return;
     stopIdleTimer();
@@ -251,6 +272,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       }),
     release: (leaseKey, value) => use(async (c) => (await c.tapRelease(leaseKey, value)) === 1),
     deleteIf: (entryKey, fingerprint) => use(async (c) => (await c.tapDeleteIf(entryKey, fingerprint)) === 1),
+    cutFailure: (failureKey, limitMs) => use(async (c) => (await c.tapCutFailure(failureKey, ttl(limitMs))) === 1),
     recordFailure: (failureKey, value, ttlMs) =>
       use(async (c) => {
         await c.set(failureKey, value, 'PX', ttl(ttlMs));
@@ -260,15 +282,9 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
         // A cluster: its slots were read on connecting, and one primary answering says it is
         // reachable; with TOKEN_STORE_SCRIPTS=functions every primary is asked, as each must hold the library.
         const primaries = endpoint.mode === 'cluster' ? (c as Cluster).nodes('master') : [c as Redis];
-        const nodes = options.scripts === 'functions' ? primaries : primaries.slice(0, 1);
-        await Promise.all(
-          nodes.map(async (node) => {
-            if (options.scripts !== 'functions') return node.ping();
-            // The library this proxy calls must be there, of the key format it writes.
-            const version = await node.call('FCALL', VERSION_FUNCTION, 0);
-            if (version !== FORMAT_VERSION) throw new Error(`Function library ${LIBRARY_NAME} answers version ${String(version)}`);
-          }),
-        );
+        // The library may have been deleted or replaced since the connection checked it.
+        if (options.scripts === 'functions') await checkLibrary(primaries);
+        else await primaries[0]!.ping();
       });
       // A check keeps no connection: a fleet finding its store again does not hold one each.
       if (inFlight === 0) drop(current);

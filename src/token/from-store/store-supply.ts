@@ -9,7 +9,8 @@
  *    gateway rejected);
  * 2. a failure another proxy recorded, whose next attempt is still ahead, is waited for as the
  *    fleet does, but never longer than this proxy's own backoff could wait, and once: looked at
- *    again when that wait ends, the same record is passed by;
+ *    again when that wait ends, the same record is passed by; a record the store keeps longer
+ *    than that wait (replayed, or stretched) is cut to it;
  * 3. lease: otherwise the proxy takes the lease, fetches, writes the entry and releases the lease;
  *    when its fetch fails, it records the failure with its next attempt's time (this proxy's
  *    backoff) and then releases the lease, before the attempt ends;
@@ -134,6 +135,7 @@ class StoreSupply implements TokenSupply {
       // attempt is waiting for another proxy's fetch, each operation bounded on its own.
       const read = waitingSince === undefined ? await budget.within(slot.read) : await slot.read();
       if (read === LATE || read.kind === 'unavailable') return this.alone(request);
+      this.boundFailure(slot, read, request);
       const adopted = this.adoptable(read, request);
       if (adopted !== undefined) return adopted;
       this.throwIfFailing(read, request);
@@ -229,6 +231,7 @@ class StoreSupply implements TokenSupply {
       await this.sleep(Math.min(left, step * (0.5 + random())), request.signal);
       const read = await slot.read();
       if (read.kind === 'unavailable') return 'alone';
+      this.boundFailure(slot, read, request);
       const adopted = this.adoptable(read, request);
       if (adopted !== undefined) return adopted;
       this.throwIfFailing(read, request);
@@ -261,6 +264,36 @@ class StoreSupply implements TokenSupply {
   }
 
   /**
+   * The longest wait this proxy's own backoff could ask for now after `failure`, holding a token
+   * usable for `validForMs` more: 30 s without one, a `Retry-After` of at most 5 minutes after a
+   * throttling or failing endpoint, or a quarter of the token's remaining use.
+   */
+  private longestWaitMs(failure: FailureRecord, validForMs: number): number {
+    return this.o.backoff.longestMs(validForMs, failure.outcome === 'rate_limited' || failure.outcome === 'server_error');
+  }
+
+  /** How much longer the token this attempt holds stays usable (0 without one). */
+  private heldForMs(request: SupplyRequest): number {
+    const held = request.held;
+    const now = this.o.clock.now();
+    return held !== undefined && held.usableUntilMs > now ? held.usableUntilMs - now : 0;
+  }
+
+  /**
+   * A failure record the store keeps longer than the longest wait this proxy's own backoff could
+   * ask for (replayed, its time to live stretched, whatever its sealed time says) is cut to that
+   * wait, in the background (a script: only ever shortened), and counted: someone else writes the
+   * prefix. A token the read found counts as held (it is, or its holders' backoff grows with it):
+   * a record a proxy holding it may have written is never cut.
+   */
+  private boundFailure(slot: Slot, read: ReadResult, request: SupplyRequest): void {
+    const failure = read.kind === 'unavailable' ? undefined : read.failure;
+    if (failure === undefined) return;
+    const longestMs = this.longestWaitMs(failure, Math.max(this.heldForMs(request), read.kind === 'hit' ? read.remainingMs : 0));
+    if (failure.keptUntilMs - this.o.clock.now() > longestMs) void slot.cutFailure(longestMs).catch(() => undefined);
+  }
+
+  /**
    * A failure another proxy recorded whose next attempt is still ahead: wait for it, as the fleet
    * does, for the least of its time (sealed, and its time to live: the store bounds both) and the
    * longest wait this proxy's own backoff could give now; a record already waited for once is
@@ -270,10 +303,7 @@ class StoreSupply implements TokenSupply {
     const failure = read.kind === 'unavailable' ? undefined : read.failure;
     const now = this.o.clock.now();
     if (failure === undefined || failure.nextAttemptAtMs <= now || failure.sealedAtMs === this.honoured) return;
-    const held = request.held;
-    const validForMs = held !== undefined && held.usableUntilMs > now ? held.usableUntilMs - now : 0;
-    const longestMs = this.o.backoff.longestMs(validForMs, failure.outcome === 'rate_limited' || failure.outcome === 'server_error');
-    if (failure.nextAttemptAtMs - now > longestMs) this.o.store.anomaly('failure_too_long');
+    const longestMs = this.longestWaitMs(failure, this.heldForMs(request));
     const waitMs = Math.min(failure.nextAttemptAtMs - now, longestMs);
     this.honoured = failure.sealedAtMs;
     // Spread by up to a tenth (at most a second), so that the fleet's reads do not all come at once.
