@@ -18,9 +18,8 @@ export interface RedisBackendOptions {
   /** The TLS material in use now (`CA_FILE` and the client certificate are reread on change). */
   tls: () => TlsMaterial;
   /**
-   * `TOKEN_STORE_TIMEOUT_MS`: the library's own `commandTimeout` and `connectTimeout` (its
-   * documented options), the timeout of each command and of connecting, and the bound of each
-   * operation as a whole.
+   * `TOKEN_STORE_TIMEOUT_MS`: the bound of each operation as a whole, connecting and
+   * authenticating included, and of a connection made ahead of need.
    */
   timeoutMs: number;
   clock: Clock;
@@ -63,11 +62,13 @@ interface Connection {
 /**
  * The store on Redis or Valkey, through `iovalkey`, loaded here and only here (a dynamic import:
  * a proxy without a store never loads it). The library starts loading at once, while the
- * credentials' keys are derived; the first operation waits for it. Connects when an operation
- * needs it and closes after {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues (the offline
- * queue is off) or retries on its own: an operation that finds no connection makes one. Each
- * command and each connection is bounded by the library's own timeouts, set to the store timeout,
- * and each operation, connecting included, by the store timeout too.
+ * credentials' keys are derived; the first operation waits for it before its time starts (loading
+ * is this process's own work, done once: on a tenth of a core it takes about half a second, which
+ * the store has no part in). Connects when an operation needs it and closes after
+ * {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues (the offline queue is off) or retries on
+ * its own: an operation that finds no connection makes one. Each operation, connecting and
+ * authenticating included, is bounded by the store timeout ({@link deadline}); the library's own
+ * timeouts are backstops well past it.
  */
 export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
   const library: Promise<Library> = import('iovalkey');
@@ -86,14 +87,18 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     return { ...(ca ? { ca: [...ca] } : {}), ...(cert && key ? { cert, key } : {}) };
   }
 
+  // The library's own timeouts run on timers of their own, which fire before an answer that came
+  // meanwhile is read when the process has been held off the CPU (a CPU limit): a refused password
+  // would read as a timeout. They are backstops only; the store timeout is this file's deadline.
+  const backstopMs = 4 * timeoutMs;
   // Every automatic behaviour off: no offline queue, no reconnection, no retry, no ready check
   // (`INFO` is not among the commands a user limited to the prefix may run).
   const common = {
     lazyConnect: true,
     enableOfflineQueue: false,
     enableReadyCheck: false,
-    connectTimeout: timeoutMs,
-    commandTimeout: timeoutMs,
+    connectTimeout: backstopMs,
+    commandTimeout: backstopMs,
     // A closed connection's socket is destroyed this long after its FIN, answered or not.
     disconnectTimeout: timeoutMs,
     maxRetriesPerRequest: 0,
@@ -111,7 +116,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
         enableOfflineQueue: false,
         enableReadyCheck: false,
         clusterRetryStrategy: () => null,
-        slotsRefreshTimeout: timeoutMs,
+        slotsRefreshTimeout: backstopMs,
         slotsRefreshInterval: 0,
         maxRedirections: 4,
         retryDelayOnFailover: 50,
@@ -145,14 +150,17 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     return client;
   }
 
-  function open(): Connection {
+  function open(lib: Library): Connection {
     const connection: Connection = { client: undefined, ready: Promise.resolve(undefined as never), lastError: undefined, dropped: false };
-    // The most telling error: "Failed to refresh slots cache" follows the refused password it hides.
+    // The most telling error: "Failed to refresh slots cache" follows the refused password it
+    // hides, and a refusal already received tells more than a timeout that came after it.
     const remember = (err: unknown): void => {
-      if (!(err instanceof Error && CLOSED.test(err.message))) connection.lastError = err;
+      if (err instanceof Error && CLOSED.test(err.message)) return;
+      if (connection.lastError !== undefined && isTimeout(err)) return;
+      connection.lastError = err;
     };
     connection.ready = (async () => {
-      const client = create(await library);
+      const client = create(lib);
       connection.client = client;
       client.on('error', remember);
       client.on('node error', remember);
@@ -190,23 +198,47 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
   }
 
   /**
-   * Runs `command` on the connection, made first if there is none. The library's timeouts bound
-   * each step alone (connecting, `AUTH`, `SELECT`, the command), so a store that answers each just
-   * in time could take several times the store timeout: the operation as a whole is bounded by it
-   * here, and one that passes it fails as the library's own timeout does.
+   * A promise that rejects as a timeout `timeoutMs` from now, unless `stop` is called first. When
+   * its timer fires, what has already arrived on the sockets is read first (one turn of the event
+   * loop): held off the CPU past the deadline, a process runs its timers before it reads, and an
+   * answer that came in time (a refused password) would otherwise lose to the timeout.
+   */
+  function deadline(): { expired: Promise<never>; stop(): void } {
+    let timer: unknown;
+    let immediate: NodeJS.Immediate | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = clock.setTimeout(() => {
+        immediate = setImmediate(() => reject(new Error(`Command timed out: the operation took more than ${timeoutMs} ms`)));
+      }, timeoutMs);
+    });
+    // Raced, or dropped unraced: never an unhandled rejection.
+    expired.catch(() => undefined);
+    return {
+      expired,
+      stop() {
+        clock.clearTimeout(timer);
+        if (immediate !== undefined) clearImmediate(immediate);
+      },
+    };
+  }
+
+  /**
+   * Runs `command` on the connection, made first if there is none. A store that answered each step
+   * (connecting, `AUTH`, `SELECT`, the command) just in time could take several times the store
+   * timeout: the operation as a whole is bounded by it here, from the moment the client library is
+   * loaded, and one that passes it fails as a timeout.
    */
   async function use<T>(command: (client: Client) => Promise<T>): Promise<T> {
     if (closed) throw new Error('the token store is closed');
-    const connection = (current ??= open());
+    const lib = await library;
+    if (closed) throw new Error('the token store is closed');
+    const connection = (current ??= open(lib));
     inFlight++;
     stopIdleTimer();
-    let timer: unknown;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = clock.setTimeout(() => reject(new Error(`Command timed out: the operation took more than ${timeoutMs} ms`)), timeoutMs);
-    });
+    const bound = deadline();
     try {
       // The race handles a late rejection of the command, after the deadline.
-      return await Promise.race([connection.ready.then(command), deadline]);
+      return await Promise.race([connection.ready.then(command), bound.expired]);
     } catch (err) {
       // The library rejects with "Connection is closed"; what closed it came as an event before.
       const cause = err instanceof Error && CLOSED.test(err.message) && connection.lastError !== undefined ? connection.lastError : err;
@@ -214,7 +246,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       if (cause instanceof Error && /^(READONLY|LOADING|MASTERDOWN)\b/.test(cause.message)) drop(connection);
       throw cause;
     } finally {
-      clock.clearTimeout(timer);
+      bound.stop();
       inFlight--;
       closeWhenIdle();
     }
@@ -291,9 +323,23 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     },
     warm() {
       if (current !== undefined || closed) return;
-      // Bounded by the client's own connect timeout; a connection that fails is dropped with its promise.
-      const connection = (current = open());
-      connection.ready.then(closeWhenIdle, () => undefined);
+      void library.then(
+        (lib) => {
+          if (current !== undefined || closed) return;
+          // Bounded by the store timeout, as an operation is; a connection that fails is dropped with its promise.
+          const connection = (current = open(lib));
+          const bound = deadline();
+          bound.expired.catch(() => drop(connection));
+          connection.ready.then(
+            () => {
+              bound.stop();
+              closeWhenIdle();
+            },
+            () => bound.stop(),
+          );
+        },
+        () => undefined,
+      );
     },
     reset() {
       drop(current);
@@ -305,4 +351,10 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     },
     explain: (err) => explainRedisFailure(err, endpoint.shown, options.passwordSource, options.password()),
   };
+}
+
+/** The library's own timeouts and ours, as their errors read. */
+function isTimeout(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.startsWith('Command timed out') || message === 'timeout' || (err as { code?: unknown } | null)?.code === 'ETIMEDOUT';
 }

@@ -21,8 +21,9 @@
  * 5. delete by fingerprint: the newest token the gateway rejected is deleted from the store first,
  *    if it is still there;
  * 6. whenever the store cannot be used (down, slow, refusing), the proxy fetches alone, as without
- *    a store; the store's operations before the fetch (1, 3, 5 and a pass-through key's
- *    derivation) take one store timeout in all, however many there are (attempt-budget.ts).
+ *    a store; the store's operations before the fetch (1, 3 and 5) take one store timeout in all,
+ *    however many there are (attempt-budget.ts). A pass-through key's derivation is not the
+ *    store's: it is waited for as long as a caller waits for a token, then the budget starts.
  *
  * The store's operations are `store/contract.ts`; the credential's slot in the store is
  * `slot-seed.ts`; how the wiring gives each shared credential this supply is
@@ -64,7 +65,8 @@ export interface StoreSupplyOptions {
   /**
    * A pass-through credential's key is derived on its first use, or at a later attempt when the
    * derivations of the minute were spent: an attempt waits for a derivation under way no longer
-   * than this (the store timeout), then fetches its token alone.
+   * than this (`TOKEN_WAIT_TIMEOUT_MS`, the caller's own wait: on a tenth of a core one derivation
+   * takes seconds), then fetches its token alone. Not counted in the store's budget.
    */
   deriveWithinMs?: number | undefined;
   clock: Clock;
@@ -109,19 +111,18 @@ class StoreSupply implements TokenSupply {
 
   async obtain(request: SupplyRequest): Promise<SuppliedToken> {
     const { deriveWithinMs, clock, storeTimeoutMs } = this.o;
-    let budget: AttemptBudget | undefined;
     let slot = this.o.slot.ready;
     if (slot === undefined) {
       if (!this.o.slot.shared) return this.own.obtain(request);
       // The connection is opened while the key may still be derived. A pass-through credential's
-      // key, derived on its first use, is waited for within the budget; the configured
-      // credential's is derived at start and on a change, whatever the store does.
+      // key, derived on its first use, is waited for at most `deriveWithinMs`; the configured
+      // credential's is derived at start and on a change, whatever the store does. Neither is
+      // the store's time: the budget starts once the slot is there.
       this.o.store.need();
-      budget = deriveWithinMs === undefined ? undefined : attemptBudget(clock, storeTimeoutMs);
-      slot = await this.o.slot.current(budget === undefined ? undefined : Math.min(deriveWithinMs!, budget.leftMs()));
+      slot = await this.o.slot.current(deriveWithinMs);
       if (slot === undefined) return this.own.obtain(request);
     }
-    budget ??= attemptBudget(clock, storeTimeoutMs);
+    const budget: AttemptBudget = attemptBudget(clock, storeTimeoutMs);
     const newest = this.rejectedTokens.at(-1);
     if (newest !== undefined && newest !== this.deleted) {
       // The newest token the gateway rejected, deleted only if the entry still holds it: a newer token another proxy wrote stays.
