@@ -340,7 +340,7 @@ export async function throttledFleet(env = process.env) {
         const check = await wrongPasswordCheck(options, timeoutMs, files);
         const hung = await firstRequest(options, timeoutMs, hole);
         rows.push(
-          `| ${transport} | ${timeoutMs} | ${stuck} | ${total('beside')} | ${total('timedOut')} | ${total('adoptions')} | ` +
+          `| ${transport} | ${timeoutMs} | ${stuck} | ${total('beside')} | ${total('timedOut')} / ${total('failed')} | ${total('adoptions')} | ` +
             `${total('configuredFetches')} + ${total('passthroughFetches')} | ${total('waitedOut')} | ${check} | ${hung.status} in ${hung.ms} ms |`,
         );
         process.stderr.write(`bench:fleet under a CPU limit: ${transport} ${timeoutMs} ms done\n`);
@@ -358,7 +358,7 @@ export async function throttledFleet(env = process.env) {
         `on ${spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()} cores. The first request to a proxy just started without a store: ` +
         `${alone.status} in ${alone.ms} ms.`,
       '',
-      '| store | TOKEN_STORE_TIMEOUT_MS | rounds not ready within a minute | fetched alone | operations timed out | adoptions | fetches (configured + pass-through) | first pass-through requests past their wait | `check`, wrong store password | first request, store hanging |',
+      '| store | TOKEN_STORE_TIMEOUT_MS | rounds not ready within a minute | fetched alone | operations timed out / failed | adoptions | fetches (configured + pass-through) | first pass-through requests past their wait | `check`, wrong store password | first request, store hanging |',
       '|---|--:|--:|--:|--:|--:|--:|--:|---|---|',
       ...rows,
     ];

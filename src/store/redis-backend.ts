@@ -326,10 +326,15 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       void library.then(
         (lib) => {
           if (current !== undefined || closed) return;
-          // Bounded by the store timeout, as an operation is; a connection that fails is dropped with its promise.
+          // Bounded by the store timeout, as an operation is, unless an operation has joined it
+          // meanwhile: that operation's own deadline bounds it then (a connection made while a
+          // key is derived on a tenth of a core is slow, and need not fail the read that waits on
+          // it). A connection that fails is dropped with its promise.
           const connection = (current = open(lib));
           const bound = deadline();
-          bound.expired.catch(() => drop(connection));
+          bound.expired.catch(() => {
+            if (inFlight === 0) drop(connection);
+          });
           connection.ready.then(
             () => {
               bound.stop();

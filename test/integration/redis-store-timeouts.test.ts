@@ -12,14 +12,15 @@ import type { Clock } from '../../src/core/clock.js';
 import { systemClock } from '../../src/core/clock.js';
 import { openTokenStore, type OpenedStore } from '../../src/store/open-store.js';
 import { FakeLog } from '../helpers/fakes.js';
+import { pollUntil } from '../helpers/index.js';
 import { storeSettings, testDeriver } from '../helpers/redis-harness.js';
 
 /** A store timeout no other timer of the store uses: the clock below holds these back. */
 const TIMEOUT_MS = 45_000;
 const CREDENTIAL = { description: 'client_id=app scope=tickets.read', keyMaterial: Buffer.from('client-secret') };
 
-/** The system clock, except that timers of the store timeout wait until `fire()`. */
-function heldDeadlines(): Clock & { fire(): void } {
+/** The system clock, except that timers of the store timeout wait until `fire()` (all, or the oldest `n`). */
+function heldDeadlines(): Clock & { fire(n?: number): void; readonly held: number } {
   const held = new Set<{ fn: () => void }>();
   return {
     now: () => Date.now(),
@@ -32,11 +33,14 @@ function heldDeadlines(): Clock & { fire(): void } {
     clearTimeout(handle) {
       if (!held.delete(handle as { fn: () => void })) systemClock.clearTimeout(handle);
     },
-    fire() {
-      for (const h of [...held]) {
+    fire(n = Infinity) {
+      for (const h of [...held].slice(0, n)) {
         held.delete(h);
         h.fn();
       }
+    },
+    get held() {
+      return held.size;
     },
   };
 }
@@ -80,8 +84,10 @@ async function refusingStore(clock: { fire(): void }): Promise<{ port: number; c
 }
 
 const opened: OpenedStore[] = [];
+const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((s) => s.close()));
+  await Promise.all(closers.splice(0).map((close) => close()));
 });
 
 describe('the store timeout, when the process runs its timers before its sockets', () => {
@@ -111,5 +117,63 @@ describe('the store timeout, when the process runs its timers before its sockets
     } finally {
       await store.close();
     }
+  });
+
+  it("runs an operation that joined a connection made ahead of need to the operation's own deadline, not the connection's", async () => {
+    // The connection is made while a key is derived (on a tenth of a core, slowly); a read joins
+    // it; the connection's own deadline falls due before the store has answered AUTH.
+    const clock = heldDeadlines();
+    const sockets = new Set<Socket>();
+    let answerAuth: () => void = () => {};
+    const authSent = new Promise<void>((sent) => {
+      const server = createServer((socket) => {
+        sockets.add(socket);
+        socket.on('error', () => undefined);
+        socket.on('data', (chunk: Buffer) => {
+          for (const [, name] of String(chunk).matchAll(/^\*\d+\r\n\$\d+\r\n([A-Za-z]+)\r\n/gm)) {
+            if (name!.toUpperCase() !== 'AUTH') socket.write('-ERR the store answered the read\r\n');
+            else {
+              answerAuth = () => socket.write('+OK\r\n');
+              sent();
+            }
+          }
+        });
+      });
+      closers.push(
+        () =>
+          new Promise<void>((resolve) => {
+            for (const x of sockets) x.destroy();
+            server.close(() => resolve());
+          }),
+      );
+      server.listen(0, '127.0.0.1', () => (port = (server.address() as { port: number }).port));
+    });
+    let port = 0;
+    await pollUntil(() => port !== 0, { timeoutMs: 2_000 });
+    const target = { url: `redis://ticket-proxy@127.0.0.1:${port}`, mode: 'standalone' as const, password: 'store-password' };
+    const open = openTokenStore({
+      settings: storeSettings(target, 'tap-test:', TIMEOUT_MS),
+      fetchTimeoutMs: 10_000,
+      tls: {},
+      clock,
+      random: Math.random,
+      log: new FakeLog(),
+      derive: testDeriver,
+    });
+    opened.push(open);
+    const slot = await open.tokens.slot(CREDENTIAL);
+    open.tokens.need();
+    await authSent;
+    const reading = slot.read();
+    await pollUntil(() => clock.held === 2, { timeoutMs: 2_000 });
+    // The connection's deadline (the older one) falls due; the read's has not.
+    clock.fire(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    answerAuth();
+    expect(await reading).toMatchObject({
+      kind: 'unavailable',
+      reason: 'error',
+      detail: expect.stringContaining('the store answered the read'),
+    });
   });
 });
