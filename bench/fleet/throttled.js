@@ -9,8 +9,8 @@
 // one before: the fleet needs one per refresh, so each is a fetch alone, the store given up on).
 // Then, at each timeout, `check` with a wrong store password (does it say WRONGPASS?), and what a
 // store that accepts and never answers costs the first request to a proxy just started. The
-// smallest timeout with nothing given up on in any round, over TLS too, is the default
-// docs/token-store.md states. Needs root (a cgroup), redis-server and openssl; otherwise it says
+// smallest timeout at which no store operation timed out or failed in any round, over TLS too, is
+// the default docs/token-store.md states. Needs root (a cgroup), redis-server and openssl; otherwise it says
 // why and measures nothing.
 //
 // Settings (environment): FLEET_CPU_TIMEOUTS (the TOKEN_STORE_TIMEOUT_MS values, comma-separated:
@@ -217,7 +217,13 @@ async function round(options, timeoutMs, n, files) {
   const before = mock.tokenRequests.length;
   const fleet = await Promise.all(Array.from({ length: proxies }, (_, i) => startProxy(main, `tap-bench-${process.pid}-${i}`, share, env)));
   try {
-    await Promise.all(fleet.map((p) => until(async () => (await fetch(`${p.adminUrl}/readyz`)).status === 200, 60_000, 'ready')));
+    try {
+      await Promise.all(fleet.map((p) => until(async () => (await fetch(`${p.adminUrl}/readyz`)).status === 200, 60_000, 'ready')));
+    } catch (err) {
+      // What the proxies said, for whoever reads the run's errors.
+      for (const p of fleet) process.stderr.write(`--- a proxy of a round not ready:\n${p.output().slice(-4000)}\n`);
+      throw err;
+    }
     const firstStatuses = await Promise.all(fleet.map((p) => untilServed(p.url, { authorization: basic(PASSTHROUGH) })));
     // A token lifetime of traffic with both credentials: each proxy meets a refresh.
     const end = Date.now() + TTL_S * 1000;
