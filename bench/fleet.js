@@ -17,6 +17,10 @@
 // start, in steady state, after a fleet-wide revocation, while the store is down and once it is
 // back, and the attempts a throttling token endpoint sees.
 //
+// Last, real proxies each held to a tenth of a core by a cgroup, sharing a real redis-server
+// (bench/fleet/throttled.js, its settings there): what the store timeout must be for a sidecar with
+// `resources.limits.cpu: 100m` to keep sharing. It takes root; FLEET_CPU=0 leaves it out.
+//
 // Settings (environment): FLEET_SIDECARS (10000), FLEET_HOURS (3), FLEET_TOKEN_TTL_S (3600),
 // FLEET_OUTAGE_AT_S (2700: inside the first refresh wave, where an outage hurts), FLEET_OUTAGE_S
 // (300), FLEET_REFRESH_RATIO (0.8, the default of TOKEN_REFRESH_RATIO), FLEET_SEED (1).
@@ -26,6 +30,7 @@ import { createSourceCache } from '../dist/token/source-cache.js';
 import { fetchingSupply } from '../dist/token/token-supply.js';
 import { quiet, seeded, sidecar, SimClock } from './fleet/sim.js';
 import { fetchesBetween, fleetTimeline } from './fleet/store.js';
+import { throttledFleet } from './fleet/throttled.js';
 
 // Ten thousand store clients meet a store that is down about a million times an hour in the
 // simulation: an error's stack trace, which no one reads here, would cost most of the run.
@@ -235,6 +240,8 @@ lines.push(`Entries held at the end: ${pass.entriesAtEnd} (busy credentials: ${s
 process.stdout.write(lines.join('\n') + '\n');
 
 process.stdout.write(storeTable(shared).join('\n') + '\n');
+
+if (env.FLEET_CPU !== '0') process.stdout.write((await throttledFleet(env)).join('\n') + '\n');
 
 /** The store's figures: fetches per token lifetime for the whole fleet, with the store and without. */
 function storeTable(runs) {

@@ -214,7 +214,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'TOKEN_STORE_PASSWORD_FILE', key: 'tokenStorePasswordFile', kind: { type: 'path' } },
   { env: 'TOKEN_STORE_KEY_FILE', key: 'tokenStoreKeyFile', kind: { type: 'path' } },
   { env: 'TOKEN_STORE_PREFIX', key: 'tokenStorePrefix', kind: { type: 'string' }, default: 'ticket-auth-proxy:' },
-  { env: 'TOKEN_STORE_TIMEOUT_MS', key: 'tokenStoreTimeoutMs', kind: { type: 'int', min: 1 }, default: 250 },
+  { env: 'TOKEN_STORE_TIMEOUT_MS', key: 'tokenStoreTimeoutMs', kind: { type: 'int', min: 1 }, default: 500 },
   { env: 'TOKEN_STORE_SCRIPTS', key: 'tokenStoreScripts', kind: { type: 'enum', values: ['eval', 'functions'] }, default: 'eval' },
   { env: 'SHUTDOWN_DELAY_S', key: 'shutdownDelayS', kind: { type: 'number', min: 0 }, default: 0 },
   { env: 'SHUTDOWN_TIMEOUT_S', key: 'shutdownTimeoutS', kind: { type: 'number', min: 0 }, default: 15 },

@@ -9,7 +9,8 @@ export interface SlotKeys {
 
 /**
  * What one read saw, in one round trip. Times to live are `PTTL`'s: milliseconds left, `-1` for
- * a key without one, `-2` for no key.
+ * a key without one, `-2` for no key. No value longer than `STORE_VALUE_MAX_BYTES` (scripts.ts)
+ * is read: an entry with such a field is `garbage`, and such a failure record reads `oversized`.
  */
 export interface RawRead {
   /** The entry's fields; `garbage` when the key holds something other than a hash. */
@@ -46,6 +47,11 @@ export interface StoreBackend {
   deleteIf(entryKey: string, fingerprint: string): Promise<boolean>;
   /** `SET failureKey value PX ttlMs`. */
   recordFailure(failureKey: string, value: string, ttlMs: number): Promise<void>;
+  /**
+   * Gives the failure record `limitMs` to live when it has more (only ever shortened; one without
+   * a time to live is left to the next write, which deletes it). True when cut.
+   */
+  cutFailure(failureKey: string, limitMs: number): Promise<boolean>;
   /** Connects if needed, authenticates, `PING`; then closes the connection unless an operation uses it. */
   ping(): Promise<void>;
   /** Opens the connection now if there is none; never throws. */

@@ -60,6 +60,11 @@ export interface FailureRecord {
   readonly nextAttemptAtMs: number;
   /** The next attempt's time as sealed (the writer's clock): the same record read again has the same. */
   readonly sealedAtMs: number;
+  /**
+   * When the store drops the record, by the reader's clock (its time to live): a record kept alive
+   * past the longest wait the reader's backoff could ask for is cut to it ({@link Slot.cutFailure}).
+   */
+  readonly keptUntilMs: number;
   /** The failed fetch's outcome as the recording proxy gave it (`rate_limited`, `server_error`, ...). */
   readonly outcome: string;
 }
@@ -171,6 +176,13 @@ export interface Slot {
    * outcome (`rate_limited`, ...). Readers see it until that moment or until a token is written.
    */
   recordFailure(failure: { nextAttemptAtMs: number; outcome: string }): Promise<RecordResult>;
+  /**
+   * Cuts the failure record's time to live to `limitMs` when it has more (a script: only ever
+   * shortened), and counts it as `failure_too_long`: for a record kept alive past the longest wait
+   * the reader's own backoff could ask for (a replayed record, a stretched `PEXPIRE`). `cut` when
+   * it was longer.
+   */
+  cutFailure(limitMs: number): Promise<{ readonly kind: 'cut' } | { readonly kind: 'kept' } | StoreUnavailable>;
 }
 
 /** What {@link TokenStore.slot} needs: what the credential is, and what its key is made from. */
@@ -195,7 +207,7 @@ export interface SlotSeed {
  * `ticket_auth_proxy_token_store_anomalies_total`'s `kind` label: someone else writes the prefix.
  * - `lease_too_long`: a lease with a time to live longer than any proxy's settings allow (or none), cut;
  * - `lease_wait_exhausted`: a proxy waited a whole lease length for other proxies' fetches while leases kept being taken;
- * - `failure_too_long`: a failure record asking for a wait longer than this proxy's own backoff could give;
+ * - `failure_too_long`: a failure record asking for a wait, or kept alive, longer than this proxy's own backoff could give (cut to that);
  * - `invalid_entry`: an entry that does not decrypt or parse (never served);
  * - `invalid_failure`: a failure record that does not decrypt or parse, or has no time to live (ignored).
  */

@@ -121,6 +121,7 @@ export class MemoryStoreServer {
       deleteIf: (entryKey, fingerprint) =>
         serve('delete', () => this.hash(entryKey)?.get('fp') === fingerprint && this.data.delete(entryKey)),
       recordFailure: (failureKey, value, ttlMs) => serve('write', () => void this.put(failureKey, value, ttlMs)),
+      cutFailure: (failureKey, limitMs) => serve('delete', () => this.cut(failureKey, limitMs)),
       ping: () => serve('read', () => undefined),
       warm: () => undefined,
       reset: () => undefined,
@@ -181,11 +182,19 @@ export class MemoryStoreServer {
     if (current !== undefined && typeof current.value !== 'string') {
       const { value } = current;
       const exp = value.get('exp');
-      const sound = exp !== undefined && /^\d{1,20}$/.test(exp) && value.has('fp') && value.has('ct') && !oversized(value);
+      const sound = exp !== undefined && /^\d{1,20}$/.test(exp) && !!value.get('fp') && !!value.get('ct') && !oversized(value);
       if (sound && Number(exp) >= Number(fields.exp) && (replaceCt === undefined || value.get('ct') !== replaceCt)) return false;
     }
     if (this.fault === 'oom') throw new MemoryStoreFailure(FAILURES.oom);
     this.put(keys.entryKey, { ...fields }, ttlMs);
+    return true;
+  }
+
+  /** As the cut script: a time to live longer than the limit is cut to it; none is left alone. */
+  private cut(key: string, limitMs: number): boolean {
+    const slot = this.slot(key);
+    if (slot?.expiresAt === undefined || slot.expiresAt - this.clock.now() <= limitMs) return false;
+    slot.expiresAt = this.clock.now() + limitMs;
     return true;
   }
 

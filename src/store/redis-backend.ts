@@ -5,7 +5,7 @@ import type { RawRead, StoreBackend } from './backend.js';
 import { CLOSED, explainRedisFailure, type PasswordSource } from './redis-failure.js';
 import type { StoreEndpoint } from './redis-url.js';
 import { FORMAT_VERSION } from './slot-key.js';
-import { LIBRARY_NAME, SCRIPTS, VERSION_FUNCTION, functionName } from './scripts.js';
+import { LIBRARY_NAME, LIBRARY_REVISION, SCRIPTS, VERSION_FUNCTION, functionName } from './scripts.js';
 
 /** A connection unused this long is closed: a proxy needs the store about once a token lifetime. */
 export const IDLE_CLOSE_MS = 30_000;
@@ -18,9 +18,8 @@ export interface RedisBackendOptions {
   /** The TLS material in use now (`CA_FILE` and the client certificate are reread on change). */
   tls: () => TlsMaterial;
   /**
-   * `TOKEN_STORE_TIMEOUT_MS`: the library's own `commandTimeout` and `connectTimeout` (its
-   * documented options), the timeout of each command and of connecting, and the bound of each
-   * operation as a whole.
+   * `TOKEN_STORE_TIMEOUT_MS`: the bound of each operation as a whole, connecting and
+   * authenticating included, and of a connection made ahead of need.
    */
   timeoutMs: number;
   clock: Clock;
@@ -38,6 +37,7 @@ interface Scripted {
   tapAcquire(lease: string, value: string, ttl: number, limit: number): Promise<number>;
   tapRelease(lease: string, value: string): Promise<number>;
   tapDeleteIf(entry: string, fp: string): Promise<number>;
+  tapCutFailure(failure: string, limit: number): Promise<number>;
 }
 
 type Client = (Redis | Cluster) & Scripted;
@@ -62,11 +62,13 @@ interface Connection {
 /**
  * The store on Redis or Valkey, through `iovalkey`, loaded here and only here (a dynamic import:
  * a proxy without a store never loads it). The library starts loading at once, while the
- * credentials' keys are derived; the first operation waits for it. Connects when an operation
- * needs it and closes after {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues (the offline
- * queue is off) or retries on its own: an operation that finds no connection makes one. Each
- * command and each connection is bounded by the library's own timeouts, set to the store timeout,
- * and each operation, connecting included, by the store timeout too.
+ * credentials' keys are derived; the first operation waits for it before its time starts (loading
+ * is this process's own work, done once: on a tenth of a core it takes about half a second, which
+ * the store has no part in). Connects when an operation needs it and closes after
+ * {@link IDLE_CLOSE_MS} unused; nothing reconnects, queues (the offline queue is off) or retries on
+ * its own: an operation that finds no connection makes one. Each operation, connecting and
+ * authenticating included, is bounded by the store timeout ({@link deadline}); the library's own
+ * timeouts are backstops well past it.
  */
 export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
   const library: Promise<Library> = import('iovalkey');
@@ -85,14 +87,18 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     return { ...(ca ? { ca: [...ca] } : {}), ...(cert && key ? { cert, key } : {}) };
   }
 
+  // The library's own timeouts run on timers of their own, which fire before an answer that came
+  // meanwhile is read when the process has been held off the CPU (a CPU limit): a refused password
+  // would read as a timeout. They are backstops only; the store timeout is this file's deadline.
+  const backstopMs = 4 * timeoutMs;
   // Every automatic behaviour off: no offline queue, no reconnection, no retry, no ready check
   // (`INFO` is not among the commands a user limited to the prefix may run).
   const common = {
     lazyConnect: true,
     enableOfflineQueue: false,
     enableReadyCheck: false,
-    connectTimeout: timeoutMs,
-    commandTimeout: timeoutMs,
+    connectTimeout: backstopMs,
+    commandTimeout: backstopMs,
     // A closed connection's socket is destroyed this long after its FIN, answered or not.
     disconnectTimeout: timeoutMs,
     maxRetriesPerRequest: 0,
@@ -110,7 +116,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
         enableOfflineQueue: false,
         enableReadyCheck: false,
         clusterRetryStrategy: () => null,
-        slotsRefreshTimeout: timeoutMs,
+        slotsRefreshTimeout: backstopMs,
         slotsRefreshInterval: 0,
         maxRedirections: 4,
         retryDelayOnFailover: 50,
@@ -144,14 +150,17 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     return client;
   }
 
-  function open(): Connection {
+  function open(lib: Library): Connection {
     const connection: Connection = { client: undefined, ready: Promise.resolve(undefined as never), lastError: undefined, dropped: false };
-    // The most telling error: "Failed to refresh slots cache" follows the refused password it hides.
+    // The most telling error: "Failed to refresh slots cache" follows the refused password it
+    // hides, and a refusal already received tells more than a timeout that came after it.
     const remember = (err: unknown): void => {
-      if (!(err instanceof Error && CLOSED.test(err.message))) connection.lastError = err;
+      if (err instanceof Error && CLOSED.test(err.message)) return;
+      if (connection.lastError !== undefined && isTimeout(err)) return;
+      connection.lastError = err;
     };
     connection.ready = (async () => {
-      const client = create(await library);
+      const client = create(lib);
       connection.client = client;
       client.on('error', remember);
       client.on('node error', remember);
@@ -169,6 +178,9 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
         }
         if (endpoint.db !== 0) await client.call('SELECT', endpoint.db);
       }
+      // The library this proxy calls, of the key format it writes and of this release's scripts,
+      // on every primary: a library loaded from an earlier release is refused, never used.
+      if (options.scripts === 'functions') await checkLibrary(endpoint.mode === 'cluster' ? (client as Cluster).nodes('master') : [client]);
       return client;
     })();
     connection.ready.catch(() => drop(connection));
@@ -186,23 +198,47 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
   }
 
   /**
-   * Runs `command` on the connection, made first if there is none. The library's timeouts bound
-   * each step alone (connecting, `AUTH`, `SELECT`, the command), so a store that answers each just
-   * in time could take several times the store timeout: the operation as a whole is bounded by it
-   * here, and one that passes it fails as the library's own timeout does.
+   * A promise that rejects as a timeout `timeoutMs` from now, unless `stop` is called first. When
+   * its timer fires, what has already arrived on the sockets is read first (one turn of the event
+   * loop): held off the CPU past the deadline, a process runs its timers before it reads, and an
+   * answer that came in time (a refused password) would otherwise lose to the timeout.
+   */
+  function deadline(): { expired: Promise<never>; stop(): void } {
+    let timer: unknown;
+    let immediate: NodeJS.Immediate | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = clock.setTimeout(() => {
+        immediate = setImmediate(() => reject(new Error(`Command timed out: the operation took more than ${timeoutMs} ms`)));
+      }, timeoutMs);
+    });
+    // Raced, or dropped unraced: never an unhandled rejection.
+    expired.catch(() => undefined);
+    return {
+      expired,
+      stop() {
+        clock.clearTimeout(timer);
+        if (immediate !== undefined) clearImmediate(immediate);
+      },
+    };
+  }
+
+  /**
+   * Runs `command` on the connection, made first if there is none. A store that answered each step
+   * (connecting, `AUTH`, `SELECT`, the command) just in time could take several times the store
+   * timeout: the operation as a whole is bounded by it here, from the moment the client library is
+   * loaded, and one that passes it fails as a timeout.
    */
   async function use<T>(command: (client: Client) => Promise<T>): Promise<T> {
     if (closed) throw new Error('the token store is closed');
-    const connection = (current ??= open());
+    const lib = await library;
+    if (closed) throw new Error('the token store is closed');
+    const connection = (current ??= open(lib));
     inFlight++;
     stopIdleTimer();
-    let timer: unknown;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = clock.setTimeout(() => reject(new Error(`Command timed out: the operation took more than ${timeoutMs} ms`)), timeoutMs);
-    });
+    const bound = deadline();
     try {
       // The race handles a late rejection of the command, after the deadline.
-      return await Promise.race([connection.ready.then(command), deadline]);
+      return await Promise.race([connection.ready.then(command), bound.expired]);
     } catch (err) {
       // The library rejects with "Connection is closed"; what closed it came as an event before.
       const cause = err instanceof Error && CLOSED.test(err.message) && connection.lastError !== undefined ? connection.lastError : err;
@@ -210,10 +246,27 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       if (cause instanceof Error && /^(READONLY|LOADING|MASTERDOWN)\b/.test(cause.message)) drop(connection);
       throw cause;
     } finally {
-      clock.clearTimeout(timer);
+      bound.stop();
       inFlight--;
       closeWhenIdle();
     }
+  }
+
+  /** Asks each node for the library's version and revision; throws when one lacks it or holds another. */
+  async function checkLibrary(nodes: (Redis | Cluster)[]): Promise<void> {
+    await Promise.all(
+      nodes.map(async (node) => {
+        const answer = await node.call('FCALL', VERSION_FUNCTION, 0);
+        // Revision 1 answered its version alone.
+        const [version, revision] = Array.isArray(answer) ? (answer as unknown[]) : [answer, 1];
+        if (version !== FORMAT_VERSION) throw new Error(`Function library ${LIBRARY_NAME} answers version ${String(version)}`);
+        if (revision !== LIBRARY_REVISION) {
+          throw new Error(
+            `Function library ${LIBRARY_NAME} is revision ${String(revision)}; this proxy calls revision ${LIBRARY_REVISION}`,
+          );
+        }
+      }),
+    );
   }
 
   function closeWhenIdle(): void {
@@ -251,6 +304,7 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
       }),
     release: (leaseKey, value) => use(async (c) => (await c.tapRelease(leaseKey, value)) === 1),
     deleteIf: (entryKey, fingerprint) => use(async (c) => (await c.tapDeleteIf(entryKey, fingerprint)) === 1),
+    cutFailure: (failureKey, limitMs) => use(async (c) => (await c.tapCutFailure(failureKey, ttl(limitMs))) === 1),
     recordFailure: (failureKey, value, ttlMs) =>
       use(async (c) => {
         await c.set(failureKey, value, 'PX', ttl(ttlMs));
@@ -260,24 +314,37 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
         // A cluster: its slots were read on connecting, and one primary answering says it is
         // reachable; with TOKEN_STORE_SCRIPTS=functions every primary is asked, as each must hold the library.
         const primaries = endpoint.mode === 'cluster' ? (c as Cluster).nodes('master') : [c as Redis];
-        const nodes = options.scripts === 'functions' ? primaries : primaries.slice(0, 1);
-        await Promise.all(
-          nodes.map(async (node) => {
-            if (options.scripts !== 'functions') return node.ping();
-            // The library this proxy calls must be there, of the key format it writes.
-            const version = await node.call('FCALL', VERSION_FUNCTION, 0);
-            if (version !== FORMAT_VERSION) throw new Error(`Function library ${LIBRARY_NAME} answers version ${String(version)}`);
-          }),
-        );
+        // The library may have been deleted or replaced since the connection checked it.
+        if (options.scripts === 'functions') await checkLibrary(primaries);
+        else await primaries[0]!.ping();
       });
       // A check keeps no connection: a fleet finding its store again does not hold one each.
       if (inFlight === 0) drop(current);
     },
     warm() {
       if (current !== undefined || closed) return;
-      // Bounded by the client's own connect timeout; a connection that fails is dropped with its promise.
-      const connection = (current = open());
-      connection.ready.then(closeWhenIdle, () => undefined);
+      void library.then(
+        (lib) => {
+          if (current !== undefined || closed) return;
+          // Bounded by the store timeout, as an operation is, unless an operation has joined it
+          // meanwhile: that operation's own deadline bounds it then (a connection made while a
+          // key is derived on a tenth of a core is slow, and need not fail the read that waits on
+          // it). A connection that fails is dropped with its promise.
+          const connection = (current = open(lib));
+          const bound = deadline();
+          bound.expired.catch(() => {
+            if (inFlight === 0) drop(connection);
+          });
+          connection.ready.then(
+            () => {
+              bound.stop();
+              closeWhenIdle();
+            },
+            () => bound.stop(),
+          );
+        },
+        () => undefined,
+      );
     },
     reset() {
       drop(current);
@@ -289,4 +356,10 @@ export function createRedisBackend(options: RedisBackendOptions): StoreBackend {
     },
     explain: (err) => explainRedisFailure(err, endpoint.shown, options.passwordSource, options.password()),
   };
+}
+
+/** The library's own timeouts and ours, as their errors read. */
+function isTimeout(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.startsWith('Command timed out') || message === 'timeout' || (err as { code?: unknown } | null)?.code === 'ETIMEDOUT';
 }

@@ -1,6 +1,7 @@
 import { redactUserinfo } from '../core/redact.js';
 import { networkFailureReason } from '../net/failure-reason.js';
 import type { BackendFailure } from './backend.js';
+import { SIZE_REFUSED } from './scripts.js';
 
 /** Where the password came from, for the message that says where to fix it. */
 export type PasswordSource = 'TOKEN_STORE_PASSWORD_FILE' | 'TOKEN_STORE_URL' | undefined;
@@ -48,6 +49,17 @@ export function explainRedisFailure(
               `the password in ${passwordSource}`,
       };
     case 'NOPERM':
+      if (message.startsWith(SIZE_REFUSED)) {
+        return {
+          problem: 'noperm_sizes',
+          connection: false,
+          severe: true,
+          detail:
+            `the token store user may not run STRLEN or HSTRLEN, which measure a value before it is read (an ACL line from ` +
+            `an earlier release): add them with ACL SETUSER <user> +strlen +hstrlen, as the ACL line in the documentation of ` +
+            `the token store gives them (TOKEN_STORE_URL names the user)`,
+        };
+      }
       return {
         problem: 'noperm',
         connection: false,
@@ -80,6 +92,18 @@ export function explainRedisFailure(
         severe: false,
         detail: `the token store at ${where} is not serving (${word})`,
       };
+  }
+  const revision = /^Function library \S+ is revision (\S{1,20}); this proxy calls revision (\d+)/.exec(message);
+  if (revision) {
+    return {
+      problem: 'functions',
+      connection: true,
+      severe: true,
+      detail:
+        `the token store at ${where} holds revision ${revision[1]} of the function library TOKEN_STORE_SCRIPTS=functions calls, ` +
+        `from an earlier release, and this proxy calls revision ${revision[2]}: load it again on every primary with: ` +
+        `ticket-auth-proxy store-functions | redis-cli -x FUNCTION LOAD REPLACE (docs/token-store.md)`,
+    };
   }
   if (/Function not found|Function library/i.test(message)) {
     return {

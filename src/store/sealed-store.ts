@@ -32,7 +32,8 @@ const ANOMALY_MESSAGES: Readonly<Record<AnomalyKind, string>> = {
   lease_wait_exhausted:
     'token store: waited a whole lease length while leases kept being taken; fetching alone (someone else may write the prefix)',
   failure_too_long:
-    'token store: a failure record asked for a longer wait than this proxy’s own backoff gives; honoured only as long as that',
+    'token store: a failure record asked for a longer wait, or was kept longer, than this proxy’s own backoff gives; ' +
+    'honoured only as long as that, and cut to it',
   invalid_entry: 'token store: an entry does not decrypt or parse; never served, replaced by the next fetch',
   invalid_failure: 'token store: a failure record does not decrypt or parse, or has no time to live; ignored, replaced by the next write',
 };
@@ -146,7 +147,7 @@ export function createSlot(options: SlotOptions): Slot {
     // The lesser of the sealed time and the time to live the store counts: a replayed record, or
     // one whose time to live was stretched, asks for no wait past what its writer sealed.
     const nextAttemptAtMs = Math.min(sealed.nextAttemptAtMs, countedFrom + ttlMs);
-    return { nextAttemptAtMs, sealedAtMs: sealed.nextAttemptAtMs, outcome: sealed.outcome };
+    return { nextAttemptAtMs, sealedAtMs: sealed.nextAttemptAtMs, outcome: sealed.outcome, keptUntilMs: countedFrom + ttlMs };
   }
 
   return {
@@ -233,11 +234,19 @@ export function createSlot(options: SlotOptions): Slot {
       count('write', 'ok');
       return { kind: 'recorded' };
     },
+
+    async cutFailure(limitMs: number) {
+      anomaly('failure_too_long');
+      const attempt = await health.run(() => backend.cutFailure(key.failureKey, limitMs));
+      if (!attempt.ok) return failed('write', attempt);
+      count('write', 'ok');
+      return { kind: attempt.value ? ('cut' as const) : ('kept' as const) };
+    },
   };
 }
 
 /** A credential whose store key could not be derived: every operation answers `unavailable`. */
 export function unusableSlot(unavailable: StoreUnavailable): Slot {
   const answer = (): Promise<StoreUnavailable> => Promise.resolve(unavailable);
-  return { read: answer, write: answer, takeLease: answer, deleteIfSame: answer, recordFailure: answer };
+  return { read: answer, write: answer, takeLease: answer, deleteIfSame: answer, recordFailure: answer, cutFailure: answer };
 }

@@ -141,6 +141,41 @@ export function redisHarness(
     async expire(key, ttlMs) {
       await admin.pexpire(key, ttlMs);
     },
+    async fill(key, bytes, { field, ttlMs } = {}) {
+      // Made inside Redis: a string by SETRANGE, a hash field by a script of the administrator's.
+      if (field === undefined) {
+        await admin.del(key);
+        await admin.setrange(key, bytes - 1, 'A');
+      } else {
+        await admin.eval("redis.call('HSET', KEYS[1], ARGV[1], string.rep('A', tonumber(ARGV[2])))", 1, key, field, bytes);
+      }
+      if (ttlMs !== undefined) await admin.pexpire(key, ttlMs);
+    },
+    async scriptCommands(during) {
+      // MONITOR on every primary shows each command a script runs, with "lua" as its source, in order.
+      const nodes = admin instanceof Cluster ? admin.nodes('master') : [admin];
+      const monitors = await Promise.all(nodes.map((n) => n.monitor()));
+      const commands: string[][] = [];
+      try {
+        for (const m of monitors)
+          m.on('monitor', (_time: string, args: string[], source: string) => void (source === 'lua' && commands.push(args)));
+        const value = await during();
+        // A mark through each primary after the operation: once MONITOR shows it, it has shown all before it.
+        await Promise.all(
+          nodes.map(async (node, i) => {
+            const mark = `${prefix}mark-${i}-${Math.random()}`;
+            const seen = new Promise<void>((resolve) =>
+              monitors[i]!.on('monitor', (_time: string, args: string[]) => void (args[1] === mark && resolve())),
+            );
+            await node.echo(mark);
+            await seen;
+          }),
+        );
+        return { value, commands };
+      } finally {
+        for (const m of monitors) m.disconnect();
+      }
+    },
     async bytesSent() {
       // Every primary's count, from INFO's stats section (a cluster spreads keys over three).
       const nodes = 'nodes' in admin ? admin.nodes('master') : [admin];

@@ -22,7 +22,7 @@ export const ADMIN_PASSWORD = 'admin-password';
 
 /** Exactly the commands the proxy sends, as docs/token-store.md lists them: no category. */
 export const STORE_COMMANDS =
-  '-@all +auth +hello +ping +select +eval +evalsha +get +set +del +type +pttl +pexpire +hget +hmget +hset +hkeys +hdel';
+  '-@all +auth +hello +ping +select +eval +evalsha +get +set +del +type +pttl +pexpire +hget +hmget +hset +hkeys +hdel +strlen +hstrlen';
 
 /**
  * The ACL line the documentation gives for a user limited to its prefix (plus the cluster commands

@@ -7,7 +7,15 @@
  * never served; nothing readable without the credential.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { SlotSeed, StoredToken, StoreOperation, StoreResult, TokenStore, TokenStoreObserver } from '../../src/store/contract.js';
+import type {
+  AnomalyKind,
+  SlotSeed,
+  StoredToken,
+  StoreOperation,
+  StoreResult,
+  TokenStore,
+  TokenStoreObserver,
+} from '../../src/store/contract.js';
 import { STORE_VALUE_MAX_BYTES } from '../../src/store/scripts.js';
 
 /** A raw key of the store, as a client without the credential reads it. */
@@ -33,9 +41,23 @@ export interface StoreHarness {
   put(key: string, value: string | Record<string, string>, ttlMs?: number): Promise<void>;
   /** Sets a key's time to live (ms). */
   expire(key: string, ttlMs: number): Promise<void>;
+  /**
+   * Writes `bytes` bytes of one letter into a field of the hash at `key` (the rest of the hash
+   * kept), or as the whole string value without `field`; then gives the key `ttlMs` to live when
+   * given. A real server makes the value itself: 100 MB need not cross the network to be written.
+   */
+  fill(key: string, bytes: number, options?: { field?: string; ttlMs?: number }): Promise<void>;
   /** The bytes the server has sent its clients so far, where it counts them (a real server). */
   bytesSent?(): Promise<number>;
+  /**
+   * Runs `during` and gives back what the store's scripts ran meanwhile, each command as its name
+   * and arguments (as `MONITOR` shows them on a real server); `commands` is undefined where
+   * nothing shows them.
+   */
+  scriptCommands(during: () => Promise<unknown>): Promise<{ value: unknown; commands: string[][] | undefined }>;
 }
+
+const MB = 1024 * 1024;
 
 const DESCRIPTION = 'token_url=https://idp.example.com/oauth2/token client_id=ticket-client-7 method=client_secret_post scope=tickets.read';
 const SECRET = 'the-client-secret-of-ticket-client-7';
@@ -238,6 +260,64 @@ export function storeContract(name: string, makeHarness: () => Promise<StoreHarn
       expect(await cred.read()).toEqual({ kind: 'miss', invalid: true, failure: undefined });
       const after = await h.bytesSent?.();
       if (before !== undefined && after !== undefined) expect(after - before).toBeLessThan(STORE_VALUE_MAX_BYTES);
+    });
+
+    it.each([10, 100])(
+      'reads an entry and a failure record of %i MB as garbage without reading either, counts them, and the next write replaces both',
+      async (mb) => {
+        const seen: AnomalyKind[] = [];
+        const cred = await (await h.open({ observer: { onAnomaly: (kind) => seen.push(kind) } })).slot(CREDENTIAL);
+        await cred.write(tokenAt(h.now(), 60_000));
+        const [entry] = (await h.dump()).filter((k) => k.key.endsWith('}'));
+        const { fp } = entry!.value as Record<string, string>;
+        const failureKey = `${entry!.key}:failure`;
+        // A far exp beside the entry's own fingerprint: only the size of its ct says no proxy wrote it.
+        await h.put(entry!.key, { exp: '99999999999999', fp: fp! });
+        await h.fill(entry!.key, mb * MB, { field: 'ct' });
+        await h.fill(failureKey, mb * MB, { ttlMs: 600_000 });
+        const before = await h.bytesSent?.();
+        const { value: read, commands } = await h.scriptCommands(() => cred.read());
+        const after = await h.bytesSent?.();
+        expect(read).toEqual({ kind: 'miss', invalid: true, failure: undefined });
+        expect([...new Set(seen)].sort()).toEqual(['invalid_entry', 'invalid_failure']);
+        if (before !== undefined && after !== undefined) expect(after - before).toBeLessThan(STORE_VALUE_MAX_BYTES);
+        if (commands !== undefined) {
+          const on = (key: string) => commands.filter((c) => c[1] === key).map((c) => c.slice(0, 3).join(' ').toUpperCase());
+          // Sizes asked, nothing read: no GET, HGET, HMGET or HGETALL of either key.
+          expect(on(entry!.key)).toContain(`HSTRLEN ${entry!.key.toUpperCase()} CT`);
+          expect(on(failureKey)).toContain(`STRLEN ${failureKey.toUpperCase()}`);
+          expect([...on(entry!.key), ...on(failureKey)].filter((c) => /^H?(M?GET|GETALL) /.test(c))).toEqual([]);
+        }
+        const next = tokenAt(h.now(), 30_000);
+        expect(await cred.write(next)).toEqual({ kind: 'written' });
+        expect(await cred.read()).toMatchObject({ kind: 'hit', token: next, failure: undefined });
+        const keys = await h.dump();
+        expect(keys.map((k) => k.key).sort()).toEqual([entry!.key]);
+        expect(JSON.stringify(keys).length).toBeLessThan(STORE_VALUE_MAX_BYTES);
+      },
+      120_000,
+    );
+
+    it('cuts a failure record kept longer than a wait the reader could ask for to that wait, never lengthening one, and counts it', async () => {
+      const seen: AnomalyKind[] = [];
+      const cred = await (await h.open({ observer: { onAnomaly: (kind) => seen.push(kind) } })).slot(CREDENTIAL);
+      await cred.recordFailure({ nextAttemptAtMs: h.now() + 10_000, outcome: 'rate_limited' });
+      const [record] = (await h.dump()).filter((k) => k.key.endsWith(':failure'));
+      // Replayed with twenty days to live.
+      const days20 = 20 * 86_400_000;
+      await h.expire(record!.key, days20);
+      const read = await cred.read();
+      expect(read).toMatchObject({ kind: 'miss', failure: { outcome: 'rate_limited' } });
+      const { failure } = read as { failure: { keptUntilMs: number; nextAttemptAtMs: number } };
+      expect(failure.keptUntilMs - h.now()).toBeGreaterThan(days20 - 60_000);
+      expect(failure.nextAttemptAtMs - h.now()).toBeLessThanOrEqual(10_000);
+      expect(await cred.cutFailure(300_000)).toEqual({ kind: 'cut' });
+      const ttl = async () => (await h.dump()).find((k) => k.key === record!.key)!.ttlMs;
+      expect(await ttl()).toBeLessThanOrEqual(300_000);
+      expect(await ttl()).toBeGreaterThan(200_000);
+      expect(await cred.cutFailure(600_000)).toEqual({ kind: 'kept' });
+      expect(await ttl()).toBeLessThanOrEqual(300_000);
+      expect(seen).toEqual(['failure_too_long', 'failure_too_long']);
     });
 
     it.each([

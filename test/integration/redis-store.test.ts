@@ -3,13 +3,14 @@
  * prefix by the documented ACL line, over TLS with a throwaway CA and a client certificate, and
  * a three-node cluster with the same user (the scripts name keys of one hash slot).
  */
+import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'iovalkey';
-import { afterAll, afterEach, beforeAll, describe } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseCaFile } from '../../src/net/tls-material.js';
 import { functionLibrary } from '../../src/store/scripts.js';
 import { clientCert, createCa, localhostCert } from '../helpers/certs.js';
 import { adminClient, redisHarness, type RedisTarget } from '../helpers/redis-harness.js';
-import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../helpers/redis-server.js';
+import { aclRules, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../helpers/redis-server.js';
 import { storeContract, type StoreHarness } from '../helpers/store-contract.js';
 import { lacks, skipNote } from '../helpers/tools.js';
 
@@ -95,5 +96,18 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(`the token store on
       },
       stop: () => cluster.stop(),
     };
+  });
+});
+
+describe('the ACL line the documentation gives', () => {
+  it('is exactly the commands of the user every store test runs under, for EVAL and for FCALL', () => {
+    const lines = [
+      ...readFileSync(new URL('../../docs/token-store.md', import.meta.url), 'utf8').matchAll(
+        /^ACL SETUSER ticket-proxy on >PASSWORD (.*)$/gm,
+      ),
+    ];
+    const documented = lines.map((m) => m[1]!.split(' ').sort());
+    const tested = (['eval', 'functions'] as const).map((scripts) => aclRules('ticket-auth-proxy:', false, scripts).sort());
+    expect(documented).toEqual(tested);
   });
 });

@@ -131,6 +131,31 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(
       expect(gateway.tokenRequests.length).toBeLessThanOrEqual(withoutStore(gateway) + 1);
     });
 
+    it('counts a failure record replayed with twenty days to live as failure_too_long, and cuts it to the longest wait a backoff asks for', async ({
+      mock,
+      stack,
+    }) => {
+      const gateway = await mock({ clients: { [CLIENT]: SECRET }, tokenTtlS: TTL_S });
+      const prefix = freshPrefix();
+      // The first fetch is throttled: its lease holder records the failure, sealed, for the fleet.
+      gateway.setTokenFault({ status: 429, headers: { 'retry-after': '1' }, times: 1 });
+      const starting = startFleet(stack, gateway, PROXIES, { clientId: CLIENT, secret: SECRET, env: env(prefix) });
+      let record: { key: string; value: unknown } | undefined;
+      await pollUntil(async () => (record = (await dumpStore(admin, prefix)).find((k) => k.key.endsWith(':failure'))) !== undefined, {
+        timeoutMs: 10_000,
+        intervalMs: 5,
+      });
+      if (record === undefined) throw new Error('no failure record');
+      const fleet = await starting;
+      // Replayed as it was captured, long after its sealed time, with twenty days to live.
+      await attacker.set(record.key, record.value as string, 'PX', 20 * 86_400_000);
+      expect(failures(await traffic(fleet, TRAFFIC_MS))).toEqual({});
+      expect(gateway.tokenRequests.length).toBeLessThanOrEqual(withoutStore(gateway) + 1);
+      expect(await anomalies(fleet, 'failure_too_long')).toBeGreaterThan(0);
+      // Cut to at most a Retry-After's longest wait, or gone with the next token written.
+      expect(await admin.pttl(record.key)).toBeLessThanOrEqual(300_000);
+    });
+
     it('serves through entries and failure records rewritten with garbage every 200 ms, never taking them', async ({ mock, stack }) => {
       const { gateway, fleet, entry } = await attackedFleet(mock, stack);
       const rewrite = setInterval(() => {

@@ -22,7 +22,8 @@ import {
 } from '../helpers/fleet.js';
 import { closedPort, pollUntil, runCli } from '../helpers/index.js';
 import { adminClient, dumpStore, type RedisTarget } from '../helpers/redis-harness.js';
-import { blackHole, startRedis, type RedisServer } from '../helpers/redis-server.js';
+import { aclRules, blackHole, startRedis, type RedisServer } from '../helpers/redis-server.js';
+import { functionLibrary, LIBRARY_NAME } from '../../src/store/scripts.js';
 import { metricsText, test as it } from '../helpers/stack.js';
 import { lacks, skipNote } from '../helpers/tools.js';
 
@@ -179,6 +180,64 @@ describe.skipIf(lacks('redis-server') || lacks('redis-cli'))(
       expect(right.code).toBe(0);
       expect(right.stdout).toContain('password accepted');
       expect(right.stdout).toContain('holds no usable token for this credential');
+    });
+
+    it('names a store user without STRLEN and HSTRLEN (an ACL line from an earlier release) in an error at start and in check, and serves', async ({
+      mock,
+      stack,
+    }) => {
+      const gateway = await mock({ clients: { [CLIENT]: SECRET }, tokenTtlS: 60 });
+      const old = { name: 'ticket-proxy-earlier', password: 'earlier-store-password' };
+      const rules = aclRules(STORE_USER.prefix).filter((r) => r !== '+strlen' && r !== '+hstrlen');
+      await admin.call('ACL', 'SETUSER', old.name, 'reset', 'on', `>${old.password}`, ...rules);
+      const env = storeEnv({ ...target, url: `redis://${old.name}@127.0.0.1:${server.port}`, password: old.password }, freshPrefix());
+      const [s] = await startFleet(stack, gateway, 1, { clientId: CLIENT, secret: SECRET, env });
+      expect(failures(await traffic([s!], 300))).toEqual({});
+      const named = s!.proxy.lines().filter((l) => l.level === 50 && /STRLEN or HSTRLEN/.test(JSON.stringify(l)));
+      expect(named).toHaveLength(1);
+      expect(JSON.stringify(named[0])).toContain('+strlen +hstrlen');
+      const checked = await runCli(['check'], { BASE_URL: gateway.url, CLIENT_ID: CLIENT, CLIENT_SECRET: SECRET, ...env });
+      expect(checked.code).toBe(1);
+      expect(checked.stderr).toContain('+strlen +hstrlen');
+    });
+
+    it('refuses a function library loaded from an earlier release, in an error at start and in check, and serves', async ({
+      mock,
+      stack,
+    }) => {
+      const gateway = await mock({ clients: { [CLIENT]: SECRET }, tokenTtlS: 60 });
+      const user = { name: 'ticket-proxy-functions', password: 'functions-store-password' };
+      await admin.call('ACL', 'SETUSER', user.name, 'reset', 'on', `>${user.password}`, ...aclRules(STORE_USER.prefix, false, 'functions'));
+      // The library as the earlier release printed it: its version function answered the key format's version alone.
+      const earlier = functionLibrary().replace(
+        /callback=function\(\) return \{'(v\d+)', \d+\} end/,
+        "callback=function() return '$1' end",
+      );
+      expect(earlier).not.toBe(functionLibrary());
+      await admin.call('FUNCTION', 'LOAD', 'REPLACE', earlier);
+      try {
+        const env: Record<string, string> = {
+          ...storeEnv({ ...target, url: `redis://${user.name}@127.0.0.1:${server.port}`, password: user.password }, freshPrefix()),
+          TOKEN_STORE_SCRIPTS: 'functions',
+        };
+        const [s] = await startFleet(stack, gateway, 1, { clientId: CLIENT, secret: SECRET, env });
+        expect(failures(await traffic([s!], 300))).toEqual({});
+        const refused = s!.proxy.lines().filter((l) => l.level === 50 && /revision 1 of the function library/.test(JSON.stringify(l)));
+        expect(refused).toHaveLength(1);
+        expect(JSON.stringify(refused[0])).toContain('FUNCTION LOAD REPLACE');
+        // Nothing was read or written through the earlier library's scripts.
+        expect(await s!.metric(/ticket_auth_proxy_token_store_operations_total\{operation="read",result="miss"\} (\S+)/)).toBe(0);
+        expect(await dumpStore(admin, env.TOKEN_STORE_PREFIX!)).toEqual([]);
+        const base = { BASE_URL: gateway.url, CLIENT_ID: CLIENT, CLIENT_SECRET: SECRET };
+        const checked = await runCli(['check'], { ...base, ...env });
+        expect(checked.code).toBe(1);
+        expect(checked.stderr).toMatch(/revision 1 of the function library.*load it again/);
+        // Loaded again, from this release: the store is usable.
+        await admin.call('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
+        expect((await runCli(['check'], { ...base, ...env })).code).toBe(0);
+      } finally {
+        await admin.call('FUNCTION', 'DELETE', LIBRARY_NAME);
+      }
     });
 
     it('tells, in check, how long the token the fleet shares stays usable, never the token', async ({ mock, stack }) => {

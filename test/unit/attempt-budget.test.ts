@@ -37,4 +37,17 @@ describe("the store's budget of one attempt", () => {
     ).toBe(LATE);
     expect(started).toBe(false);
   });
+
+  it('takes an answer that arrived in the turn of the event loop its end fell due in: a throttled process runs its timers first', async () => {
+    // The budget's timer, fired by hand: as a process held off the CPU finds it due on waking,
+    // before it reads the answer that came on its socket meanwhile.
+    const due: (() => void)[] = [];
+    const clock = { now: () => 0, setTimeout: (fn: () => void) => due.push(fn), clearTimeout: () => undefined };
+    const budget = attemptBudget(clock, 250);
+    let answer: (value: string) => void = () => {};
+    const result = budget.within(() => new Promise<string>((resolve) => (answer = resolve)));
+    for (const fire of due) fire();
+    answer('refused in time');
+    expect(await result).toBe('refused in time');
+  });
 });

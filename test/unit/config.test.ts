@@ -94,7 +94,7 @@ describe('loadConfig defaults and sources', () => {
       tokenStorePasswordFile: undefined,
       tokenStoreKeyFile: undefined,
       tokenStorePrefix: 'ticket-auth-proxy:',
-      tokenStoreTimeoutMs: 250,
+      tokenStoreTimeoutMs: 500,
       tokenStoreScripts: 'eval',
       shutdownDelayS: 0,
       shutdownTimeoutS: 15,

@@ -37,6 +37,15 @@ storeContract('in memory, on the fake clock', async () => {
       const entry = server.dump().find((k) => k.key === key)!;
       server.put(key, entry.value, ttlMs);
     },
+    async fill(key, bytes, { field, ttlMs } = {}) {
+      const held = server.dump().find((k) => k.key === key);
+      const value = 'A'.repeat(bytes);
+      const ttl = ttlMs ?? (held !== undefined && held.ttlMs >= 0 ? held.ttlMs : undefined);
+      if (field === undefined) server.put(key, value, ttl);
+      else server.put(key, { ...(typeof held?.value === 'object' ? held.value : {}), [field]: value }, ttl);
+    },
+    // No script runs here: the in-memory store measures a value's length, which costs nothing.
+    scriptCommands: async (during) => ({ value: await during(), commands: undefined }),
   };
   return harness;
 });

@@ -14,8 +14,10 @@ const SETTINGS = {
   tokenParams: [],
   dpop: 'off' as const,
   tokenFetchTimeoutMs: 10_000,
+  tokenWaitTimeoutMs: 5_000,
   dpopKeyFile: undefined,
 };
+const STORE_TIMEOUT_MS = 250;
 
 /** This proxy's own fetch, answering at once and counting. */
 function ownFetch(clock: FakeClock): TokenSupply & { fetches: number } {
@@ -42,8 +44,9 @@ function ownFetch(clock: FakeClock): TokenSupply & { fetches: number } {
 /** Pass-through credentials shared through an in-memory store whose keys `derive` makes, on a fake clock. */
 function sharing(derive: (material: Uint8Array) => Promise<Buffer>) {
   const clock = new FakeClock();
+  const server = new MemoryStoreServer(clock);
   const store = createMemoryTokenStore({
-    server: new MemoryStoreServer(clock),
+    server,
     clock,
     random: () => 0.5,
     log: new FakeLog(),
@@ -53,7 +56,7 @@ function sharing(derive: (material: Uint8Array) => Promise<Buffer>) {
   const supplyFor = sharePassthrough({
     store,
     settings: SETTINGS,
-    storeTimeoutMs: 250,
+    storeTimeoutMs: STORE_TIMEOUT_MS,
     dpop: undefined,
     keyFile: () => undefined,
     clock,
@@ -66,6 +69,7 @@ function sharing(derive: (material: Uint8Array) => Promise<Buffer>) {
   const credential = (i: number) => ({ clientId: `caller-${i}`, clientSecret: `s-${i}` });
   return {
     clock,
+    server,
     own,
     /** The supply of caller `i`'s credential. */
     supply: (i: number) => supplyFor(credential(i), own, backoff),
@@ -98,7 +102,7 @@ describe('pass-through credentials sharing through a store', () => {
     expect(derived).toHaveLength(DERIVATIONS_PER_MINUTE + 1);
   });
 
-  it('waits for a key derived at a later attempt no longer than the store timeout either, then fetches alone', async () => {
+  it('waits for a key derived at a later attempt no longer than TOKEN_WAIT_TIMEOUT_MS either, then fetches alone', async () => {
     let started = 0;
     // A derivation that never ends: scrypt's thread pool taken by something else.
     const { clock, own, supply, request } = sharing(() => {
@@ -110,19 +114,41 @@ describe('pass-through credentials sharing through a store', () => {
     const late = supply(99);
     await late.obtain(request(99));
     expect(own.fetches).toBe(1);
-    await clock.advance(250);
+    await clock.advance(SETTINGS.tokenWaitTimeoutMs);
     await Promise.all(others);
     expect(own.fetches).toBe(DERIVATIONS_PER_MINUTE + 1);
-    // A minute on, its refresh starts its derivation, which never ends: the attempt waits the store
-    // timeout for it, then fetches alone.
+    // A minute on, its refresh starts its derivation, which never ends: the attempt waits as long
+    // as a caller waits for a token, then fetches alone.
     await clock.advance(60_000);
     const fetchesBefore = own.fetches;
     let token: SuppliedToken | undefined;
     void late.obtain(request(99)).then((t) => (token = t));
-    await clock.advance(249);
+    await clock.advance(SETTINGS.tokenWaitTimeoutMs - 1);
     expect(token).toBeUndefined();
     await clock.advance(1);
     expect(token?.grant.accessToken).toBe(`tok-${fetchesBefore + 1}`);
     expect(started).toBeGreaterThan(0);
+  });
+
+  it('takes the token another proxy shared once a derivation far longer than the store timeout ends, its budget starting after it', async () => {
+    // One derivation on a tenth of a core: seconds, where the store answers at once.
+    let finish: (key: Buffer) => void = () => {};
+    const first = sharing(() => new Promise<Buffer>((resolve) => (finish = resolve)));
+    // Another proxy of the same store shared this credential's token first.
+    const other = sharing(() => Promise.resolve(Buffer.alloc(32, 7)));
+    await other.supply(1).obtain(other.request(1));
+    await settle();
+    for (const { key, value, ttlMs } of other.server.dump()) first.server.put(key, value, ttlMs);
+    let token: SuppliedToken | undefined;
+    void first
+      .supply(1)
+      .obtain(first.request(1))
+      .then((t) => (token = t));
+    await first.clock.advance(STORE_TIMEOUT_MS * 8);
+    expect(token).toBeUndefined();
+    finish(Buffer.alloc(32, 7));
+    await first.clock.advance(0);
+    expect(token?.grant.accessToken).toBe('tok-1');
+    expect(first.own.fetches).toBe(0);
   });
 });

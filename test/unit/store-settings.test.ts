@@ -54,7 +54,7 @@ describe('the token store settings', () => {
         shown: 'redis://proxy@cache.internal:6380/2',
       },
       prefix: 'ticket-auth-proxy:',
-      timeoutMs: 250,
+      timeoutMs: 500,
       scripts: 'eval',
       password: 'store-pw',
       passwordSource: 'TOKEN_STORE_PASSWORD_FILE',

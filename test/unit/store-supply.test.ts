@@ -311,6 +311,28 @@ describe('a token shared through a store: failures', () => {
     f.stop();
   });
 
+  it('cuts a stale failure record replayed with twenty days to live to the longest wait its backoff could ask for, and counts it', async () => {
+    const f = fleet();
+    const [a] = await pairHolding(f);
+    const key = await deriveSlotKey({ ...KEY, prefix: 'ticket-auth-proxy:', derive: fastDerive });
+    // A record a holder of the credential sealed once, replayed long after its time with twenty days to live.
+    const days20 = 20 * 86_400_000;
+    f.server.put(key.failureKey, sealFailure(key, { outcome: 'rate_limited', nextAttemptAtMs: f.clock.now() - 60_000 }), days20);
+    const ttl = () => f.server.dump().find((k) => k.key === key.failureKey)?.ttlMs;
+    // A third proxy starts: it takes the stored token, and sees the record's time to live.
+    const c = f.proxy();
+    c.source.start();
+    await f.clock.advance(1_000);
+    expect(c.source.current()).toBe('tok-1');
+    expect(c.counts.adoptions).toBe(1);
+    // A Retry-After of at most 5 minutes is the longest wait its backoff could ask for after a throttling endpoint.
+    expect(ttl()).toBeLessThanOrEqual(300_000);
+    expect(ttl()).toBeGreaterThan(290_000);
+    expect(f.log.lines.filter((l) => (l.obj as { kind?: string }).kind === 'failure_too_long')).toHaveLength(1);
+    expect(a.source.current()).toBe('tok-1');
+    f.stop();
+  });
+
   it('passes by a failure record without a time to live, sealed or not, and counts it: no proxy writes one', async () => {
     const f = fleet();
     f.numberTokens();
@@ -490,7 +512,7 @@ describe('a token shared through a store: a store that cannot be used', () => {
     f.stop();
   });
 
-  it('fetches a pass-through credential alone when its key is not derived within the store timeout', async () => {
+  it('fetches a pass-through credential alone when its key is not derived within the wait it is given', async () => {
     const f = fleet();
     let release: () => void = () => {};
     const slowDerive = (material: Uint8Array, salt: string) =>

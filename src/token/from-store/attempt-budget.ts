@@ -5,6 +5,8 @@
  * derivation, the delete of a rejected token, the read, the lease), and a store that answered each
  * just in time would cost several. Past the budget the attempt fetches alone, and an operation
  * still under way is left to finish on its own (a lease it takes after all: store-supply.ts).
+ * When the budget's timer fires, an answer that has already arrived is read first: a process held
+ * off the CPU (a CPU limit) runs its due timers before it reads its sockets.
  */
 import type { Clock } from '../../core/clock.js';
 
@@ -29,14 +31,20 @@ export function attemptBudget(clock: Clock, ms: number): AttemptBudget {
       if (left === 0) return Promise.resolve(LATE);
       const work = operation();
       return new Promise((resolve, reject) => {
-        const timer = clock.setTimeout(() => resolve(LATE), left);
+        let immediate: NodeJS.Immediate | undefined;
+        // One turn of the event loop: what arrived on the sockets meanwhile settles `work` first.
+        const timer = clock.setTimeout(() => (immediate = setImmediate(() => resolve(LATE))), left);
+        const stop = (): void => {
+          clock.clearTimeout(timer);
+          if (immediate !== undefined) clearImmediate(immediate);
+        };
         work.then(
           (value) => {
-            clock.clearTimeout(timer);
+            stop();
             resolve(value);
           },
           (err: unknown) => {
-            clock.clearTimeout(timer);
+            stop();
             reject(err);
           },
         );

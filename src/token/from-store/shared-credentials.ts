@@ -20,11 +20,15 @@ import { storeSupply } from './store-supply.js';
 /** What every shared credential of a process has in common. */
 export interface SharingOptions {
   store: TokenStore;
-  settings: Pick<Config, 'tokenUrl' | 'issuerUrl' | 'tokenScope' | 'tokenParams' | 'dpop' | 'tokenFetchTimeoutMs' | 'dpopKeyFile'>;
   /**
-   * `TOKEN_STORE_TIMEOUT_MS`: what the store's operations before a fetch may take in all, a
-   * pass-through credential's wait for its key's derivation included.
+   * The settings a slot is described by, `TOKEN_FETCH_TIMEOUT_MS`, and `TOKEN_WAIT_TIMEOUT_MS` (how
+   * long a pass-through key's derivation is waited for).
    */
+  settings: Pick<
+    Config,
+    'tokenUrl' | 'issuerUrl' | 'tokenScope' | 'tokenParams' | 'dpop' | 'tokenFetchTimeoutMs' | 'tokenWaitTimeoutMs' | 'dpopKeyFile'
+  >;
+  /** `TOKEN_STORE_TIMEOUT_MS`: what the store's operations before a fetch may take in all. */
   storeTimeoutMs: number;
   dpop: DpopClient | undefined;
   /** `TOKEN_STORE_KEY_FILE`'s content now, if set. */
@@ -124,7 +128,9 @@ export type PassthroughSupply = (credential: Credential, own: TokenSupply, backo
  * generated here, said once). A credential's key is derived on its first use. At most
  * {@link DERIVATIONS_PER_MINUTE} derivations start a minute: past that a credential fetches alone,
  * as without a store, and its key is derived at a later attempt (its refresh) if it is still in
- * use. An attempt waits for a derivation under way at most the store timeout, then fetches alone.
+ * use. An attempt waits for a derivation under way at most `TOKEN_WAIT_TIMEOUT_MS`, as long as its
+ * caller waits for a token (on a tenth of a core one derivation takes seconds), then fetches alone;
+ * the store's own budget starts after it.
  * A credential the token endpoint rejected derives nothing while the rejection is remembered: the
  * cache answers it before it gets here.
  */
@@ -156,7 +162,7 @@ export function sharePassthrough(o: SharingOptions & { method: AuthMethod }): Pa
     const sharing = slotSeed({ settings: o.settings, method: o.method, clientId, material: { clientSecret }, dpopKey, keyFile: undefined });
     if (!sharing.shared) return own;
     const slot = new CurrentSlot(o.store, o.clock);
-    const supply = supplyIn(o, slot, own, backoff, o.storeTimeoutMs);
+    const supply = supplyIn(o, slot, own, backoff, o.settings.tokenWaitTimeoutMs);
     return {
       obtain(request) {
         if (!slot.shared && mayDerive()) slot.use(sharing.seed);

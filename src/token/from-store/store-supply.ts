@@ -9,7 +9,8 @@
  *    gateway rejected);
  * 2. a failure another proxy recorded, whose next attempt is still ahead, is waited for as the
  *    fleet does, but never longer than this proxy's own backoff could wait, and once: looked at
- *    again when that wait ends, the same record is passed by;
+ *    again when that wait ends, the same record is passed by; a record the store keeps longer
+ *    than that wait (replayed, or stretched) is cut to it;
  * 3. lease: otherwise the proxy takes the lease, fetches, writes the entry and releases the lease;
  *    when its fetch fails, it records the failure with its next attempt's time (this proxy's
  *    backoff) and then releases the lease, before the attempt ends;
@@ -20,8 +21,9 @@
  * 5. delete by fingerprint: the newest token the gateway rejected is deleted from the store first,
  *    if it is still there;
  * 6. whenever the store cannot be used (down, slow, refusing), the proxy fetches alone, as without
- *    a store; the store's operations before the fetch (1, 3, 5 and a pass-through key's
- *    derivation) take one store timeout in all, however many there are (attempt-budget.ts).
+ *    a store; the store's operations before the fetch (1, 3 and 5) take one store timeout in all,
+ *    however many there are (attempt-budget.ts). A pass-through key's derivation is not the
+ *    store's: it is waited for as long as a caller waits for a token, then the budget starts.
  *
  * The store's operations are `store/contract.ts`; the credential's slot in the store is
  * `slot-seed.ts`; how the wiring gives each shared credential this supply is
@@ -63,7 +65,8 @@ export interface StoreSupplyOptions {
   /**
    * A pass-through credential's key is derived on its first use, or at a later attempt when the
    * derivations of the minute were spent: an attempt waits for a derivation under way no longer
-   * than this (the store timeout), then fetches its token alone.
+   * than this (`TOKEN_WAIT_TIMEOUT_MS`, the caller's own wait: on a tenth of a core one derivation
+   * takes seconds), then fetches its token alone. Not counted in the store's budget.
    */
   deriveWithinMs?: number | undefined;
   clock: Clock;
@@ -108,19 +111,18 @@ class StoreSupply implements TokenSupply {
 
   async obtain(request: SupplyRequest): Promise<SuppliedToken> {
     const { deriveWithinMs, clock, storeTimeoutMs } = this.o;
-    let budget: AttemptBudget | undefined;
     let slot = this.o.slot.ready;
     if (slot === undefined) {
       if (!this.o.slot.shared) return this.own.obtain(request);
       // The connection is opened while the key may still be derived. A pass-through credential's
-      // key, derived on its first use, is waited for within the budget; the configured
-      // credential's is derived at start and on a change, whatever the store does.
+      // key, derived on its first use, is waited for at most `deriveWithinMs`; the configured
+      // credential's is derived at start and on a change, whatever the store does. Neither is
+      // the store's time: the budget starts once the slot is there.
       this.o.store.need();
-      budget = deriveWithinMs === undefined ? undefined : attemptBudget(clock, storeTimeoutMs);
-      slot = await this.o.slot.current(budget === undefined ? undefined : Math.min(deriveWithinMs!, budget.leftMs()));
+      slot = await this.o.slot.current(deriveWithinMs);
       if (slot === undefined) return this.own.obtain(request);
     }
-    budget ??= attemptBudget(clock, storeTimeoutMs);
+    const budget: AttemptBudget = attemptBudget(clock, storeTimeoutMs);
     const newest = this.rejectedTokens.at(-1);
     if (newest !== undefined && newest !== this.deleted) {
       // The newest token the gateway rejected, deleted only if the entry still holds it: a newer token another proxy wrote stays.
@@ -134,6 +136,7 @@ class StoreSupply implements TokenSupply {
       // attempt is waiting for another proxy's fetch, each operation bounded on its own.
       const read = waitingSince === undefined ? await budget.within(slot.read) : await slot.read();
       if (read === LATE || read.kind === 'unavailable') return this.alone(request);
+      this.boundFailure(slot, read, request);
       const adopted = this.adoptable(read, request);
       if (adopted !== undefined) return adopted;
       this.throwIfFailing(read, request);
@@ -229,6 +232,7 @@ class StoreSupply implements TokenSupply {
       await this.sleep(Math.min(left, step * (0.5 + random())), request.signal);
       const read = await slot.read();
       if (read.kind === 'unavailable') return 'alone';
+      this.boundFailure(slot, read, request);
       const adopted = this.adoptable(read, request);
       if (adopted !== undefined) return adopted;
       this.throwIfFailing(read, request);
@@ -261,6 +265,36 @@ class StoreSupply implements TokenSupply {
   }
 
   /**
+   * The longest wait this proxy's own backoff could ask for now after `failure`, holding a token
+   * usable for `validForMs` more: 30 s without one, a `Retry-After` of at most 5 minutes after a
+   * throttling or failing endpoint, or a quarter of the token's remaining use.
+   */
+  private longestWaitMs(failure: FailureRecord, validForMs: number): number {
+    return this.o.backoff.longestMs(validForMs, failure.outcome === 'rate_limited' || failure.outcome === 'server_error');
+  }
+
+  /** How much longer the token this attempt holds stays usable (0 without one). */
+  private heldForMs(request: SupplyRequest): number {
+    const held = request.held;
+    const now = this.o.clock.now();
+    return held !== undefined && held.usableUntilMs > now ? held.usableUntilMs - now : 0;
+  }
+
+  /**
+   * A failure record the store keeps longer than the longest wait this proxy's own backoff could
+   * ask for (replayed, its time to live stretched, whatever its sealed time says) is cut to that
+   * wait, in the background (a script: only ever shortened), and counted: someone else writes the
+   * prefix. A token the read found counts as held (it is, or its holders' backoff grows with it):
+   * a record a proxy holding it may have written is never cut.
+   */
+  private boundFailure(slot: Slot, read: ReadResult, request: SupplyRequest): void {
+    const failure = read.kind === 'unavailable' ? undefined : read.failure;
+    if (failure === undefined) return;
+    const longestMs = this.longestWaitMs(failure, Math.max(this.heldForMs(request), read.kind === 'hit' ? read.remainingMs : 0));
+    if (failure.keptUntilMs - this.o.clock.now() > longestMs) void slot.cutFailure(longestMs).catch(() => undefined);
+  }
+
+  /**
    * A failure another proxy recorded whose next attempt is still ahead: wait for it, as the fleet
    * does, for the least of its time (sealed, and its time to live: the store bounds both) and the
    * longest wait this proxy's own backoff could give now; a record already waited for once is
@@ -270,10 +304,7 @@ class StoreSupply implements TokenSupply {
     const failure = read.kind === 'unavailable' ? undefined : read.failure;
     const now = this.o.clock.now();
     if (failure === undefined || failure.nextAttemptAtMs <= now || failure.sealedAtMs === this.honoured) return;
-    const held = request.held;
-    const validForMs = held !== undefined && held.usableUntilMs > now ? held.usableUntilMs - now : 0;
-    const longestMs = this.o.backoff.longestMs(validForMs, failure.outcome === 'rate_limited' || failure.outcome === 'server_error');
-    if (failure.nextAttemptAtMs - now > longestMs) this.o.store.anomaly('failure_too_long');
+    const longestMs = this.longestWaitMs(failure, this.heldForMs(request));
     const waitMs = Math.min(failure.nextAttemptAtMs - now, longestMs);
     this.honoured = failure.sealedAtMs;
     // Spread by up to a tenth (at most a second), so that the fleet's reads do not all come at once.
