@@ -68,7 +68,8 @@ async function checkForm(form) {
   const play = podToPlay(render(form, { root, helm, image }), form, image);
   for (const s of play.standIns) say(`  stands in: ${s}`);
   const manifest = join(work, `${form.name}.yaml`);
-  writeFileSync(manifest, [play.deployment, ...play.configMaps].map((o) => stringify(o)).join('---\n'));
+  // No folded lines: kube play's YAML misreads a folded scalar that starts with a blank line.
+  writeFileSync(manifest, [play.deployment, ...play.configMaps].map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
   makeSecrets(play);
   podman.try(['pod', 'rm', '--force', play.podName]);
   // A volume of an earlier play would be reused as it is.

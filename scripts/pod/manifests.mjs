@@ -160,12 +160,22 @@ export function podToPlay(objects, form, image) {
       if (e.valueFrom?.secretKeyRef?.name === SECRET) e.valueFrom.secretKeyRef.name = `${SECRET}${ENV_SECRET_SUFFIX}`;
     }
   }
-  standIns.push(
-    `the Secret ${SECRET}: kube play leaves a played Secret's values base64-encoded in the mounted file and cannot ` +
-      'feed an env var and a volume from one podman secret; the volume reads a podman secret holding the values as ' +
-      `they are, the env var (CLIENT_ID) one named ${SECRET}${ENV_SECRET_SUFFIX} holding them base64-encoded; ` +
-      "kube play writes every key of the secret into the volume, mode 0644, whatever the volume's items and defaultMode say",
-  );
+  const secretNames = (spec.volumes ?? []).flatMap((v) => (v.secret === undefined ? [] : [v.secret.secretName]));
+  if (secretNames.includes(SECRET)) {
+    standIns.push(
+      `the Secret ${SECRET}: kube play leaves a played Secret's values base64-encoded in the mounted file and cannot ` +
+        'feed an env var and a volume from one podman secret; the volume reads a podman secret holding the values as ' +
+        `they are, the env var (CLIENT_ID) one named ${SECRET}${ENV_SECRET_SUFFIX} holding them base64-encoded; ` +
+        "kube play writes every key of the secret into the volume, mode 0644, whatever the volume's items and defaultMode say",
+    );
+  }
+  const routeSecrets = secretNames.filter((name) => name !== SECRET);
+  if (routeSecrets.length > 0) {
+    standIns.push(
+      `the routes' Secrets ${routeSecrets.join(', ')}: each a podman secret holding its values as they are, for the ` +
+        "route's volume, which kube play writes every key of, mode 0644; the ConfigMap of the configuration file is played as rendered",
+    );
+  }
 
   // 5. fsGroup, which kube play ignores: the pod's group joins each container's groups, and the
   //    emptyDir is made root:fsGroup 2777 before the pod starts (podCheck), as the kubelet makes it.
@@ -216,7 +226,8 @@ export function podToPlay(objects, form, image) {
     spec.containers.push({
       ...copy(sameAsProxy),
       name: `gateway-${g.route}`,
-      command: [IMAGE_NODE, '-e', GATEWAY, String(g.port), g.prefix],
+      // On one line: a YAML block scalar of it would start with an indented blank line, which kube play's YAML refuses.
+      command: [IMAGE_NODE, '-e', GATEWAY.trim().replace(/\n\s*/g, ' '), String(g.port), g.prefix],
       env: [
         { name: 'GATEWAY_CLIENT_ID', value: g.clientId },
         { name: 'GATEWAY_CLIENT_SECRET', value: g.clientSecret },
@@ -240,7 +251,7 @@ export function podToPlay(objects, form, image) {
     // The configuration file's ConfigMap, played beside the Deployment as the kubelet mounts it.
     configMaps: objects.filter((o) => o.kind === 'ConfigMap' && o.data?.['proxy.yaml'] !== undefined),
     // The Secrets the pod's volumes read besides the credentials' (the routes' own).
-    secrets: (spec.volumes ?? []).flatMap((v) => (v.secret !== undefined && v.secret.secretName !== SECRET ? [v.secret.secretName] : [])),
+    secrets: routeSecrets,
     // kube play names a Deployment's pod after it, numbered.
     podName: `${deployment.metadata.name}-pod-0`,
     app: app.name,
