@@ -368,7 +368,13 @@ describe('the routes the proxy refuses', () => {
     ],
     [
       'a route with two ways in, one with a socket mode and no socket',
-      { ...TOP, routes: [{ ...eu, listenPort: 9000 }, { name: 'us', listenPort: 9001, listenSocketMode: '0600' }] },
+      {
+        ...TOP,
+        routes: [
+          { ...eu, listenPort: 9000 },
+          { name: 'us', listenPort: 9001, listenSocketMode: '0600' },
+        ],
+      },
       [
         'routes: "eu" has mount and listenPort: a route is reached one way, a mount or a listener of its own',
         `routes: "us" has listenSocketMode without listenSocket: the mode is its socket file's`,
