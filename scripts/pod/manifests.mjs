@@ -84,16 +84,17 @@ export function render(form, { root, helm, image }) {
     set = [...base, ...form.set];
   }
   const args = ['template', 'check', chart, ...(form.chart === 'standalone' ? ['-f', join(chart, 'ci', 'standalone-values.yaml')] : [])];
-  if (form.values !== undefined) {
-    const file = join(mkdtempSync('/tmp/pod-check-values.'), 'values.json');
-    writeFileSync(file, JSON.stringify(form.values));
-    args.push('-f', file);
+  const valuesDir = form.values === undefined ? undefined : mkdtempSync('/tmp/pod-check-values.');
+  if (valuesDir !== undefined) {
+    writeFileSync(join(valuesDir, 'values.json'), JSON.stringify(form.values));
+    args.push('-f', join(valuesDir, 'values.json'));
   }
   let out;
   try {
     out = execFileSync(helm, [...args, ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
   } finally {
     if (form.chart === 'parent') rmSync(join(chart, '..', '..'), { recursive: true, force: true });
+    if (valuesDir !== undefined) rmSync(valuesDir, { recursive: true, force: true });
   }
   // YAML 1.1, as Kubernetes reads it: defaultMode 0444 is octal there.
   return parseAllDocuments(out, { version: '1.1' })
