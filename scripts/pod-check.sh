@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # npm run pod:check: the chart's pods played as Kubernetes runs them. Builds the image from the
 # Dockerfile with buildah (scripts/lib/image-build.sh, as npm run image:check does), renders the
-# chart with helm template in its sidecar forms (TCP, and a Unix socket) and standalone, and plays
+# chart with helm template in its sidecar forms (TCP, a Unix socket, two routes) and standalone, and plays
 # each with Debian's podman (`podman kube play --network none`, runc), the rendered security
 # context unchanged, the mock Ticket Service and an app as containers of the same pod
 # (scripts/pod/check.mjs says what it asserts, and what stands in where kube play 4.3 lacks a field).
 #
-#   npm run pod:check                      # all three forms
-#   bash scripts/pod-check.sh sidecar-socket   # one form: sidecar-tcp, sidecar-socket, standalone
+#   npm run pod:check                      # all four forms
+#   bash scripts/pod-check.sh sidecar-socket   # one form: sidecar-tcp, sidecar-socket, standalone, sidecar-routes
 #
 # Needs root (buildah, podman, nsenter), the npm registry (npm ci in the image's build) and
 # Debian's packages (buildah, podman, runc, catatonit, the stand-in base). Everything it stores

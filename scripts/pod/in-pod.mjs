@@ -59,19 +59,68 @@ catch (err) { console.log(JSON.stringify({ error: err.code })); }
 
 /**
  * A request in flight while the proxy stops: a POST with Expect: 100-continue through the socket
- * at $TICKETS_SOCKET or over $TICKETS_BASE_URL; once the proxy has taken it (100 Continue), prints
- * "in flight", waits argv[1] ms (the proxy is being stopped meanwhile), sends the body, and prints
- * { status } or { error }.
+ * at $TICKETS_SOCKET or over $TICKETS_BASE_URL, under the path prefix argv[2] (a route's mount);
+ * once the proxy has taken it (100 Continue), prints "in flight", waits argv[1] ms (the proxy is
+ * being stopped meanwhile), sends the body, and prints { status } or { error }.
  */
 export const IN_FLIGHT = `
 const http = require('node:http');
 const url = new URL(process.env.TICKETS_BASE_URL);
 const body = Buffer.alloc(1024, 'x');
 const target = process.env.TICKETS_SOCKET ? { socketPath: process.env.TICKETS_SOCKET } : { host: url.hostname, port: url.port };
-const req = http.request({ ...target, method: 'POST', path: '/api/v1/upload',
+const req = http.request({ ...target, method: 'POST', path: (process.argv[2] ?? '') + '/api/v1/upload',
   headers: { expect: '100-continue', 'content-type': 'application/octet-stream', 'content-length': body.length } }, (res) => {
   res.resume().on('end', () => console.log(JSON.stringify({ status: res.statusCode })));
 });
 req.on('continue', () => { console.log('in flight'); setTimeout(() => req.end(body), Number(process.argv[1])); });
 req.on('error', (err) => console.log(JSON.stringify({ error: err.code ?? err.message })));
+`;
+
+/**
+ * The app's calls along the routes: `count` GETs of each target of the JSON list argv[2]
+ * ({ route, socketPath } or { route, port }, and the path), one after another on keep-alive
+ * connections; prints [{ route, status, workspace, code }] (the tickets' workspace, or the code of
+ * a problem the proxy answered).
+ */
+export const ROUTE_CALLS = `
+const http = require('node:http');
+const count = Number(process.argv[1]);
+const targets = JSON.parse(process.argv[2]);
+const agent = new http.Agent({ keepAlive: true });
+const get = ({ route, socketPath, port, path }) => new Promise((resolve) => {
+  const where = socketPath ? { socketPath } : { host: '127.0.0.1', port };
+  const req = http.get({ ...where, path, agent }, (res) => {
+    let body = '';
+    res.setEncoding('utf8').on('data', (c) => (body += c)).on('end', () => {
+      let parsed = {};
+      try { parsed = JSON.parse(body); } catch {}
+      resolve({ route, status: res.statusCode, workspace: parsed.workspace, code: parsed.code });
+    });
+  });
+  req.on('error', (err) => resolve({ route, status: 0, error: err.code ?? err.message }));
+});
+(async () => {
+  const out = [];
+  for (let i = 0; i < count; i++) for (const target of targets) out.push(await get(target));
+  console.log(JSON.stringify(out));
+})();
+`;
+
+/**
+ * A gateway of the routes form: the mock Ticket Service of the image (dist/mock), on port argv[1]
+ * of the pod's loopback under the path prefix argv[2], its own identity provider, knowing one
+ * client ($GATEWAY_CLIENT_ID, $GATEWAY_CLIENT_SECRET). Prints a JSON line for each call it serves
+ * ({ api, tokenValid }) and each token request ({ token: clientId, issued }): its record, read
+ * back from its logs. Never a token or a secret.
+ */
+export const GATEWAY = `
+import('/app/dist/mock/ticket-service.js').then(async ({ createMockTicketService }) => {
+  const [port, prefix] = process.argv.slice(1);
+  const clients = { [process.env.GATEWAY_CLIENT_ID]: process.env.GATEWAY_CLIENT_SECRET };
+  const mock = await createMockTicketService({ host: '127.0.0.1', port: Number(port), pathPrefix: prefix, clients, tokenTtlS: 3600 });
+  mock.events.on('request', (r) => console.log(JSON.stringify({ api: r.method + ' ' + r.url, tokenValid: r.tokenValid })));
+  mock.events.on('token', (r) => console.log(JSON.stringify({ token: r.clientId ?? null })));
+  process.on('SIGTERM', () => mock.close().then(() => process.exit(0)));
+  console.log(JSON.stringify({ listening: mock.url }));
+});
 `;

@@ -1,19 +1,54 @@
-// The pods the pod check plays: the chart rendered by helm template in its three forms, and what
+// The pods the pod check plays: the chart rendered by helm template in its four forms, and what
 // stands in for what podman 4.3's kube play cannot play as rendered. Every stand-in is named in
 // `standIns`, which the check prints; the rendered securityContext of every container and of the
 // pod is never touched.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { GATEWAY } from './in-pod.mjs';
 import { IMAGE_NODE } from './podman.mjs';
 
-/** The three forms: the parent chart's pod with the sidecar on TCP and on a socket, and the standalone Deployment. */
+/**
+ * The routes form's gateways (docs/routes.md): two mocks of the Ticket Service on the pod's
+ * loopback, each its own identity provider under a path prefix of its own, each knowing only its
+ * route's client, whose secret is in a Secret of its own.
+ */
+export const GATEWAYS = [
+  { route: 'eu', port: 8081, prefix: '/eu-gw', clientId: 'eu-app', clientSecret: 'eu-secret', secret: 'eu-credentials' },
+  { route: 'us', port: 8082, prefix: '/us-gw', clientId: 'us-app', clientSecret: 'us-secret', secret: 'us-credentials' },
+];
+
+/**
+ * The four forms: the parent chart's pod with the sidecar on TCP and on a socket, the standalone
+ * Deployment, and the parent chart's pod with two routes, one mounted on the main listener (TCP),
+ * one on a socket of its own on the volume the app mounts, without a top-level gateway or Secret.
+ */
 export const FORMS = [
   { name: 'sidecar-tcp', chart: 'parent', set: [] },
   { name: 'sidecar-socket', chart: 'parent', set: ['ticket-auth-proxy.listenSocket=/var/run/ticket-auth-proxy/proxy.sock'] },
   { name: 'standalone', chart: 'standalone', set: [] },
+  {
+    name: 'sidecar-routes',
+    chart: 'parent',
+    set: ['ticket-auth-proxy.baseUrl=', 'ticket-auth-proxy.existingSecret='],
+    values: {
+      'ticket-auth-proxy': {
+        routes: [
+          { name: 'eu', mount: '/eu', ...gatewayOf('eu') },
+          { name: 'us', listenSocket: '/var/run/ticket-auth-proxy/us.sock', ...gatewayOf('us') },
+        ],
+      },
+    },
+    gateways: GATEWAYS,
+  },
 ];
+
+/** A route's gateway, client and Secret, as its chart values. */
+function gatewayOf(route) {
+  const g = GATEWAYS.find((x) => x.route === route);
+  return { baseUrl: `http://127.0.0.1:${g.port}${g.prefix}`, clientId: g.clientId, existingSecret: g.secret };
+}
 
 /** The Ticket Service mock, a container of the same pod: the proxy's image, `node dist/mock/main.js`. */
 export const MOCK = { port: 8080, clientId: 'demo-client', clientSecret: 'demo-secret' };
@@ -49,11 +84,17 @@ export function render(form, { root, helm, image }) {
     set = [...base, ...form.set];
   }
   const args = ['template', 'check', chart, ...(form.chart === 'standalone' ? ['-f', join(chart, 'ci', 'standalone-values.yaml')] : [])];
+  const valuesDir = form.values === undefined ? undefined : mkdtempSync('/tmp/pod-check-values.');
+  if (valuesDir !== undefined) {
+    writeFileSync(join(valuesDir, 'values.json'), JSON.stringify(form.values));
+    args.push('-f', join(valuesDir, 'values.json'));
+  }
   let out;
   try {
     out = execFileSync(helm, [...args, ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
   } finally {
     if (form.chart === 'parent') rmSync(join(chart, '..', '..'), { recursive: true, force: true });
+    if (valuesDir !== undefined) rmSync(valuesDir, { recursive: true, force: true });
   }
   // YAML 1.1, as Kubernetes reads it: defaultMode 0444 is octal there.
   return parseAllDocuments(out, { version: '1.1' })
@@ -120,12 +161,22 @@ export function podToPlay(objects, form, image) {
       if (e.valueFrom?.secretKeyRef?.name === SECRET) e.valueFrom.secretKeyRef.name = `${SECRET}${ENV_SECRET_SUFFIX}`;
     }
   }
-  standIns.push(
-    `the Secret ${SECRET}: kube play leaves a played Secret's values base64-encoded in the mounted file and cannot ` +
-      'feed an env var and a volume from one podman secret; the volume reads a podman secret holding the values as ' +
-      `they are, the env var (CLIENT_ID) one named ${SECRET}${ENV_SECRET_SUFFIX} holding them base64-encoded; ` +
-      "kube play writes every key of the secret into the volume, mode 0644, whatever the volume's items and defaultMode say",
-  );
+  const secretNames = (spec.volumes ?? []).flatMap((v) => (v.secret === undefined ? [] : [v.secret.secretName]));
+  if (secretNames.includes(SECRET)) {
+    standIns.push(
+      `the Secret ${SECRET}: kube play leaves a played Secret's values base64-encoded in the mounted file and cannot ` +
+        'feed an env var and a volume from one podman secret; the volume reads a podman secret holding the values as ' +
+        `they are, the env var (CLIENT_ID) one named ${SECRET}${ENV_SECRET_SUFFIX} holding them base64-encoded; ` +
+        "kube play writes every key of the secret into the volume, mode 0644, whatever the volume's items and defaultMode say",
+    );
+  }
+  const routeSecrets = secretNames.filter((name) => name !== SECRET);
+  if (routeSecrets.length > 0) {
+    standIns.push(
+      `the routes' Secrets ${routeSecrets.join(', ')}: each a podman secret holding its values as they are, for the ` +
+        "route's volume, which kube play writes every key of, mode 0644; the ConfigMap of the configuration file is played as rendered",
+    );
+  }
 
   // 5. fsGroup, which kube play ignores: the pod's group joins each container's groups, and the
   //    emptyDir is made root:fsGroup 2777 before the pod starts (podCheck), as the kubelet makes it.
@@ -160,35 +211,58 @@ export function podToPlay(objects, form, image) {
     imagePullPolicy: 'Never',
     securityContext: copy(proxy.securityContext),
   };
-  spec.containers.push({
-    ...copy(sameAsProxy),
-    name: 'mock',
-    command: [IMAGE_NODE, 'dist/mock/main.js'],
-    env: [
-      { name: 'MOCK_HOST', value: '127.0.0.1' },
-      { name: 'MOCK_PORT', value: String(MOCK.port) },
-      { name: 'MOCK_TOKEN_TTL_S', value: '3600' },
-    ],
-  });
+  if (form.gateways === undefined) {
+    spec.containers.push({
+      ...copy(sameAsProxy),
+      name: 'mock',
+      command: [IMAGE_NODE, 'dist/mock/main.js'],
+      env: [
+        { name: 'MOCK_HOST', value: '127.0.0.1' },
+        { name: 'MOCK_PORT', value: String(MOCK.port) },
+        { name: 'MOCK_TOKEN_TTL_S', value: '3600' },
+      ],
+    });
+  }
+  for (const g of form.gateways ?? []) {
+    spec.containers.push({
+      ...copy(sameAsProxy),
+      name: `gateway-${g.route}`,
+      // On one line: a YAML block scalar of it would start with an indented blank line, which kube play's YAML refuses.
+      command: [IMAGE_NODE, '-e', GATEWAY.trim().replace(/\n\s*/g, ' '), String(g.port), g.prefix],
+      env: [
+        { name: 'GATEWAY_CLIENT_ID', value: g.clientId },
+        { name: 'GATEWAY_CLIENT_SECRET', value: g.clientSecret },
+      ],
+    });
+  }
   spec.containers.push({ ...copy(sameAsProxy), name: 'intruder', command: [...IDLE] });
   standIns.push(
-    'added: the mock Ticket Service (the same image, node dist/mock/main.js) and an intruder that mounts nothing, both ' +
-      "in the proxy's securityContext",
+    `added: ${form.gateways === undefined ? 'the mock Ticket Service (the same image, node dist/mock/main.js)' : `a gateway for each route (${form.gateways.map((g) => `gateway-${g.route} on 127.0.0.1:${g.port}${g.prefix}`).join(', ')}: the mock Ticket Service of the same image, each its own identity provider)`} ` +
+      "and an intruder that mounts nothing, all in the proxy's securityContext",
   );
 
   assertSecurityUnchanged(rendered, deployment, form);
 
   const socket = envOf(proxy, 'LISTEN_SOCKET');
   const socketVolume = socket === undefined ? undefined : proxy.volumeMounts.find((m) => socket.startsWith(`${m.mountPath}/`))?.name;
+  const listenPort = socket === undefined ? Number(envOf(proxy, 'LISTEN_PORT') ?? 8180) : undefined;
+  const routes = routesOf(objects, { socket, listenPort });
   return {
     deployment,
+    // The configuration file's ConfigMap, played beside the Deployment as the kubelet mounts it.
+    configMaps: objects.filter((o) => o.kind === 'ConfigMap' && o.data?.['proxy.yaml'] !== undefined),
+    // The Secrets the pod's volumes read besides the credentials' (the routes' own).
+    secrets: routeSecrets,
     // kube play names a Deployment's pod after it, numbered.
     podName: `${deployment.metadata.name}-pod-0`,
     app: app.name,
     probes,
     admin: Number(envOf(proxy, 'ADMIN_PORT') ?? 8181),
-    listenPort: socket === undefined ? Number(envOf(proxy, 'LISTEN_PORT') ?? 8180) : undefined,
+    listenPort,
     socket,
+    // Every socket the proxy makes: the main listener's, and the routes' own.
+    sockets: [...(socket === undefined ? [] : [socket]), ...(routes ?? []).flatMap((r) => (r.socketPath ? [r.socketPath] : []))],
+    routes,
     socketVolume,
     fsGroup,
     proxyUser: proxy.securityContext.runAsUser,
@@ -198,6 +272,31 @@ export function podToPlay(objects, form, image) {
     emptyDirs: emptyDirs(spec, form),
     standIns,
   };
+}
+
+/**
+ * The routes of the configuration file the chart rendered, each with where the app reaches it
+ * ({ socketPath } or { port }, and the path prefix of its mount) and its gateway; undefined
+ * without routes.
+ */
+function routesOf(objects, { socket, listenPort }) {
+  const map = objects.find((o) => o.kind === 'ConfigMap' && o.data?.['proxy.yaml'] !== undefined);
+  if (map === undefined) return undefined;
+  const main = socket === undefined ? { port: listenPort } : { socketPath: socket };
+  return parseYaml(map.data['proxy.yaml']).routes.map((r) => ({
+    name: r.name,
+    way:
+      r.mount !== undefined
+        ? `mount ${r.mount}`
+        : r.listenSocket !== undefined
+          ? `socket ${r.listenSocket}`
+          : r.listenPort
+            ? `port ${r.listenPort}`
+            : 'main',
+    ...(r.listenSocket !== undefined ? { socketPath: r.listenSocket } : r.listenPort !== undefined ? { port: r.listenPort } : main),
+    prefix: r.mount ?? '',
+    baseUrl: r.baseUrl,
+  }));
 }
 
 /** The emptyDir volumes' names; each is a tmpfs here (medium: Memory), as the chart renders them. */

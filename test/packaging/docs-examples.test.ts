@@ -38,7 +38,7 @@ const blocks = new Map([...marked].map(([name, { body }]) => [name, body]));
 const pageOf = (name: string): string => readDoc(marked.get(name)!.page);
 
 describe('the examples', () => {
-  it('are the Docker, Compose, Helm standalone, Helm sidecar, kubectl, DPoP values and routes examples', () => {
+  it('are the Docker, Compose, Helm standalone, Helm sidecar, kubectl, DPoP values, routes and chart routes examples', () => {
     expect([...blocks.keys()].sort()).toEqual(
       [
         'docker-run',
@@ -47,6 +47,7 @@ describe('the examples', () => {
         'examples/parent-chart/templates/deployment.yaml',
         'examples/parent-chart/values.yaml',
         'examples/helm/sidecar-preview-values.yaml',
+        'examples/helm/routes-values.yaml',
         'examples/routes/proxy.yaml',
         'helm-standalone',
         'helm-dpop-values',

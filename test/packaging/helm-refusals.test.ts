@@ -755,7 +755,13 @@ describe('values.schema.json', () => {
   it("offers the proxy's own choices for the values that are its settings", () => {
     expect(schema.properties.logLevel.enum).toEqual(choices('LOG_LEVEL'));
     expect(schema.properties.dpop.properties.alg.enum).toEqual(['', ...choices('DPOP_ALG')]);
-    expect(schema.properties.dpop.properties.mode.else.else.enum).toEqual(choices('DPOP'));
+    expect(schema.definitions.dpopMode.else.else.enum).toEqual(choices('DPOP'));
+    expect(schema.properties.dpop.properties.mode).toEqual({ $ref: '#/definitions/dpopMode' });
+    // A route's: every algorithm, and the methods that authenticate with a secret.
+    const route = schema.definitions.route.properties;
+    expect(route.dpop).toEqual({ $ref: '#/definitions/dpopMode' });
+    expect(route.dpopAlg.enum).toEqual(choices('DPOP_ALG'));
+    expect(route.tokenAuthMethod.enum).toEqual(choices('TOKEN_AUTH_METHOD').filter((m) => m.startsWith('client_secret_')));
     expect(schema.properties.tracing.properties.sampler.enum).toEqual(['', ...choices('OTEL_TRACES_SAMPLER')]);
   });
 

@@ -98,6 +98,7 @@ const CHART_ONLY: Record<string, string> = {
   'tokenStore.networkPolicyTo': 'the NetworkPolicy',
   'tracing.existingSecret': 'a Secret name; OTEL_EXPORTER_OTLP_HEADERS is set from it',
   'tracing.headersKey': 'a key of that Secret',
+  routes: "the configuration file's routes, each with its own keys: written into a ConfigMap the proxy reads as CONFIG_FILE",
   extraEnv: 'any setting, by its variable name',
   nodeOptions: "Node's NODE_OPTIONS, not a setting",
   'shutdown.keepServingSeconds': 'a preStop sleep where the cluster has one, else SHUTDOWN_DELAY_S: not one setting',

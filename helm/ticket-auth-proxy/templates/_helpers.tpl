@@ -77,6 +77,14 @@ true
 
 {{- define "ticket-auth-proxy.assertionDir" -}}/var/run/secrets/ticket-auth-proxy/assertion{{- end -}}
 
+{{/* "true" when the container gets the top-level client, from the Secret below: always without
+     routes; with routes, only when existingSecret or createSecret names one, every route's default
+     (each route may have a secret of its own instead). */}}
+{{- define "ticket-auth-proxy.topLevelSecret" -}}
+{{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- if or $v.existingSecret $v.createSecret (not $v.routes) }}true{{ end -}}
+{{- end -}}
+
 {{/* The Secret holding client-id and client-secret; refuses to render without credentials. */}}
 {{- define "ticket-auth-proxy.secretName" -}}
 {{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
@@ -96,9 +104,14 @@ true
      with an existingSecret, whose content the chart does not know. */}}
 {{- define "ticket-auth-proxy.checksum" -}}
 {{- $v := include "ticket-auth-proxy.values" . | fromYaml -}}
+{{- $lines := list -}}
 {{- if $v.createSecret -}}
-checksum/ticket-auth-proxy-secret: {{ printf "%s\n%s\n%v" $v.clientId $v.clientSecret $v.createSecret | sha256sum }}
+{{- $lines = append $lines (printf "checksum/ticket-auth-proxy-secret: %s" (printf "%s\n%s\n%v" $v.clientId $v.clientSecret $v.createSecret | sha256sum)) -}}
 {{- end -}}
+{{- /* The routes' configuration file and the Secret made from their clientSecret values: the
+       proxy reads its configuration file at start. */ -}}
+{{- with include "ticket-auth-proxy.routesChecksum" . }}{{ $lines = append $lines . }}{{ end -}}
+{{- join "\n" $lines -}}
 {{- end -}}
 
 {{/* For parent charts: the least terminationGracePeriodSeconds for the proxy to drain. */}}
@@ -153,9 +166,14 @@ ports:
   - name: admin
     containerPort: {{ $v.adminPort }}
     protocol: TCP
+  {{- with include "ticket-auth-proxy.routePorts" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
 env:
+  {{- if or $v.baseUrl (not $v.routes) }}
   - name: BASE_URL
     value: {{ $v.baseUrl | quote }}
+  {{- end }}
   {{- with $v.tokenUrl }}
   - name: TOKEN_URL
     value: {{ . | quote }}
@@ -188,6 +206,7 @@ env:
   {{- else }}
   - name: TOKEN_AUTH_METHOD
     value: {{ $v.tokenAuthMethod | quote }}
+  {{- if include "ticket-auth-proxy.topLevelSecret" $ctx }}
   - name: CLIENT_ID
     valueFrom:
       secretKeyRef:
@@ -196,6 +215,7 @@ env:
   # The secret as a file: a rotated Secret reaches the proxy without a restart.
   - name: CLIENT_SECRET_FILE
     value: {{ include "ticket-auth-proxy.secretDir" $ctx }}/client-secret
+  {{- end }}
   {{- end }}
   {{- if $v.listenSocket }}
   # A socket in a volume only the app's container shares: no other container of the pod can
@@ -245,6 +265,9 @@ env:
   {{- with include "ticket-auth-proxy.tracingEnv" $ctx | trim }}
   {{- . | nindent 2 }}
   {{- end }}
+  {{- with include "ticket-auth-proxy.routesEnv" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
   {{- with $v.nodeOptions }}
   - name: NODE_OPTIONS
     value: {{ . | quote }}
@@ -266,7 +289,7 @@ volumeMounts:
   - name: ticket-auth-proxy-assertion
     mountPath: {{ include "ticket-auth-proxy.assertionDir" $ctx }}
     readOnly: true
-  {{- else }}
+  {{- else if include "ticket-auth-proxy.topLevelSecret" $ctx }}
   - name: ticket-auth-proxy-credentials
     mountPath: {{ include "ticket-auth-proxy.secretDir" $ctx }}
     readOnly: true
@@ -278,6 +301,9 @@ volumeMounts:
   {{- . | nindent 2 }}
   {{- end }}
   {{- with include "ticket-auth-proxy.tokenStoreMounts" $ctx | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  {{- with include "ticket-auth-proxy.routesMounts" $ctx | trim }}
   {{- . | nindent 2 }}
   {{- end }}
   {{- with include "ticket-auth-proxy.sidecarSocketMount" $ctx | trim }}
@@ -371,25 +397,27 @@ http://127.0.0.1:{{ $v.listenPort }}
 {{- (include "ticket-auth-proxy.values" . | fromYaml).listenSocket -}}
 {{- end -}}
 
-{{/* The directory of listenSocket, where its volume is mounted; refuses one the chart mounts another volume at. */}}
+{{/* The directory of listenSocket (or of the routes' sockets, without one), where its volume is
+     mounted; refuses one the chart mounts another volume at. */}}
 {{- define "ticket-auth-proxy.socketDir" -}}
-{{- $dir := dir (include "ticket-auth-proxy.values" . | fromYaml).listenSocket -}}
-{{- range list (include "ticket-auth-proxy.secretDir" .) (include "ticket-auth-proxy.assertionDir" .) (include "ticket-auth-proxy.caDir" .) (include "ticket-auth-proxy.clientCertDir" .) (include "ticket-auth-proxy.dpopDir" .) (include "ticket-auth-proxy.tokenStoreDir" .) -}}
+{{- $socket := first (include "ticket-auth-proxy.sockets" . | fromJsonArray) -}}
+{{- $dir := dir $socket.path -}}
+{{- range list (include "ticket-auth-proxy.secretDir" .) (include "ticket-auth-proxy.assertionDir" .) (include "ticket-auth-proxy.caDir" .) (include "ticket-auth-proxy.clientCertDir" .) (include "ticket-auth-proxy.dpopDir" .) (include "ticket-auth-proxy.tokenStoreDir" .) (include "ticket-auth-proxy.configDir" .) (include "ticket-auth-proxy.routeSecretsDir" .) -}}
 {{- if or (eq $dir .) (hasPrefix (printf "%s/" $dir) .) (hasPrefix (printf "%s/" .) $dir) -}}
-{{- include "ticket-auth-proxy.fail" (printf "ticket-auth-proxy: listenSocket's directory %s overlaps %s, where the chart mounts another volume: choose a directory of its own, such as /var/run/ticket-auth-proxy" $dir .) -}}
+{{- include "ticket-auth-proxy.fail" (printf "ticket-auth-proxy: %s's directory %s overlaps %s, where the chart mounts another volume: choose a directory of its own, such as /var/run/ticket-auth-proxy" (ternary "listenSocket" (printf "routes: %s" $socket.who) (eq $socket.who "listenSocket")) $dir .) -}}
 {{- end -}}
 {{- end -}}
 {{- $dir -}}
 {{- end -}}
 
 {{/*
-For parent charts: with listenSocket, the app container's volumeMounts entry for the socket's
-directory (the sidecar mounts the same volume there); nothing without. Usage:
+For parent charts: with listenSocket, or a route on a socket, the app container's volumeMounts
+entry for the sockets' directory (the sidecar mounts the same volume there); nothing without. Usage:
   volumeMounts:
     {{- include "ticket-auth-proxy.sidecarSocketMount" . | nindent 4 }}
 */}}
 {{- define "ticket-auth-proxy.sidecarSocketMount" -}}
-{{- if (include "ticket-auth-proxy.values" . | fromYaml).listenSocket -}}
+{{- if include "ticket-auth-proxy.sockets" . | fromJsonArray -}}
 - name: ticket-auth-proxy-socket
   mountPath: {{ include "ticket-auth-proxy.socketDir" . }}
 {{- end -}}
@@ -411,7 +439,7 @@ directory (the sidecar mounts the same volume there); nothing without. Usage:
           audience: {{ $sat.audience | quote }}
           expirationSeconds: {{ int ($sat.expirationSeconds | default 3600) }}
           path: token
-{{- else }}
+{{- else if include "ticket-auth-proxy.topLevelSecret" . }}
 - name: ticket-auth-proxy-credentials
   secret:
     secretName: {{ include "ticket-auth-proxy.secretName" . }}
@@ -424,7 +452,8 @@ directory (the sidecar mounts the same volume there); nothing without. Usage:
 {{- include "ticket-auth-proxy.networkVolumes" . }}
 {{- include "ticket-auth-proxy.dpopVolumes" . }}
 {{- include "ticket-auth-proxy.tokenStoreVolumes" . }}
-{{- if (include "ticket-auth-proxy.values" . | fromYaml).listenSocket }}
+{{- include "ticket-auth-proxy.routesVolumes" . }}
+{{- if include "ticket-auth-proxy.sockets" . | fromJsonArray }}
 # The socket's directory, shared by the proxy and the app's container alone; the pod's fsGroup
 # owns it, so a 0660 socket opens to the app's user.
 - name: ticket-auth-proxy-socket

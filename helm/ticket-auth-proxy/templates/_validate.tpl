@@ -232,10 +232,17 @@ OTEL_SDK_DISABLED: {type: bool}
 
 {{/*
 The problems the proxy would report at start, one per line, for the environment of `env` (a map
-of name to value; a value taken from a Secret is null: set, its content unknown).
+of name to value; a value taken from a Secret is null: set, its content unknown). `scope` says
+which of the proxy's checks run (src/app/settings-checks.ts): "all", without routes; with routes
+(docs/routes.md), "process", the whole proxy's checks of the top-level settings, where BASE_URL
+is a default rather than required, and "route", a route's checks (its gateway, credential, DPoP
+and issuer) of its settings over the top level's.
 */}}
 {{- define "ticket-auth-proxy.startProblems" -}}
 {{- $env := .env -}}
+{{- $scope := .scope | default "all" -}}
+{{- $routeChecks := ne $scope "process" -}}
+{{- $processChecks := ne $scope "route" -}}
 {{- $kinds := include "ticket-auth-proxy.settingKinds" . | fromYaml -}}
 {{- $problems := list -}}
 {{- $out := dict -}}
@@ -260,7 +267,7 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- if hasKey $out "BASE_URL" -}}
 {{- $r := include "ticket-auth-proxy.checkUrl" (dict "name" "BASE_URL" "value" $out.BASE_URL "insecure" $insecure "trimSlash" true) | fromYaml -}}
 {{- if $r.problem }}{{ $problems = append $problems $r.problem }}{{ else }}{{ $baseUrl = $r.url }}{{ end -}}
-{{- else if not (hasKey $set "BASE_URL") -}}
+{{- else if and (eq $scope "all") (not (hasKey $set "BASE_URL")) -}}
 {{- $problems = append $problems "BASE_URL is required: the gateway base URL, e.g. https://tickets.example.com" -}}
 {{- end -}}
 {{- $tail := regexFind "(?i)/api/v1(/oauth2/token)?$" $baseUrl -}}
@@ -279,11 +286,12 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- end -}}
 {{- end -}}
 {{- /* ISSUER_URL's metadata names the token endpoint (checkIssuerSettings in src/token/discovery/settings.ts). */ -}}
-{{- if and (hasKey $set "ISSUER_URL") (hasKey $set "TOKEN_URL") -}}
+{{- if and $routeChecks (hasKey $set "ISSUER_URL") (hasKey $set "TOKEN_URL") -}}
 {{- $problems = append $problems "ISSUER_URL and TOKEN_URL are both set (ISSUER_URL from the environment, TOKEN_URL from the environment): ISSUER_URL's metadata names the token endpoint; set only one (ISSUER_URL to read it from the identity provider, TOKEN_URL to name it yourself)" -}}
 {{- end -}}
 {{- /* Credentials and the client authentication method. */ -}}
 {{- $method := index $out "TOKEN_AUTH_METHOD" | default "client_secret_post" -}}
+{{- if $routeChecks -}}
 {{- $methodName := printf "TOKEN_AUTH_METHOD=%s" $method -}}
 {{- $hasId := hasKey $out "CLIENT_ID" -}}
 {{- $hasSecret := or (hasKey $out "CLIENT_SECRET") (hasKey $out "CLIENT_SECRET_FILE") -}}
@@ -329,14 +337,16 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- if hasKey $set . }}{{ $problems = append $problems (printf "%s is set but TOKEN_AUTH_METHOD is %s; it applies to private_key_jwt only" . $method) }}{{ end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
 {{- /* The client certificate, both or neither. */ -}}
 {{- $hasCert := hasKey $out "TLS_CLIENT_CERT_FILE" -}}
 {{- $hasKey := hasKey $out "TLS_CLIENT_KEY_FILE" -}}
-{{- if and (eq $method "tls_client_auth") (not $hasCert) (not $hasKey) -}}
+{{- if and $routeChecks (eq $method "tls_client_auth") (not $hasCert) (not $hasKey) -}}
 {{- $problems = append $problems "TOKEN_AUTH_METHOD=tls_client_auth needs TLS_CLIENT_CERT_FILE and TLS_CLIENT_KEY_FILE: the client certificate is what proves the client" -}}
 {{- else if ne $hasCert $hasKey -}}
 {{- $problems = append $problems (ternary "TLS_CLIENT_CERT_FILE is set without TLS_CLIENT_KEY_FILE: set both (certificate chain and key) or neither" "TLS_CLIENT_KEY_FILE is set without TLS_CLIENT_CERT_FILE: set both (certificate chain and key) or neither" $hasCert) -}}
 {{- end -}}
+{{- if $processChecks -}}
 {{- /* The proxy listener (checkListenerSettings in src/app/listeners/listener-settings.ts): a Unix socket or a
        TCP address; a path a socket address holds (socketPathProblem in src/app/listeners/unix-socket.ts, on
        Linux), with the private directory the socket is made in first; a mode someone may connect by. */ -}}
@@ -365,18 +375,21 @@ of name to value; a value taken from a Secret is null: set, its content unknown)
 {{- else if hasKey $set "LISTEN_SOCKET_MODE" -}}
 {{- $problems = append $problems "LISTEN_SOCKET_MODE is set without LISTEN_SOCKET: the mode is the socket file's; set LISTEN_SOCKET or remove it" -}}
 {{- end -}}
+{{- end -}}
 {{- /* DPoP (checkDpopSettings in src/token/dpop/settings.ts): a key or an algorithm while DPOP is
        off would leave the tokens bearer tokens unnoticed. A value refused on its own is reported
        already; the key file itself cannot be read here and is left to the proxy. */ -}}
-{{- if eq (index $out "DPOP" | default "off") "off" -}}
+{{- if and $routeChecks (eq (index $out "DPOP" | default "off") "off") -}}
 {{- range list "DPOP_KEY_FILE" "DPOP_ALG" -}}
 {{- if hasKey $out . }}{{ $problems = append $problems (printf "%s is set but DPOP is off: set DPOP=on (or required) to send DPoP proofs, or remove it" .) }}{{ end -}}
 {{- end -}}
 {{- end -}}
+{{- if $processChecks -}}
 {{- $store := include "ticket-auth-proxy.tokenStoreProblems" (dict "env" $env) -}}
 {{- if $store }}{{ $problems = concat $problems (splitList "\n" $store) }}{{ end -}}
 {{- $tracing := include "ticket-auth-proxy.tracingProblems" (dict "env" $env "out" $out) -}}
 {{- if $tracing }}{{ $problems = concat $problems (splitList "\n" $tracing) }}{{ end -}}
+{{- end -}}
 {{- /* Whatever a check quoted, a URL's user information is not shown (loadConfig in src/config/load.ts). */ -}}
 {{- $redacted := list -}}
 {{- range $problems }}{{ $redacted = append $redacted (include "ticket-auth-proxy.redactUserinfo" .) }}{{ end -}}
@@ -423,6 +436,36 @@ OTEL_EXPORTER_OTLP_HEADERS: tracing.existingSecret
 {{- end -}}
 
 {{/*
+A problem of a route's own settings (startProblems on the route's settings over the top level's)
+in the proxy's words: each of the route's settings named as the proxy names a key of the file
+(`routes[eu].dpopAlg in /etc/ticket-auth-proxy/config/proxy.yaml (DPOP_ALG)`), or, where the
+problem names none, the route before it. Argument: (dict "ctx" $ "line" "route").
+*/}}
+{{- define "ticket-auth-proxy.inRouteWords" -}}
+{{- $line := .line -}}
+{{- $route := .route -}}
+{{- $file := include "ticket-auth-proxy.configFile" .ctx -}}
+{{- $named := false -}}
+{{- $settings := include "ticket-auth-proxy.routeSettings" .ctx | fromYaml -}}
+{{- $_ := set $settings "clientSecretFile" "CLIENT_SECRET_FILE" -}}
+{{- $given := include "ticket-auth-proxy.routeEnv" (dict "ctx" .ctx "route" $route) | fromYaml -}}
+{{- range $key, $name := $settings -}}
+{{- if hasKey $given $name -}}
+{{- $where := printf "routes[%s].%s in %s" $route.name $key $file -}}
+{{- /* Two settings said together name where each came from (bothSet in src/config/load.ts). */ -}}
+{{- if contains (printf "%s from the environment" $name) $line -}}
+{{- $line = replace (printf "%s from the environment" $name) (printf "%s from %s" $name $where) $line -}}
+{{- $named = true -}}
+{{- else if and (not (contains " from the environment" $line)) (or (hasPrefix (printf "%s " $name) $line) (hasPrefix (printf "%s's " $name) $line)) -}}
+{{- $line = printf "%s (%s)%s" $where $name (trimPrefix $name $line) -}}
+{{- $named = true -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $named }}{{ $line }}{{ else }}{{ printf "routes: %q: %s" $route.name $line }}{{ end -}}
+{{- end -}}
+
+{{/*
 Stops the render when the proxy would refuse its environment at start. Renders the container the
 chart gives the proxy (environment and extraEnv, last one winning as in Kubernetes) and checks it.
 */}}
@@ -432,7 +475,28 @@ chart gives the proxy (environment and extraEnv, last one winning as in Kubernet
 {{- range $container.env -}}
 {{- if hasKey . "value" }}{{ $_ := set $env .name (toString .value) }}{{ else }}{{ $_ := set $env .name nil }}{{ end -}}
 {{- end -}}
-{{- $problems := include "ticket-auth-proxy.startProblems" (dict "env" $env) -}}
+{{- $routes := (include "ticket-auth-proxy.values" . | fromYaml).routes -}}
+{{- $problems := "" -}}
+{{- if not $routes -}}
+{{- $problems = include "ticket-auth-proxy.startProblems" (dict "env" $env) -}}
+{{- else -}}
+{{- /* With routes: the whole proxy's checks once, each route's on its settings over the top
+       level's; a problem every route inherits from the top level is said once, as the proxy
+       says it, and one of a route's own settings names the route. */ -}}
+{{- $lines := splitList "\n" (include "ticket-auth-proxy.startProblems" (dict "env" $env "scope" "process")) -}}
+{{- $inherited := splitList "\n" (include "ticket-auth-proxy.startProblems" (dict "env" $env "scope" "route")) -}}
+{{- range $routes -}}
+{{- $routeEnv := dict -}}
+{{- range $k, $value := $env }}{{ $_ := set $routeEnv $k $value }}{{ end -}}
+{{- range $k, $value := include "ticket-auth-proxy.routeEnv" (dict "ctx" $ "route" .) | fromYaml }}{{ $_ := set $routeEnv $k $value }}{{ end -}}
+{{- $route := . -}}
+{{- range splitList "\n" (include "ticket-auth-proxy.startProblems" (dict "env" $routeEnv "scope" "route")) -}}
+{{- if has . $inherited }}{{ $lines = append $lines . }}{{ else if . }}{{ $lines = append $lines (include "ticket-auth-proxy.inRouteWords" (dict "ctx" $ "line" . "route" $route)) }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- $lines = concat $lines (splitList "\n" (include "ticket-auth-proxy.routeProblems" (dict "ctx" . "env" $env))) -}}
+{{- $problems = without $lines "" | uniq | join "\n" -}}
+{{- end -}}
 {{- /* Not a configuration problem but a listener that cannot open: the proxy exits at start. */ -}}
 {{- $listen := index $env "LISTEN_PORT" | default "8180" -}}
 {{- if and (not (hasKey $env "LISTEN_SOCKET")) (eq (toString $listen) (toString (index $env "ADMIN_PORT" | default "8181"))) (ne (toString $listen) "0") -}}
@@ -449,13 +513,16 @@ chart gives the proxy (environment and extraEnv, last one winning as in Kubernet
 {{- range splitList "\n" $problems -}}
 {{- $setting := regexFind "^[A-Z_]+" . -}}
 {{- $line := . -}}
-{{- if has $setting $extra -}}
+{{- /* A route's problem names the route and its setting: the values above are not its remedy. */ -}}
+{{- $ofRoute := or (hasPrefix "routes" $line) (contains "routes[" $line) -}}
+{{- if $ofRoute -}}
+{{- else if has $setting $extra -}}
 {{- $line = printf "extraEnv: %s" $line -}}
 {{- else if hasKey $valueOf $setting -}}
 {{- $line = printf "%s: %s" (index $valueOf $setting) $line -}}
 {{- end -}}
 {{- range $needle, $value := $hints -}}
-{{- if contains $needle $line }}{{ $line = printf "%s (in the chart's values: %s)" $line $value }}{{ end -}}
+{{- if and (contains $needle $line) (not $ofRoute) }}{{ $line = printf "%s (in the chart's values: %s)" $line $value }}{{ end -}}
 {{- end -}}
 {{- $lines = append $lines $line -}}
 {{- end -}}
