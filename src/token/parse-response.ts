@@ -179,17 +179,47 @@ function first(v: string | string[] | undefined): string | undefined {
 /** The longest `error_description` kept: enough for a provider's sentence, short for a log line. */
 export const DESCRIPTION_MAX = 256;
 
-/** The shortest secret taken out of a provider's words. */
+/** The shortest secret taken out of a provider's words; a shorter one found there has them withheld whole. */
 const SECRET_MIN = 4;
 
 /** Where a secret was in a provider's words. */
 const REDACTED = '[redacted]';
 
+/** A description that held a secret too short to take out without garbling it. */
+const WITHHELD = '[withheld: it held a secret the request carried]';
+
 /**
- * RFC 6749 §5.2's `error` and `error_description`, as they may be shown: every secret the request
- * carried taken out (as sent, and as form-encoded), then only the printable ASCII of the codes'
- * character set (%x20-21 / %x23-5B / %x5D-7E), the description cut to {@link DESCRIPTION_MAX}
- * characters. A code that held a secret is dropped whole: a diagnosis reads codes, not fragments.
+ * The error codes RFC 6749 (§4.1.2.1, §5.2), RFC 6750 (§3.1), RFC 8628 (§3.5) and RFC 9449 (§7.1,
+ * §8) register: shown as sent, whatever short secret they might spell (a nonce retry reads one).
+ */
+const REGISTERED_CODES = new Set([
+  'invalid_request',
+  'invalid_client',
+  'invalid_grant',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'invalid_scope',
+  'access_denied',
+  'unsupported_response_type',
+  'server_error',
+  'temporarily_unavailable',
+  'invalid_token',
+  'insufficient_scope',
+  'authorization_pending',
+  'slow_down',
+  'expired_token',
+  'invalid_dpop_proof',
+  'use_dpop_nonce',
+]);
+
+/**
+ * RFC 6749 §5.2's `error` and `error_description`, as they may be shown. Every secret the request
+ * carried is taken out of the description (as sent, and as form-encoded; again once its
+ * unprintable characters are out, which cannot hide one), which is then cut to
+ * {@link DESCRIPTION_MAX} characters; one that still holds a secret (too short to take out) is
+ * withheld whole. Only the printable ASCII of the codes' character set (%x20-21 / %x23-5B /
+ * %x5D-7E) is kept. A code is kept when it is a registered one, or holds no secret; otherwise it
+ * is dropped whole: a diagnosis reads codes, not fragments. A field that is not a string is none.
  */
 function oauthError(body: string, secrets: readonly string[]): { error: string | undefined; description: string | undefined } {
   let parsed: unknown;
@@ -200,18 +230,22 @@ function oauthError(body: string, secrets: readonly string[]): { error: string |
   }
   if (typeof parsed !== 'object' || parsed === null) return { error: undefined, description: undefined };
   const j = parsed as Record<string, unknown>;
-  // A secret of fewer than four characters is no secret to hide: taking it out would only garble the words.
-  const forms = secrets
-    .filter((x) => x.length >= SECRET_MIN)
-    .flatMap((x) => [x, encodeURIComponent(x), new URLSearchParams({ x }).toString().slice(2)]);
+  const forms = secrets.filter((x) => x !== '').flatMap((x) => [x, encodeURIComponent(x), new URLSearchParams({ x }).toString().slice(2)]);
   // Longest first: a secret that contains another is taken out whole.
   forms.sort((a, b) => b.length - a.length);
-  const scrub = (v: string): string => forms.reduce((text, x) => text.replaceAll(x, REDACTED), v);
-  // Scrubbed as sent and again once the unprintable characters are out: they cannot hide a secret.
-  const shown = (v: string): string => scrub(scrub(v).replace(/[^\x20-\x7e]/g, ''));
-  const code = typeof j.error === 'string' ? j.error.replace(/[^\x20-\x7e]/g, '') : '';
-  const error = scrub(j.error as string) === j.error && shown(code) === code ? code.slice(0, 64) || undefined : undefined;
-  const description =
-    typeof j.error_description === 'string' ? shown(j.error_description).slice(0, DESCRIPTION_MAX) || undefined : undefined;
+  const long = forms.filter((x) => x.length >= SECRET_MIN);
+  const holds = (v: string): boolean => forms.some((x) => v.includes(x));
+  const scrub = (v: string): string => long.reduce((text, x) => text.replaceAll(x, REDACTED), v);
+  const printable = (v: string): string => v.replace(/[^\x20-\x7e]/g, '');
+  let error: string | undefined;
+  if (typeof j.error === 'string') {
+    const code = printable(j.error).slice(0, 64);
+    if (code !== '' && (REGISTERED_CODES.has(code) || (!holds(j.error) && !holds(code)))) error = code;
+  }
+  let description: string | undefined;
+  if (typeof j.error_description === 'string') {
+    const text = scrub(printable(scrub(j.error_description)));
+    description = holds(text) ? WITHHELD : text.slice(0, DESCRIPTION_MAX) || undefined;
+  }
   return { error, description };
 }

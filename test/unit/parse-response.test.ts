@@ -239,6 +239,32 @@ describe('parseTokenResponse: the token endpoint said no (RFC 6749 §5.2)', () =
     expect(err.oauthErrorDescription!.length).toBeLessThanOrEqual(DESCRIPTION_MAX);
   });
 
+  it.each(['{}', '[]', '{"error":null}', '{"error":{"code":7}}', '{"error_description":["x"]}', '{"message":"slow down"}'])(
+    'reads %s as an answer without an OAuth error, keeping its status and Retry-After, whatever the request carried',
+    (body) => {
+      for (const status of [403, 429]) {
+        const err = thrown(() =>
+          parseTokenResponse(status, { 'retry-after': '30' }, body, { ...OPTS, secrets: ['a-secret-of-some-length', 'xy'] }),
+        );
+        expect(err).toBeInstanceOf(TokenFetchError);
+        expect(err).toMatchObject({ outcome: status === 403 ? 'rejected' : 'rate_limited', status, oauthError: undefined });
+        expect(err.retryAfterMs).toBe(30_000);
+      }
+    },
+  );
+
+  it('withholds a description that holds a secret too short to take out, and keeps a registered code whatever it spells', () => {
+    const err = thrown(() =>
+      parseTokenResponse(401, {}, JSON.stringify({ error: 'invalid_client', error_description: 'secret abc is wrong' }), {
+        ...OPTS,
+        secrets: ['abc', 'd'],
+      }),
+    );
+    expect(err.oauthError).toBe('invalid_client');
+    expect(err.oauthErrorDescription).toBe('[withheld: it held a secret the request carried]');
+    expect(err.message).not.toContain('abc');
+  });
+
   it('drops an error code that holds a secret, and finds a secret split by characters that are not shown', () => {
     const err = thrown(() =>
       parseTokenResponse(400, {}, JSON.stringify({ error: 'bad_hunter2', error_description: 'hun\u0000ter2 is wrong' }), {
