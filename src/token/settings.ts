@@ -31,10 +31,14 @@ function secretRules(ctx: SettingsCheckContext): string | undefined {
   // Given counts, refused or not: a refused secret is said once, as refused, not also as missing.
   const hasSecret = ctx.given('clientSecret') || ctx.given('clientSecretFile');
   if (!method.usesSecret) {
-    if (!hasId) ctx.problem(`CLIENT_ID is required with TOKEN_AUTH_METHOD=${method.name}`);
+    if (!hasId) ctx.problem(`${ctx.name('clientId')} is required with ${ctx.name('tokenAuthMethod')}=${method.name}`);
   } else if (!config.passthroughBasic || hasId || hasSecret) {
-    if (!hasId) ctx.problem('CLIENT_ID is required: the client identifier from the workspace settings');
-    if (!hasSecret) ctx.problem('CLIENT_SECRET_FILE (or CLIENT_SECRET) is required: the client secret from the workspace settings');
+    if (!hasId) ctx.problem(`${ctx.name('clientId')} is required: the client identifier from the workspace settings`);
+    if (!hasSecret) {
+      ctx.problem(
+        `${ctx.name('clientSecretFile')} (or ${ctx.name('clientSecret')}) is required: the client secret from the workspace settings`,
+      );
+    }
   }
   return secret;
 }

@@ -4,11 +4,11 @@ import type { Clock } from '../core/clock.js';
 import { InvalidClientError, TokenUnavailableError, type ProxyError } from '../core/errors.js';
 import type { Log } from '../core/log.js';
 import { DIGEST_WINDOW_MS, LogDigest } from '../core/log-digest.js';
-import { PASSTHROUGH_TOKEN_CONNECTIONS } from '../net/dispatchers.js';
 import type { Credential } from './client-auth/index.js';
 import { asFetchError, logFetchFailure, type FetchFailure } from './diagnose.js';
 import type { DpopClient } from './dpop/index.js';
 import type { HeldToken } from './held-token.js';
+import { NewCredentialAdmission } from './new-credential-admission.js';
 import { RefreshLoop } from './refresh-loop.js';
 import type { BackoffPolicy } from './refresh-schedule.js';
 import type { TokenSupply } from './token-supply.js';
@@ -16,15 +16,6 @@ import type { TokenSourceObserver, TokenState } from './token-state.js';
 
 /** How long a credential the token endpoint rejected is answered without asking it again. */
 export const REJECTION_MEMORY_MS = 10_000;
-
-/**
- * Credentials new to the cache whose first fetch may be in flight at once: as many as the
- * pass-through connections to the token endpoint (net/dispatchers.ts), so none queues there.
- */
-export const NEW_CREDENTIALS_IN_FLIGHT = PASSTHROUGH_TOKEN_CONNECTIONS;
-
-/** New credentials tried per second at most, in a burst of as many. */
-export const NEW_CREDENTIALS_PER_SECOND = 10;
 
 /** The answer to a new credential past those bounds: the caller may retry in a second. */
 const busy = (): TokenUnavailableError =>
@@ -98,10 +89,10 @@ const EVICTED = 'more pass-through credentials are in use than TOKEN_CACHE_MAX; 
  *
  * A caller who sends credentials by the thousand costs a bounded amount and takes nothing from
  * anyone else (docs/forwarding.md, "Pass-through credentials under a flood"): a credential new to
- * the cache waits apart, its first fetch one of at most {@link NEW_CREDENTIALS_IN_FLIGHT}, and at
- * most {@link NEW_CREDENTIALS_PER_SECOND} new ones are tried a second; past either, a request with a
- * new credential is answered `token_unavailable` with a `Retry-After`, while those holding a token
- * are served. A new credential joins the LRU with its first token, so one that never had a token
+ * the cache waits apart while its first fetch is in flight, and is tried at all only as
+ * {@link NewCredentialAdmission} lets it (so many at once, so many a second); past that, a request
+ * with a new credential is answered `token_unavailable` with a `Retry-After`, while those holding a
+ * token are served. A new credential joins the LRU with its first token, so one that never had a token
  * never evicts one that has; one whose first fetch fails is dropped, not retried in the background
  * (a caller's next request tries it again, as a new credential). Failed fetches and refused new
  * credentials are logged at most once per 10 s with a count, not a line each.
@@ -128,7 +119,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
   });
   /** New credentials, until their first fetch ends: at most {@link NEW_CREDENTIALS_IN_FLIGHT}. */
   const arriving = new Map<string, Entry>();
-  const admit = admission(clock);
+  const admission = new NewCredentialAdmission(clock);
   const keyOf = credentialKeyer(options.hmacKey ?? randomBytes(32));
   /** Whether the entry is still held: a stale one (idle past its limit) is dropped here, its loop stopped. */
   const held = (key: string, entry: Entry): boolean => arriving.get(key) === entry || entries.get(key, { updateAgeOnGet: false }) === entry;
@@ -226,7 +217,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       }
       let entry = entries.get(key) ?? arriving.get(key);
       if (entry === undefined) {
-        if (arriving.size >= NEW_CREDENTIALS_IN_FLIGHT || !admit()) {
+        if (!admission.admit(key, arriving.size)) {
           refused.note('busy', () =>
             log.warn(
               { route, credential: 'passthrough', inFlight: arriving.size },
@@ -251,23 +242,6 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
       failures.stop();
       refused.stop();
     },
-  };
-}
-
-/**
- * A token bucket of {@link NEW_CREDENTIALS_PER_SECOND} a second, as many in a burst: whether one
- * more new credential may be tried now (taking it).
- */
-function admission(clock: Clock): () => boolean {
-  let tokens = NEW_CREDENTIALS_PER_SECOND;
-  let at = clock.now();
-  return () => {
-    const now = clock.now();
-    tokens = Math.min(NEW_CREDENTIALS_PER_SECOND, tokens + ((now - at) * NEW_CREDENTIALS_PER_SECOND) / 1000);
-    at = now;
-    if (tokens < 1) return false;
-    tokens -= 1;
-    return true;
   };
 }
 

@@ -3,14 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { InvalidClientError, TokenUnavailableError } from '../../src/core/errors.js';
 import { TokenFetchError, type FetchOutcome } from '../../src/token/errors.js';
 import { parseBasicCredentials } from '../../src/token/basic-credentials.js';
-import {
-  createSourceCache,
-  credentialKeyer,
-  NEW_CREDENTIALS_IN_FLIGHT,
-  NEW_CREDENTIALS_PER_SECOND,
-  REJECTION_MEMORY_MS,
-  type SourceCacheOptions,
-} from '../../src/token/source-cache.js';
+import { createSourceCache, credentialKeyer, REJECTION_MEMORY_MS, type SourceCacheOptions } from '../../src/token/source-cache.js';
+import { NEW_CREDENTIALS_IN_FLIGHT, NEW_CREDENTIALS_PER_SECOND, RESERVED_FOR_RETRIES } from '../../src/token/new-credential-admission.js';
 import type { HeldToken } from '../../src/token/held-token.js';
 import { backoffPolicy, DEFAULT_SCHEDULE } from '../../src/token/refresh-schedule.js';
 import { fetchingSupply } from '../../src/token/token-supply.js';
@@ -173,23 +167,32 @@ describe('pass-through token sources', () => {
 const nth = (n: number) => ({ clientId: `flood-${n}`, clientSecret: `wrong-${n}` });
 
 describe('pass-through credentials by the thousand', () => {
-  it(`tries at most ${NEW_CREDENTIALS_IN_FLIGHT} new credentials at once; past that a new one is answered 503 with Retry-After, a holder served`, async () => {
+  it(`tries at most ${NEW_CREDENTIALS_IN_FLIGHT} new credentials at once, the last places kept for one turned away before; past that 503 with Retry-After, a holder served`, async () => {
     const t = setup();
     expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
     t.fetcher.answer = undefined;
-    // The burst allows ten; each further one as time lets it in.
-    await t.clock.advance(1000);
+    // Never more than the per-second bound in one second: a second apart each time it is reached.
     const tried = [];
-    for (let i = 0; tried.length < NEW_CREDENTIALS_IN_FLIGHT; i++) {
-      if (i % NEW_CREDENTIALS_PER_SECOND === 0 && i > 0) await t.clock.advance(1000);
-      tried.push(t.cache.authorizerFor(nth(i)));
+    for (let i = 0; tried.length < NEW_CREDENTIALS_IN_FLIGHT - RESERVED_FOR_RETRIES; i++) {
+      await t.clock.advance(1000);
+      for (let j = 0; j < 4 && tried.length < NEW_CREDENTIALS_IN_FLIGHT - RESERVED_FOR_RETRIES; j++)
+        tried.push(t.cache.authorizerFor(nth(i * 4 + j)));
     }
     expect(tried.filter((a) => a instanceof Error)).toEqual([]);
-    expect(t.fetcher.calls).toHaveLength(1 + NEW_CREDENTIALS_IN_FLIGHT);
+    expect(t.fetcher.calls).toHaveLength(1 + NEW_CREDENTIALS_IN_FLIGHT - RESERVED_FOR_RETRIES);
     await t.clock.advance(1000);
+    // One never seen is turned away; the same one coming back takes a reserved place.
     const refused = t.cache.authorizerFor(nth(1000));
     expect(refused).toBeInstanceOf(TokenUnavailableError);
     expect((refused as TokenUnavailableError).retryAfterS).toBe(1);
+    expect(t.cache.authorizerFor(nth(1001))).toBeInstanceOf(TokenUnavailableError);
+    await t.clock.advance(1000);
+    expect(t.cache.authorizerFor(nth(1000))).not.toBeInstanceOf(Error);
+    expect(t.cache.authorizerFor(nth(1001))).not.toBeInstanceOf(Error);
+    // Every place taken: even one turned away before waits for one to free.
+    expect(t.cache.authorizerFor(nth(1002))).toBeInstanceOf(TokenUnavailableError);
+    await t.clock.advance(1000);
+    expect(t.cache.authorizerFor(nth(1002))).toBeInstanceOf(TokenUnavailableError);
     expect(t.fetcher.calls).toHaveLength(1 + NEW_CREDENTIALS_IN_FLIGHT);
     // A credential that holds a token is served throughout, and one already trying waits as before.
     expect(await t.use(ALPHA)).toBe('tok-alpha-id-1');
@@ -197,18 +200,23 @@ describe('pass-through credentials by the thousand', () => {
     // The first fetches end: new credentials are tried again.
     for (const call of t.fetcher.calls.slice(1)) call.succeed(`tok-${call.credential.clientId}`, LIFETIME);
     await settle();
-    expect(t.cache.authorizerFor(nth(1000))).not.toBeInstanceOf(Error);
+    expect(t.cache.authorizerFor(nth(1002))).not.toBeInstanceOf(Error);
   });
 
-  it(`tries at most ${NEW_CREDENTIALS_PER_SECOND} new credentials a second`, async () => {
+  it(`tries at most ${NEW_CREDENTIALS_PER_SECOND} new credentials in any one second, the last for those turned away before`, async () => {
     const t = setup();
     const answers = [];
     for (let i = 0; i < 3 * NEW_CREDENTIALS_PER_SECOND; i++) answers.push(await t.use(nth(i)));
-    expect(answers.filter((a) => typeof a === 'string')).toHaveLength(NEW_CREDENTIALS_PER_SECOND);
-    expect(answers.filter((a) => a instanceof TokenUnavailableError)).toHaveLength(2 * NEW_CREDENTIALS_PER_SECOND);
-    await t.clock.advance(1000 / NEW_CREDENTIALS_PER_SECOND);
+    const unseen = NEW_CREDENTIALS_PER_SECOND - RESERVED_FOR_RETRIES;
+    expect(answers.filter((a) => typeof a === 'string')).toHaveLength(unseen);
+    expect(answers.filter((a) => a instanceof TokenUnavailableError)).toHaveLength(3 * NEW_CREDENTIALS_PER_SECOND - unseen);
+    // Within the same second, two turned away come back and are tried; a third is not.
+    expect(typeof (await t.use(nth(unseen)))).toBe('string');
+    expect(typeof (await t.use(nth(unseen + 1)))).toBe('string');
+    expect(await t.use(nth(unseen + 2))).toBeInstanceOf(TokenUnavailableError);
+    // A second later, the window has moved on.
+    await t.clock.advance(1000);
     expect(typeof (await t.use(nth(100)))).toBe('string');
-    expect(await t.use(nth(101))).toBeInstanceOf(TokenUnavailableError);
     expect(t.fetcher.calls).toHaveLength(NEW_CREDENTIALS_PER_SECOND + 1);
   });
 
