@@ -49,9 +49,10 @@ export interface RefreshLoopOptions {
 
 /**
  * One credential's token kept fresh: obtained ahead of need, refreshed in the background on the
- * schedule of the supply that handed it over (refresh-schedule.ts: every refresh at a random
- * moment between half the ratio and the ratio; a token shared through a store at the ratio less
- * up to a tenth), one attempt in flight at most, backoff with full jitter on failure. Requests
+ * schedule of the supply that handed it over (refresh-schedule.ts: the first refresh at a random
+ * moment between half the ratio and the ratio, the later ones at the ratio less up to a tenth; a
+ * token shared through a store always so), one attempt in flight at most, backoff with full
+ * jitter on failure. Requests
  * read the token it holds through {@link RefreshLoop.held}; this loop owns the timers, the
  * backoff, the credential's generations and the requests waiting for a token.
  */

@@ -117,7 +117,7 @@ export function createSourceCache(options: SourceCacheOptions): SourceCache {
     },
     disposeAfter: () => options.onSize(entries.size),
   });
-  /** New credentials, until their first fetch ends: at most {@link NEW_CREDENTIALS_IN_FLIGHT}. */
+  /** New credentials, until their first fetch ends: as many as {@link NewCredentialAdmission} lets in. */
   const arriving = new Map<string, Entry>();
   const admission = new NewCredentialAdmission(clock);
   const keyOf = credentialKeyer(options.hmacKey ?? randomBytes(32));
