@@ -373,6 +373,12 @@ interface ReadRoute {
   readonly raw: Map<string, Given>;
 }
 
+/** Settings of which one is given: a route that gives one does without the top level's others. */
+const ALTERNATIVES: readonly (readonly (keyof Config)[])[] = [
+  ['clientSecret', 'clientSecretFile', 'clientAssertionKeyFile', 'clientAssertionFile'],
+  ['tokenUrl', 'issuerUrl'],
+];
+
 /** The file's keys a route may hold: its own, and the settings it may set for itself. */
 const ROUTE_KEYS: readonly string[] = [...ROUTE_OWN_KEYS, ...ROUTE_SETTINGS];
 
@@ -386,6 +392,9 @@ function readRoutes(value: unknown, at: { path: string; raw: Map<string, Given>;
   if (!Array.isArray(value)) {
     problems.push(`routes in ${path} must be a list of routes, each a mapping with its name and settings (got ${typeof value})`);
     return [];
+  }
+  if (value.length === 0) {
+    problems.push(`routes in ${path} lists no route: list at least one, or leave routes out for the one route of the top-level settings`);
   }
   return value.flatMap((item: unknown, i): ReadRoute[] => {
     const label =
@@ -407,9 +416,13 @@ function readRoutes(value: unknown, at: { path: string; raw: Map<string, Given>;
     const name = label ?? `route-${i + 1}`;
     const raw = new Map(at.raw);
     for (const [key, v] of Object.entries(route)) {
-      if (v === null || v === undefined || v === '') continue;
+      if (v === undefined || v === '') continue;
       if ((ROUTE_SETTINGS as readonly string[]).includes(key)) {
-        raw.set(key, { value: v, from: `routes[${name}].${key} in ${path}`, inFile: true });
+        // A key set to nothing (`tokenScope:`) takes the top level's value away from this route.
+        if (v === null) raw.delete(key);
+        else raw.set(key, { value: v, from: `routes[${name}].${key} in ${path}`, inFile: true });
+      } else if (v === null) {
+        continue;
       } else if (!(ROUTE_OWN_KEYS as readonly string[]).includes(key)) {
         const setting = BY_KEY.get(key);
         if (setting !== undefined && !setting.envOnly) {
@@ -419,6 +432,12 @@ function readRoutes(value: unknown, at: { path: string; raw: Map<string, Given>;
           problems.push(`${where}: ${key} is not a route setting${near === undefined ? '' : `; did you mean ${near}?`}`);
         }
       }
+    }
+    // A route's own key overrides the top level's alternatives to it: its own secret file the
+    // top level's secret, its own issuer the top level's token URL.
+    for (const group of ALTERNATIVES) {
+      if (!group.some((k) => raw.has(k) && raw.get(k) !== at.raw.get(k))) continue;
+      for (const k of group) if (raw.get(k) === at.raw.get(k)) raw.delete(k);
     }
     // Without a baseUrl of its own or at the top level, a route has no gateway.
     if (!raw.has('baseUrl')) problems.push(`${where} has no baseUrl, and none is set at the top level (BASE_URL): name its gateway`);

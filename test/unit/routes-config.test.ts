@@ -167,4 +167,36 @@ describe('routes in the configuration file', () => {
     const found = problems([{ ...EU, upstreamTimeoutMs: 'soon' }]);
     expect(found.some((p) => p.startsWith(`routes[eu].upstreamTimeoutMs in ${FILE} (UPSTREAM_TIMEOUT_MS) must be`))).toBe(true);
   });
+
+  it("lets a route's own secret file, assertion key or issuer override the top level's alternative to it, and a key set to nothing take the top level's away", () => {
+    const loaded = load(
+      [
+        {
+          name: 'eu',
+          mount: '/eu',
+          baseUrl: 'https://eu.example.com',
+          clientId: 'eu-app',
+          clientSecretFile: '/s/us',
+          issuerUrl: 'https://idp.example.com',
+        },
+        { name: 'us', baseUrl: 'https://us.example.com', clientId: 'us-app', tokenScope: null },
+      ],
+      { clientSecret: SECRET, tokenUrl: 'https://top.example.com/token', tokenScope: 'tickets.read' },
+    );
+    const [eu, us] = loaded.routes;
+    expect(eu!.config).toMatchObject({
+      clientSecret: undefined,
+      clientSecretFile: '/s/us',
+      tokenUrl: undefined,
+      issuerUrl: 'https://idp.example.com',
+    });
+    expect(eu!.checked.token.clientSecret).toBe('us-secret');
+    expect(us!.config).toMatchObject({ clientSecret: SECRET, tokenUrl: 'https://top.example.com/token', tokenScope: undefined });
+  });
+
+  it('refuses routes that list no route', () => {
+    expect(problems([], { baseUrl: 'https://gw.example.com', clientId: 'a', clientSecret: SECRET })).toEqual([
+      `routes in ${FILE} lists no route: list at least one, or leave routes out for the one route of the top-level settings`,
+    ]);
+  });
 });
