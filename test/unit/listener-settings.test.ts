@@ -126,6 +126,9 @@ describe('one port for both listeners', () => {
     ['::1', '::'],
     ['127.0.0.1', '::'],
     ['::', '::'],
+    // A host name may resolve to either.
+    ['localhost', '127.0.0.1'],
+    ['0.0.0.0', 'localhost'],
   ])('refuses LISTEN_HOST %s and ADMIN_HOST %s on one port, whose addresses overlap', (listenHost, adminHost) => {
     expect(problems({ LISTEN_HOST: listenHost, LISTEN_PORT: '9000', ADMIN_HOST: adminHost, ADMIN_PORT: '9000' })).toEqual([
       `LISTEN_PORT and ADMIN_PORT are both 9000 on addresses that overlap (LISTEN_HOST ${listenHost}, ADMIN_HOST ${adminHost}): ` +

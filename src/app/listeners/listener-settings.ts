@@ -85,10 +85,13 @@ function routeListeners(ctx: SettingsCheckContext): void {
 /**
  * Whether two listeners' hosts take the same port: the same address; `::`, every address of both
  * families (Node listens dual-stack); or `0.0.0.0` beside an IPv4 address (an IPv6 one beside it
- * listens on its own). A host name is compared as written: the start finds any clash it hides.
+ * listens on its own). A host name may resolve to any address, so it is taken to overlap every
+ * host: two listeners on one port are told apart by addresses alone.
  */
 function overlap(a: string, b: string): boolean {
   const everyAddress = (host: string): boolean => isIPv6(host) && /^[0:]+$/.test(host);
   const everyIPv4 = (host: string, other: string): boolean => host === '0.0.0.0' && isIPv4(other);
-  return a === b || everyAddress(a) || everyAddress(b) || everyIPv4(a, b) || everyIPv4(b, a);
+  // A host name (localhost) may resolve to any address: it overlaps every other host.
+  const name = (host: string): boolean => !isIPv4(host) && !isIPv6(host);
+  return a === b || name(a) || name(b) || everyAddress(a) || everyAddress(b) || everyIPv4(a, b) || everyIPv4(b, a);
 }
