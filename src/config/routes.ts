@@ -104,8 +104,8 @@ export function isUnder(inner: string, outer: string): boolean {
 
 /**
  * What the routes are together, for the syntax alone: names unique, at most one route without a
- * way in of its own, no mount inside another, at most {@link MAX_ROUTES}. Each problem names
- * `routes` and the route.
+ * way in of its own, no mount inside another nor at or around a path of the main listener's route,
+ * at most {@link MAX_ROUTES}. Each problem names `routes` and the route.
  */
 export function routeSetProblems(entries: readonly RouteEntry[]): string[] {
   const problems: string[] = [];
@@ -130,6 +130,20 @@ export function routeSetProblems(entries: readonly RouteEntry[]): string[] {
           ? `routes: "${b.name}" and "${a.name}" both mount ${a.mount}: give each route a mount of its own`
           : `routes: "${a.name}" mounts ${a.mount}, inside "${b.name}"'s mount ${b.mount}: a mount may not lie under another`,
       );
+    }
+  }
+  // The main listener's route forwards its paths as they are: a mount at or around one of them
+  // would take its requests to another gateway, on another credential.
+  if (main.length === 1) {
+    const [served] = main;
+    for (const { name, mount } of mounts) {
+      const shadowed = served!.paths.filter((path) => isUnder(path, mount) || isUnder(mount, path));
+      if (shadowed.length > 0) {
+        problems.push(
+          `routes: "${name}" mounts ${mount}, over ${shadowed.join(', ')} that "${served!.name}" forwards on the main listener: ` +
+            "choose a mount apart from the main route's paths",
+        );
+      }
     }
   }
   return problems;

@@ -199,4 +199,13 @@ describe('routes in the configuration file', () => {
       `routes in ${FILE} lists no route: list at least one, or leave routes out for the one route of the top-level settings`,
     ]);
   });
+
+  it("refuses a mount at or around a path the main listener's route forwards", () => {
+    const main = { name: 'main', baseUrl: 'https://gw.example.com', clientId: 'a', clientSecret: SECRET };
+    expect(problems([main, { ...EU, mount: '/api' }, { ...US, name: 'inner', listenPort: undefined, mount: '/api/v1/x' }])).toEqual([
+      'routes: "inner" mounts /api/v1/x, inside "eu"\'s mount /api: a mount may not lie under another',
+      'routes: "eu" mounts /api, over /api/v1 that "main" forwards on the main listener: choose a mount apart from the main route\'s paths',
+      'routes: "inner" mounts /api/v1/x, over /api/v1 that "main" forwards on the main listener: choose a mount apart from the main route\'s paths',
+    ]);
+  });
 });
