@@ -273,9 +273,18 @@ interface ContextDeps {
 }
 
 /** The context a check sees of `config`, read from `raw`: each file a setting names is read once. */
-function checkContext(config: Config, raw: Map<string, Given>, deps: ContextDeps): SettingsCheckContext {
+function checkContext(
+  config: Config,
+  raw: Map<string, Given>,
+  deps: ContextDeps,
+  route?: { readonly name: string; readonly path: string },
+): SettingsCheckContext {
   const { sources, problems, warnings } = deps;
-  const name = (key: keyof Config): string => displayName(BY_KEY.get(key)!, raw.get(key));
+  // A setting a route lacks is named where that route would set it.
+  const name = (key: keyof Config): string =>
+    route !== undefined && !raw.has(key)
+      ? `routes[${route.name}].${key} in ${route.path} (${BY_KEY.get(key)!.env})`
+      : displayName(BY_KEY.get(key)!, raw.get(key));
   const read = new Map<keyof Config, string | undefined>();
   const bytes = new Map<keyof Config, Uint8Array | undefined>();
   const readBytes = sources.readBytes ?? ((path: string) => Buffer.from(sources.readFile(path), 'utf8'));
@@ -356,7 +365,10 @@ export function loadConfig<C extends Record<string, SettingsCheck>, R extends Re
         const routeOut = parseSettings(routeRaw, routeName, problems);
         endpoints(routeOut, (key) => routeRaw.has(key), routeName, problems, { baseUrlRequired: false });
         const routeConfig = Object.freeze(routeOut) as unknown as Config;
-        const routeChecked = runChecks(routeChecks, checkContext(routeConfig, routeRaw, deps));
+        const routeChecked = runChecks(
+          routeChecks,
+          checkContext(routeConfig, routeRaw, deps, { name: entry.name, path: sources.file!.path }),
+        );
         return { ...entry, config: routeConfig, checked: routeChecked as LoadedRoute<R>['checked'] };
       })
     : [{ ...entries[0]!, config, checked: runChecks(routeChecks, context) as LoadedRoute<R>['checked'] }];

@@ -330,6 +330,16 @@ describe('the chart with routes', () => {
     expect(plain!.config).toMatchObject({ baseUrl: 'https://tickets.example.com', dpop: 'off', upstreamTimeoutMs: 30000 });
   });
 
+  it("takes a route's issuer over the top-level token endpoint, as the proxy does", async () => {
+    const objects = await render({
+      ...TOP,
+      tokenUrl: 'https://login.example.com/token',
+      routes: [{ name: 'eu', mount: '/eu', issuerUrl: 'https://login.example.com' }],
+    });
+    const { loaded } = await loadInPod(objects);
+    expect(loaded.routes[0]!.config).toMatchObject({ issuerUrl: 'https://login.example.com', tokenUrl: undefined });
+  });
+
   it('renders without a top-level gateway or Secret when every route has its own', async () => {
     const objects = await render({ ...SIDECAR, routes: TWO_GATEWAYS });
     const vars = envOf(proxyIn(objects).container);
@@ -426,11 +436,6 @@ describe('the routes the proxy refuses', () => {
       'a route without a gateway while the top level has none',
       { ...TOP, baseUrl: '', routes: [eu, { name: 'lost', mount: '/lost' }] },
       ['routes: "lost" has no baseUrl, and none is set at the top level (BASE_URL): name its gateway'],
-    ],
-    [
-      "a route's issuer beside the top-level token endpoint",
-      { ...TOP, tokenUrl: 'https://login.example.com/token', routes: [{ ...eu, issuerUrl: 'https://login.example.com' }] },
-      [`ISSUER_URL and TOKEN_URL are both set (ISSUER_URL from routes[eu].issuerUrl in ${CONFIG_FILE}, TOKEN_URL from the environment)`],
     ],
     [
       "a route's DPoP algorithm while its DPoP is off",

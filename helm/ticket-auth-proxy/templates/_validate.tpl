@@ -488,7 +488,13 @@ chart gives the proxy (environment and extraEnv, last one winning as in Kubernet
 {{- range $routes -}}
 {{- $routeEnv := dict -}}
 {{- range $k, $value := $env }}{{ $_ := set $routeEnv $k $value }}{{ end -}}
-{{- range $k, $value := include "ticket-auth-proxy.routeEnv" (dict "ctx" $ "route" .) | fromYaml }}{{ $_ := set $routeEnv $k $value }}{{ end -}}
+{{- $overlay := include "ticket-auth-proxy.routeEnv" (dict "ctx" $ "route" .) | fromYaml -}}
+{{- range $k, $value := $overlay }}{{ $_ := set $routeEnv $k $value }}{{ end -}}
+{{- /* A route's own key overrides the top level's alternatives to it (ALTERNATIVES in src/config/load.ts). */ -}}
+{{- range $group := list (list "CLIENT_SECRET" "CLIENT_SECRET_FILE" "CLIENT_ASSERTION_KEY_FILE" "CLIENT_ASSERTION_FILE") (list "TOKEN_URL" "ISSUER_URL") -}}
+{{- $own := false }}{{ range $group }}{{ if hasKey $overlay . }}{{ $own = true }}{{ end }}{{ end -}}
+{{- if $own }}{{ range $group }}{{ if not (hasKey $overlay .) }}{{ $_ := unset $routeEnv . }}{{ end }}{{ end }}{{ end -}}
+{{- end -}}
 {{- $route := . -}}
 {{- range splitList "\n" (include "ticket-auth-proxy.startProblems" (dict "env" $routeEnv "scope" "route")) -}}
 {{- if has . $inherited }}{{ $lines = append $lines . }}{{ else if . }}{{ $lines = append $lines (include "ticket-auth-proxy.inRouteWords" (dict "ctx" $ "line" . "route" $route)) }}{{ end -}}
