@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import type { LoadedRoute } from '../config/load.js';
 import type { RouteWay } from '../config/routes.js';
@@ -25,6 +24,7 @@ import {
   type CredentialTarget,
 } from '../token/client-auth/index.js';
 import { tokenEndpointFromConfig, type TokenEndpoint } from '../token/discovery/index.js';
+import { credentialIdentity } from '../token/credential-identity.js';
 import { createDpopClient, dpopGateway, watchDpopKeyFile, type DpopClient, type DpopStartup } from '../token/dpop/index.js';
 import { tokenFetcher, type FetchToken } from '../token/fetch-token.js';
 import { shareConfigured, sharePassthrough, type SharingOptions } from '../token/from-store/shared-credentials.js';
@@ -153,7 +153,7 @@ export function createRoutes(deps: RouteDeps): WiredRoute[] {
       metrics,
     };
     const auth = configuredCredential(config, { clock, log, startup: startup.token });
-    const id = auth.credential === undefined ? undefined : credentialId(wiring, auth);
+    const id = auth.credential === undefined ? undefined : credentialIdentity(config, auth, tls.cert, dpop);
     const first = id === undefined || !credentials.has(id);
     const configured = auth.credential === undefined ? undefined : first ? configuredLoop(wiring, auth) : credentials.get(id!)!;
     if (id !== undefined && configured !== undefined && first) {
@@ -226,29 +226,6 @@ export function dpopClient(
   let client = clients.get(id);
   if (client === undefined) clients.set(id, (client = createDpopClient({ mode: startup.mode, key: startup.key, ...deps })));
   return client;
-}
-
-/**
- * What makes two routes' configured credentials the same: the token endpoint, the client, its
- * method and the material that proves it (the secret, key or assertion file, the client
- * certificate), the scope, the extra parameters and the DPoP key. A digest: it holds no secret.
- */
-function credentialId(wiring: CredentialWiring, auth: ConfiguredCredential): string {
-  const { config } = wiring;
-  const material = auth.material();
-  const parts = [
-    config.issuerUrl === undefined ? `token_url ${config.tokenUrl ?? ''}` : `issuer ${config.issuerUrl}`,
-    `client ${auth.credential!.clientId}`,
-    `method ${config.tokenAuthMethod}`,
-    `secret ${material.clientSecret ?? ''}`,
-    `key ${material.assertionKey?.export({ format: 'der', type: 'pkcs8' }).toString('base64') ?? ''}`,
-    `assertion ${config.clientAssertionFile ?? ''}`,
-    `certificate ${wiring.tls().cert ?? ''}`,
-    `scope ${config.tokenScope ?? ''}`,
-    `params ${JSON.stringify(config.tokenParams)}`,
-    `dpop ${wiring.dpop === undefined ? 'off' : `${wiring.dpop.mode} ${wiring.dpop.prover.key().thumbprint}`}`,
-  ];
-  return createHash('sha256').update(parts.join('\0')).digest('base64url');
 }
 
 /** What the credentials shared through the store have in common; undefined without a store. */

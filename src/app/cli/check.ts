@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import { systemClock } from '../../core/clock.js';
 import type { Config } from '../../config/config.js';
@@ -11,6 +10,7 @@ import type { StoreSettings } from '../../store/index.js';
 import { configuredCredential, type Credential } from '../../token/client-auth/index.js';
 import { describeFetchFailure } from '../../token/diagnose.js';
 import { tokenEndpointFromConfig, unlistedSettings, type TokenEndpoint } from '../../token/discovery/index.js';
+import { credentialIdentity } from '../../token/credential-identity.js';
 import { tokenFetcher, type FetchToken } from '../../token/fetch-token.js';
 import type { DpopClient } from '../../token/dpop/index.js';
 import { readContainerMemory } from '../../overload/memory-limit.js';
@@ -126,14 +126,15 @@ async function checkRoute(route: LoadedRoute<typeof ROUTE_CHECKS>, c: RouteCheck
   const auth = configuredCredential(config, { clock: systemClock, log, startup: checked.token });
   const credential = auth.credential;
   if (credential === undefined) return { ok: true, line: 'pass-through credentials only: no token to fetch' };
-  const same = sameCredential(config, auth, checked);
+  const dpop = dpopClient(checked.dpop, { clock: systemClock, log }, c.dpopClients);
+  // The same credential as the start tells it: one fetch for all the routes that hold it.
+  const same = credentialIdentity(config, auth, checked.tls.material.cert, dpop);
   const earlier = c.fetched.get(same);
   if (earlier !== undefined) {
     return { ok: earlier.ok, line: `the same credential as "${earlier.route}": ${earlier.ok ? 'ok' : 'failed'}` };
   }
   const dispatchers = dispatchersFromSettings(config, checked.tls.material);
   for (const line of auth.describe(Date.now())) say.out(line);
-  const dpop = dpopClient(checked.dpop, { clock: systemClock, log }, c.dpopClients);
   if (dpop !== undefined) {
     const key = dpop.prover.key();
     say.out(`DPoP: ${dpop.mode}, proofs signed ${key.alg}, key thumbprint (RFC 7638) ${key.thumbprint}`);
@@ -150,32 +151,6 @@ async function checkRoute(route: LoadedRoute<typeof ROUTE_CHECKS>, c: RouteCheck
   const ok = fetched.ok && storeUsable;
   c.fetched.set(same, { route: route.name, ok });
   return { ok, line: ok ? 'ok' : `failed: ${fetched.reason ?? 'the token store cannot be used'}` };
-}
-
-/** What makes two routes' credentials the same for `check`: a digest, never the secret. */
-function sameCredential(
-  config: Config,
-  auth: ReturnType<typeof configuredCredential>,
-  checked: LoadedRoute<typeof ROUTE_CHECKS>['checked'],
-): string {
-  const material = auth.material();
-  return createHash('sha256')
-    .update(
-      JSON.stringify([
-        config.issuerUrl ?? config.tokenUrl,
-        auth.credential!.clientId,
-        config.tokenAuthMethod,
-        material.clientSecret ?? '',
-        material.assertionKey?.export({ format: 'der', type: 'pkcs8' }).toString('base64') ?? '',
-        config.clientAssertionFile ?? '',
-        checked.tls.material.cert ?? '',
-        config.tokenScope ?? '',
-        config.tokenParams,
-        config.dpop,
-        checked.dpop.keyText ?? '',
-      ]),
-    )
-    .digest('base64url');
 }
 
 const MB = 1024 * 1024;
