@@ -2,10 +2,11 @@
  * The OTLP protobuf encoding of the proxy's spans: an `ExportTraceServiceRequest` as
  * opentelemetry-proto's `collector/trace/v1/trace_service.proto` and `trace/v1/trace.proto`
  * define it, written in one pass into a buffer of the exact size, with the resource, the scope and
- * each kind of span's fixed attributes encoded once. Written here rather than by the
- * OpenTelemetry serializer, which takes the SDK's span objects and encodes every attribute of every
- * span afresh: measured with the proxy's spans, a third of what tracing cost a request
- * (docs/performance.md, "Tracing").
+ * each kind of span's fixed attributes encoded once. Written here rather than by OpenTelemetry's
+ * serializer (`ProtobufTraceSerializer` of @opentelemetry/otlp-transformer 0.301), which takes the
+ * SDK's span objects and encodes every attribute of every span afresh: with the proxy's two spans
+ * of a request, in batches of 512, it took 1.7 µs a span where this takes 0.25 µs, about 6 % of a
+ * request's CPU at get-1k against 1 % (docs/performance.md, "Tracing").
  */
 import { PARENT_ID, SPAN_ID, TRACE_ID } from './ids.js';
 import type { SpanLink, SpanRecord, SpanShape } from './span-record.js';
