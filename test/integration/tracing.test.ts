@@ -10,6 +10,7 @@ import { createServer as createH2cServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { describe, expect } from 'vitest';
+import { readDoc, section } from '../helpers/docs.js';
 import { closedPort, pollUntil, runCli } from '../helpers/index.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { startRawGateway, type RawGateway } from '../helpers/raw-gateway.js';
@@ -313,10 +314,11 @@ describe('check with a collector named', () => {
       expect(http2.code).toBe(0);
       expect(http2.stdout).toContain('ok: token obtained');
       expect(http2.stdout).toContain(`tracing: spans go to http://127.0.0.1:${port}/v1/traces`);
-      expect(http2.stderr).toContain(
-        'ticket-auth-proxy: warning: the collector did not take an empty export: the collector answered in HTTP/2, not HTTP/1.1; ' +
-          "an HTTP/2-only port, such as OTLP/gRPC's 4317, answers so",
-      );
+      // The warning docs/operations.md ("Traces") quotes, whole.
+      const documented = /^ticket-auth-proxy: warning: the collector did not take an empty export: .*HTTP\/2.*$/m.exec(
+        section(readDoc('docs/operations.md'), 'Traces'),
+      )![0];
+      expect(http2.stderr.split('\n')).toContain(documented);
     } finally {
       h2.close();
     }
