@@ -265,6 +265,32 @@ describe('a collector that is slow or down', () => {
     expect(r.exports.length).toBeGreaterThan(0);
     expect(s.proxy.lines().some((l) => l.msg === 'spans could not be exported; dropping them until the collector answers')).toBe(true);
   });
+
+  test('an HTTP/2 port: the requests are answered, the spans counted as dropped, and the log says what the answer means', async ({
+    stack,
+  }) => {
+    const h2 = createH2cServer();
+    h2.on('stream', (stream) => stream.respond({ ':status': 200 }, { endStream: true }));
+    h2.listen(0, '127.0.0.1');
+    await once(h2, 'listening');
+    try {
+      const collector = `http://127.0.0.1:${(h2.address() as AddressInfo).port}`;
+      const s = await stack({ secret: SECRET, env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector, OTEL_TRACES_SAMPLER: 'always_on' } });
+      expect((await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+      const line = await s.proxy.waitForLog(
+        (l) => l.msg === 'spans could not be exported; dropping them until the collector answers',
+        10_000,
+      );
+      expect(line).toMatchObject({
+        collector,
+        reason: 'the collector answered in HTTP/2, not HTTP/1.1',
+        hint: expect.stringContaining("an HTTP/2-only port, such as OTLP/gRPC's 4317, answers so") as string,
+      });
+      await pollUntil(async () => (await dropped(s)) >= 2, { timeoutMs: 10_000, intervalMs: 200 });
+    } finally {
+      h2.close();
+    }
+  });
 });
 
 describe('check with a collector named', () => {
