@@ -1,9 +1,9 @@
 // The shipped entry: src/main.ts and what it imports, as one ES module at dist/main.js (docs/performance.md,
 // "What a pod pays for the sidecar"). Node loads one file instead of some two hundred modules, which costs about 9 MB less
-// resident memory at idle. `yaml`, `jose`, `iovalkey` and OpenTelemetry stay outside: they are imported only by
-// the configurations that use them (a file, private_key_jwt or DPoP, a token store, tracing; the
-// OpenTelemetry API alone is required at start, by prom-client, as it was when bundled), from
-// node_modules as before. The rest of dist/ (the mock, the
+// resident memory at idle. `yaml`, `jose` and `iovalkey` stay outside: they are imported only by
+// the configurations that use them (a file, private_key_jwt or DPoP, a token store), from
+// node_modules as before. The OpenTelemetry API stays outside too: prom-client requires it at
+// start, as it did when bundled; tracing uses no OpenTelemetry package. The rest of dist/ (the mock, the
 // demo) is the TypeScript compiler's output, built first.
 import { build } from 'esbuild';
 

@@ -15,6 +15,7 @@ import { request } from 'undici';
 import { describe, expect } from 'vitest';
 import type { MockTicketService } from '../../src/mock/ticket-service.js';
 import { EXPORT_TIMEOUT_MS } from '../../src/telemetry/tracing/collector-export.js';
+import { readDoc, section } from '../helpers/docs.js';
 import { closedPort, pollUntil, runCli } from '../helpers/index.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { startRawGateway, type RawGateway } from '../helpers/raw-gateway.js';
@@ -328,6 +329,32 @@ describe('a collector that is slow or down', () => {
     expect(r.exports.length).toBeGreaterThan(0);
     expect(s.proxy.lines().some((l) => l.msg === 'spans could not be exported; dropping them until the collector answers')).toBe(true);
   });
+
+  test('an HTTP/2 port: the requests are answered, the spans counted as dropped, and the log says what the answer means', async ({
+    stack,
+  }) => {
+    const h2 = createH2cServer();
+    h2.on('stream', (stream) => stream.respond({ ':status': 200 }, { endStream: true }));
+    h2.listen(0, '127.0.0.1');
+    await once(h2, 'listening');
+    try {
+      const collector = `http://127.0.0.1:${(h2.address() as AddressInfo).port}`;
+      const s = await stack({ secret: SECRET, env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector, OTEL_TRACES_SAMPLER: 'always_on' } });
+      expect((await fetch(`${s.proxy.proxyUrl}/api/v1/tickets`)).status).toBe(200);
+      const line = await s.proxy.waitForLog(
+        (l) => l.msg === 'spans could not be exported; dropping them until the collector answers',
+        10_000,
+      );
+      expect(line).toMatchObject({
+        collector,
+        reason: 'the collector answered in HTTP/2, not HTTP/1.1',
+        hint: expect.stringContaining("an HTTP/2-only port, such as OTLP/gRPC's 4317, answers so") as string,
+      });
+      await pollUntil(async () => (await dropped(s)) >= 2, { timeoutMs: 10_000, intervalMs: 200 });
+    } finally {
+      h2.close();
+    }
+  });
 });
 
 describe('check with a collector named', () => {
@@ -377,10 +404,11 @@ describe('check with a collector named', () => {
       expect(http2.code).toBe(0);
       expect(http2.stdout).toContain('ok: token obtained');
       expect(http2.stdout).toContain(`tracing: spans go to http://127.0.0.1:${port}/v1/traces`);
-      expect(http2.stderr).toContain(
-        'ticket-auth-proxy: warning: the collector did not take an empty export: the collector answered in HTTP/2, not HTTP/1.1; ' +
-          "an HTTP/2-only port, such as OTLP/gRPC's 4317, answers so",
-      );
+      // The warning docs/operations.md ("Traces") quotes, whole.
+      const documented = /^ticket-auth-proxy: warning: the collector did not take an empty export: .*HTTP\/2.*$/m.exec(
+        section(readDoc('docs/operations.md'), 'Traces'),
+      )![0];
+      expect(http2.stderr.split('\n')).toContain(documented);
     } finally {
       h2.close();
     }

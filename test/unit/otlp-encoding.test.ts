@@ -15,13 +15,23 @@ const nanos = (ms: number): string => String(BigInt(Math.round(ORIGIN * 1e6)) + 
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 
+/** A span's ids as the tracer holds them: 32 bytes (trace, span, parent) at an offset of a block. */
+function slot(trace: string, span: string, parent = '0'.repeat(16)): [Buffer, number] {
+  const block = Buffer.alloc(40, 0xee);
+  Buffer.from(trace + span + parent, 'hex').copy(block, 8);
+  return [block, 8];
+}
+const link = (trace: string, span: string, sampled: boolean) => {
+  const [ids, at] = slot(trace, span);
+  return { ids, at, sampled };
+};
+
 describe('the OTLP encoding of the proxy spans', () => {
   it('writes every field a collector reads: ids, parent, names, kinds, times in nanoseconds, attributes, links, status, flags', () => {
     const head = exportHead({ 'service.name': 'ticket-auth-proxy', 'deployment.environment': 'prod' }, 'ticket-auth-proxy', ORIGIN);
     const server = new SpanRecord(
-      TRACE,
-      '00f067aa0ba902b7',
-      'b7ad6b7169203331',
+      ...slot(TRACE, '00f067aa0ba902b7', 'b7ad6b7169203331'),
+      true,
       true,
       'vendor=opaque',
       SERVER,
@@ -32,13 +42,12 @@ describe('the OTLP encoding of the proxy spans', () => {
     server.status = 502;
     server.errorType = '502';
     server.failed = true;
-    server.links = [{ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), sampled: true }];
+    server.links = [link('a'.repeat(32), 'b'.repeat(16), true)];
     // A client span after 200 days: the time since the origin is past 2^53 nanoseconds.
     const late = 200 * 86_400_000 + 0.25;
     const client = new SpanRecord(
-      TRACE,
-      '1111111111111111',
-      '00f067aa0ba902b7',
+      ...slot(TRACE, '1111111111111111', '00f067aa0ba902b7'),
+      true,
       false,
       '',
       CLIENT,
@@ -91,9 +100,8 @@ describe('the OTLP encoding of the proxy spans', () => {
     const head = exportHead({ 'service.name': long, [`k${'x'.repeat(200)}`]: 'v' }, 'ticket-auth-proxy', ORIGIN);
     const spans = Array.from({ length: 600 }, (_, i) => {
       const span = new SpanRecord(
-        TRACE,
-        i.toString(16).padStart(16, '0'),
-        '',
+        ...slot(TRACE, i.toString(16).padStart(16, '0')),
+        false,
         false,
         '',
         CLIENT,
@@ -102,11 +110,7 @@ describe('the OTLP encoding of the proxy spans', () => {
       );
       span.end = i + 1;
       span.errorType = i % 2 ? `TypeError ${long}` : undefined;
-      span.links = Array.from({ length: i % 7 }, (_, j) => ({
-        traceId: TRACE,
-        spanId: j.toString(16).padStart(16, '0'),
-        sampled: j % 2 === 0,
-      }));
+      span.links = Array.from({ length: i % 7 }, (_, j) => link(TRACE, j.toString(16).padStart(16, '0'), j % 2 === 0));
       return span;
     });
     const body = encodeExport(head, spans);
@@ -114,6 +118,7 @@ describe('the OTLP encoding of the proxy spans', () => {
     expect(got).toHaveLength(600);
     expect(got[599]).toMatchObject({
       spanId: (599).toString(16).padStart(16, '0'),
+      parentSpanId: '',
       name: `token store ${long}`,
       attributes: { n: 599, 'error.type': `TypeError ${long}` },
       resource: { 'service.name': long },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createIds } from '../../src/telemetry/tracing/ids.js';
+import { IdSource } from '../../src/telemetry/tracing/ids.js';
 import { createSampler } from '../../src/telemetry/tracing/sampler.js';
 import { parseTraceparent, putTraceparent, readCallerTrace, removeCallerTrace } from '../../src/telemetry/tracing/trace-context.js';
 
@@ -59,46 +59,52 @@ describe("the proxy's traceparent in a header list", () => {
 });
 
 describe('the samplers', () => {
-  const low = '00000000000000000000000000000001';
-  const high = 'ffffffff00000000000000000000000e';
-  const parent = (sampled: boolean) => ({ traceId: low, spanId: SPAN, sampled });
+  const low = Buffer.from('00000000000000000000000000000001', 'hex');
+  const high = Buffer.from('ffffffff00000000000000000000000e', 'hex');
+  const parent = (sampled: boolean) => ({ traceId: low.toString('hex'), spanId: SPAN, sampled });
 
   it("keep a trace by its id's words under the ratio, as OpenTelemetry's SDK does, whatever the parent for traceidratio", () => {
     const ratio = createSampler('traceidratio', 0.5);
-    expect(ratio(undefined, low)).toBe(true);
-    expect(ratio(undefined, high)).toBe(false);
-    expect(ratio(parent(true), high)).toBe(false);
-    expect(createSampler('traceidratio', 1)(undefined, high)).toBe(true);
-    expect(createSampler('traceidratio', 0)(undefined, low)).toBe(false);
+    expect(ratio(undefined, low, 0)).toBe(true);
+    expect(ratio(undefined, high, 0)).toBe(false);
+    expect(ratio(parent(true), high, 0)).toBe(false);
+    // The id is read where it is in its block.
+    expect(ratio(undefined, Buffer.concat([high, low]), 16)).toBe(true);
+    expect(createSampler('traceidratio', 1)(undefined, high, 0)).toBe(true);
+    expect(createSampler('traceidratio', 0)(undefined, low, 0)).toBe(false);
   });
 
   it("follow the caller's sampled flag when parent-based, the root sampler without a parent", () => {
     const sample = createSampler('parentbased_traceidratio', 0);
-    expect(sample(parent(true), low)).toBe(true);
-    expect(sample(parent(false), low)).toBe(false);
-    expect(sample(undefined, low)).toBe(false);
-    expect(createSampler('parentbased_always_on', 0)(undefined, high)).toBe(true);
-    expect(createSampler('parentbased_always_off', 1)(parent(true), high)).toBe(true);
-    expect(createSampler('always_off', 1)(parent(true), low)).toBe(false);
+    expect(sample(parent(true), low, 0)).toBe(true);
+    expect(sample(parent(false), low, 0)).toBe(false);
+    expect(sample(undefined, low, 0)).toBe(false);
+    expect(createSampler('parentbased_always_on', 0)(undefined, high, 0)).toBe(true);
+    expect(createSampler('parentbased_always_off', 1)(parent(true), high, 0)).toBe(true);
+    expect(createSampler('always_off', 1)(parent(true), low, 0)).toBe(false);
   });
 });
 
 describe('the ids', () => {
-  it('are lower-case hex, and no 8-byte group is all zero even from a source of zeros', () => {
-    const next = createIds((buf) => buf.fill(0));
-    const ids = next(32);
-    expect(ids).toMatch(/^[0-9a-f]{64}$/);
-    for (let i = 0; i < 64; i += 16) expect(ids.slice(i, i + 16)).not.toBe('0'.repeat(16));
+  it('have no 8-byte group all zero, even from a source of zeros', () => {
+    const ids = new IdSource((buf) => buf.fill(0));
+    const at = ids.take(32);
+    for (let i = at; i < at + 32; i += 8) expect(ids.block.subarray(i, i + 8).some((b) => b !== 0)).toBe(true);
   });
 
-  it('come from a pool filled anew when spent', () => {
+  it('are cut from a block filled anew when spent, each cut apart from the others', () => {
     let fills = 0;
-    const next = createIds((buf) => {
+    const ids = new IdSource((buf) => {
       fills += 1;
       buf.fill(fills);
     });
-    for (let i = 0; i < 128; i++) next(32);
-    expect(fills).toBe(1);
-    expect(next(8)).toBe('02'.repeat(8));
+    const first = ids.take(32);
+    const block = ids.block;
+    const cuts = [first];
+    while (ids.block === block) cuts.push(ids.take(32));
+    expect(fills).toBe(2);
+    expect(new Set(cuts.slice(0, -1)).size).toBe(cuts.length - 1);
+    expect(cuts.at(-1)).toBe(0);
+    expect(ids.block[0]).toBe(2);
   });
 });

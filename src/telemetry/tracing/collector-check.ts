@@ -25,6 +25,6 @@ export async function checkCollector(settings: TracingSettings, dispatcher: Disp
     stdout: `${where}\n`,
     stderr:
       `ticket-auth-proxy: warning: the collector did not take an empty export: ${reason}` +
-      `${hint === undefined ? '' : `; ${hint}`} (the proxy runs, and drops and counts its spans)\n`,
+      `${hint === undefined ? '' : `; ${hint}`}; the proxy runs without it, dropping and counting its spans\n`,
   };
 }

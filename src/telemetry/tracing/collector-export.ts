@@ -89,8 +89,8 @@ export function exportFailure(url: URL, outcome: ExportOutcome & { ok: false }):
     return {
       reason: 'the collector answered in HTTP/2, not HTTP/1.1',
       hint: hints(
-        `an HTTP/2-only port, such as OTLP/gRPC's ${GRPC_PORT}, answers so; the proxy sends OTLP over HTTP/1.1 to the ` +
-          `collector's OTLP/HTTP port, 4318 by default (${ENDPOINT})`,
+        `an HTTP/2-only port, such as OTLP/gRPC's ${GRPC_PORT}, answers so; the proxy sends OTLP over HTTP/1.1: point ` +
+          `${ENDPOINT} at the collector's OTLP/HTTP port, 4318 by default`,
       ),
     };
   }

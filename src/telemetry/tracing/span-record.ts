@@ -11,10 +11,10 @@ export const SERVER = 2;
 export const CLIENT = 3;
 export type SpanKind = typeof SERVER | typeof CLIENT;
 
-/** A link to another trace's span (the token fetch a request waited for). */
+/** A link to another trace's span (the token fetch a request waited for): its ids, at `at` in `ids` (ids.ts). */
 export interface SpanLink {
-  readonly traceId: string;
-  readonly spanId: string;
+  readonly ids: Uint8Array;
+  readonly at: number;
   readonly sampled: boolean;
 }
 
@@ -26,7 +26,10 @@ export interface SpanShape {
   readonly attributes: Uint8Array;
 }
 
-/** A sampled span; ids in lower-case hex, times in milliseconds as `performance.now()` reads them. */
+/**
+ * A sampled span: its ids in 32 bytes of `ids` from `at` (trace, span, parent: ids.ts), times in
+ * milliseconds as `performance.now()` reads them.
+ */
 export class SpanRecord {
   /** `http.response.status_code`; 0 when there was no answer. */
   status = 0;
@@ -40,10 +43,10 @@ export class SpanRecord {
   links: SpanLink[] | undefined = undefined;
 
   constructor(
-    readonly traceId: string,
-    readonly spanId: string,
-    /** The parent's span id, '' for a root. */
-    readonly parentId: string,
+    readonly ids: Uint8Array,
+    readonly at: number,
+    /** Whether the span has a parent (else its parent bytes mean nothing). */
+    readonly hasParent: boolean,
     /** Whether the parent came from the caller (a `traceparent`), as OTLP's span flags say. */
     readonly remoteParent: boolean,
     /** The caller's `tracestate` when its trace is continued and it is short enough to keep, else ''. */

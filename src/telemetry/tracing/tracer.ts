@@ -7,9 +7,10 @@
  *
  * The spans are few and their attributes fixed, so they are the proxy's own records (span-record.ts)
  * rather than the OpenTelemetry SDK's spans, which carry a context, attribute checks and limits
- * made for any instrumentation: a request costs two small objects, three ids and a header, its
- * attributes encoded once per kind of span, and the encoding of each batch is done apart from the
- * requests (otlp-encoding.ts, export-queue.ts). docs/performance.md, "Tracing", has the cost.
+ * made for any instrumentation: a request costs two small objects, its ids as bytes and one hex
+ * string for its `traceparent`, its attributes encoded once per kind of span, and the encoding of
+ * each batch is done apart from the requests (otlp-encoding.ts, export-queue.ts).
+ * docs/performance.md, "Tracing", has the cost.
  */
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -20,7 +21,7 @@ import type { StoreOperation, StoreResult } from '../../store/index.js';
 import type { FetchOutcome } from '../../token/errors.js';
 import { describeSampler } from './collector-check.js';
 import { createExportQueue } from './export-queue.js';
-import { createIds } from './ids.js';
+import { copyId, IdSource, PARENT_ID, SLOT_BYTES, SPAN_ID, TRACE_ID } from './ids.js';
 import { encodeExport, exportHead, spanShape } from './otlp-encoding.js';
 import { createOtlpSender } from './otlp-sender.js';
 import { createSampler } from './sampler.js';
@@ -82,7 +83,7 @@ function shapes(make: (key: string) => SpanShape): (key: string) => SpanShape {
 
 /** Starts tracing as `settings` say. */
 export function createTracing(settings: TracingSettings, deps: TracingDeps): Tracing {
-  const nextId = createIds();
+  const ids = new IdSource();
   const sample = createSampler(settings.sampler, settings.ratio);
   const head = exportHead({ ...settings.resourceAttributes, 'service.name': settings.serviceName }, SCOPE, performance.timeOrigin);
   const queue = createExportQueue<SpanRecord>(
@@ -166,9 +167,11 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
   /**
    * One request's spans: its server span and the client span of the attempt in flight, both
    * undefined when the trace is not sampled (the gateway still gets the proxy's `traceparent`).
+   * The ids of the attempt to come are in the slot at `at` of `block` (ids.ts): its trace id, its
+   * own span id, and the server span's as its parent.
    */
   class RequestSpans implements RequestTrace {
-    private readonly server: SpanRecord | undefined;
+    private readonly server: SpanRecord | undefined = undefined;
     private client: SpanRecord | undefined = undefined;
     private attempts = 0;
     /** Where the proxy's `traceparent` is in the header list; -1 before the first attempt. */
@@ -179,28 +182,31 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
       private readonly of: RouteSpans,
       private readonly method: string,
       target: string,
-      private readonly traceId: string,
-      /** The first attempt's span id, and the server span's. */
-      private nextSpanId: string,
-      serverSpanId: string,
+      private block: Buffer,
+      private at: number,
       private readonly sampled: boolean,
       /** What the caller sent of a trace context, when it sent a `traceparent`. */
       private readonly caller: CallerTrace | undefined,
       start: number,
     ) {
+      if (!sampled) return;
       const parent = caller?.parent;
-      this.server = sampled
-        ? new SpanRecord(
-            traceId,
-            serverSpanId,
-            parent?.spanId ?? '',
-            parent !== undefined,
-            caller?.traceState ?? '',
-            SERVER,
-            of.serverShape(method, target),
-            start,
-          )
-        : undefined;
+      const serverAt = ids.take(SLOT_BYTES);
+      const serverIds = ids.block;
+      copyId(block, at + TRACE_ID, serverIds, serverAt + TRACE_ID, 16);
+      if (parent !== undefined) serverIds.write(parent.spanId, serverAt + PARENT_ID, 'hex');
+      copyId(serverIds, serverAt + SPAN_ID, block, at + PARENT_ID, 8);
+      const state = caller?.traceState ?? '';
+      this.server = new SpanRecord(
+        serverIds,
+        serverAt,
+        parent !== undefined,
+        parent !== undefined,
+        state,
+        SERVER,
+        of.serverShape(method, target),
+        start,
+      );
     }
 
     /** Linked from the next token fetch's span (tokenFetched below). */
@@ -217,27 +223,28 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
       const at = now();
       if (this.waits) this.of.waiting.delete(this);
       if (this.client !== undefined) finish(this.client, at);
-      // Every traceparent the caller sent goes, and its tracestate with them when its parent was not valid.
-      if (this.traceparentAt < 0 && this.caller !== undefined) removeCallerTrace(headers, this.caller.parent === undefined);
-      const spanId = this.nextSpanId === '' ? nextId(8) : this.nextSpanId;
-      this.nextSpanId = '';
       const server = this.server;
+      if (this.traceparentAt < 0) {
+        // Every traceparent the caller sent goes, and its tracestate with them when its parent was not valid.
+        if (this.caller !== undefined) removeCallerTrace(headers, this.caller.parent === undefined);
+      } else {
+        // A later attempt: a span id of its own, in the same trace, under the same server span.
+        const next = ids.take(SLOT_BYTES);
+        copyId(this.block, this.at + TRACE_ID, ids.block, next + TRACE_ID, 16);
+        if (server !== undefined) copyId(server.ids, server.at + SPAN_ID, ids.block, next + PARENT_ID, 8);
+        this.block = ids.block;
+        this.at = next;
+      }
       if (server !== undefined) {
-        const client = new SpanRecord(
-          this.traceId,
-          spanId,
-          server.spanId,
-          false,
-          server.traceState,
-          CLIENT,
-          this.of.attempt[kind](this.method),
-          at,
-        );
+        const client = new SpanRecord(this.block, this.at, true, false, server.traceState, CLIENT, this.of.attempt[kind](this.method), at);
         client.resendCount = this.attempts;
         this.client = client;
       }
       this.attempts += 1;
-      this.traceparentAt = putTraceparent(headers, `00-${this.traceId}-${spanId}-${this.sampled ? '01' : '00'}`, this.traceparentAt);
+      // The trace id and the span id are side by side in the slot: one hex string for both.
+      const hex = this.block.toString('hex', this.at + TRACE_ID, this.at + SPAN_ID + 8);
+      const traceparent = `00-${hex.slice(0, 32)}-${hex.slice(32)}-${this.sampled ? '01' : '00'}`;
+      this.traceparentAt = putTraceparent(headers, traceparent, this.traceparentAt);
     }
 
     attemptEnded(status: number, error?: string): void {
@@ -274,31 +281,25 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
       const start = now();
       const caller = readCallerTrace(req.rawHeaders);
       const parent = caller?.parent;
-      const method = req.method!;
-      // The ids in one call: [trace id,] the server span's, the first attempt's.
-      if (parent === undefined) {
-        const ids = nextId(32);
-        const traceId = ids.slice(0, 32);
-        return new RequestSpans(of, method, target, traceId, ids.slice(48), ids.slice(32, 48), sample(undefined, traceId), caller, start);
-      }
-      const ids = nextId(16);
-      const sampled = sample(parent, parent.traceId);
-      return new RequestSpans(of, method, target, parent.traceId, ids.slice(16), ids.slice(0, 16), sampled, caller, start);
+      // The first attempt's ids: a random trace id, unless the caller's trace is continued.
+      const at = ids.take(SLOT_BYTES);
+      const block = ids.block;
+      if (parent !== undefined) block.write(parent.traceId, at + TRACE_ID, 'hex');
+      return new RequestSpans(of, req.method!, target, block, at, sample(parent, block, at + TRACE_ID), caller, start);
     },
   });
 
   /** A span of a trace of its own (a token fetch, a store operation), when sampled; its link either way. */
   const rootSpan = (shape: () => SpanShape, start: number, end: number, failed: boolean): SpanLink => {
-    const ids = nextId(24);
-    const traceId = ids.slice(0, 32);
-    const spanId = ids.slice(32);
-    const sampled = sample(undefined, traceId);
+    const at = ids.take(SLOT_BYTES);
+    const block = ids.block;
+    const sampled = sample(undefined, block, at + TRACE_ID);
     if (sampled) {
-      const span = new SpanRecord(traceId, spanId, '', false, '', CLIENT, shape(), start);
+      const span = new SpanRecord(block, at, false, false, '', CLIENT, shape(), start);
       span.failed = failed;
       finish(span, end);
     }
-    return { traceId, spanId, sampled };
+    return { ids: block, at, sampled };
   };
 
   return {
