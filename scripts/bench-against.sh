@@ -21,7 +21,14 @@ other=$(mktemp -d "${TMPDIR:-/tmp}/tap-bench-against-XXXXXX")
 cleanup() { git -C "$root" worktree remove --force "$other" >/dev/null 2>&1 || rm -rf "$other"; }
 trap cleanup EXIT
 git worktree add --detach --quiet "$other" "$commit"
-ln -s "$root/node_modules" "$other/node_modules"
+# The other build's own dependencies when its lockfile differs (a package added or dropped since):
+# this tree's node_modules would not build it.
+if git -C "$root" diff --quiet "$commit" -- package-lock.json; then
+  ln -s "$root/node_modules" "$other/node_modules"
+else
+  echo "bench:against: $ref has other dependencies; installing them in $other"
+  (cd "$other" && npm ci --ignore-scripts --no-audit --no-fund --silent)
+fi
 echo "bench:against: building $ref ($(git rev-parse --short "$commit")) in $other"
 (cd "$other" && npm run build --silent)
 npm run build --silent
