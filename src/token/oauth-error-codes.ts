@@ -15,6 +15,25 @@ export const OAUTH_ERROR_CODES: readonly string[] = [
   'invalid_token',
 ];
 
+/**
+ * Every error code the RFCs register that a token endpoint may answer: the refusals above, RFC
+ * 6749's others (§4.1.2.1), RFC 6750's `insufficient_scope`, RFC 8628's (§3.5) and RFC 9449's
+ * (§7.1, §8). Shown as sent, whatever short secret one might spell (parse-response.ts).
+ */
+export const REGISTERED_ERROR_CODES: ReadonlySet<string> = new Set([
+  ...OAUTH_ERROR_CODES,
+  'access_denied',
+  'unsupported_response_type',
+  'server_error',
+  'temporarily_unavailable',
+  'insufficient_scope',
+  'authorization_pending',
+  'slow_down',
+  'expired_token',
+  'invalid_dpop_proof',
+  'use_dpop_nonce',
+]);
+
 /** The words of a code, lower case and sorted: `scope_invalid`, `InvalidScope` and `invalid-scope` agree. */
 function words(code: string): string {
   return code

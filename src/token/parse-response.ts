@@ -1,5 +1,6 @@
 import { TokenFetchError } from './errors.js';
 import type { DpopKey } from './dpop/index.js';
+import { REGISTERED_ERROR_CODES } from './oauth-error-codes.js';
 
 /** A usable token and how long it lives, measured from when its request was sent. */
 export interface TokenGrant {
@@ -189,30 +190,6 @@ const REDACTED = '[redacted]';
 const WITHHELD = '[withheld: it held a secret the request carried]';
 
 /**
- * The error codes RFC 6749 (§4.1.2.1, §5.2), RFC 6750 (§3.1), RFC 8628 (§3.5) and RFC 9449 (§7.1,
- * §8) register: shown as sent, whatever short secret they might spell (a nonce retry reads one).
- */
-const REGISTERED_CODES = new Set([
-  'invalid_request',
-  'invalid_client',
-  'invalid_grant',
-  'unauthorized_client',
-  'unsupported_grant_type',
-  'invalid_scope',
-  'access_denied',
-  'unsupported_response_type',
-  'server_error',
-  'temporarily_unavailable',
-  'invalid_token',
-  'insufficient_scope',
-  'authorization_pending',
-  'slow_down',
-  'expired_token',
-  'invalid_dpop_proof',
-  'use_dpop_nonce',
-]);
-
-/**
  * RFC 6749 §5.2's `error` and `error_description`, as they may be shown. Every secret the request
  * carried is taken out of the description (as sent, and as form-encoded; again once its
  * unprintable characters are out, which cannot hide one), which is then cut to
@@ -240,7 +217,7 @@ function oauthError(body: string, secrets: readonly string[]): { error: string |
   let error: string | undefined;
   if (typeof j.error === 'string') {
     const code = printable(j.error).slice(0, 64);
-    if (code !== '' && (REGISTERED_CODES.has(code) || (!holds(j.error) && !holds(code)))) error = code;
+    if (code !== '' && (REGISTERED_ERROR_CODES.has(code) || (!holds(j.error) && !holds(code)))) error = code;
   }
   let description: string | undefined;
   if (typeof j.error_description === 'string') {
