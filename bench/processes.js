@@ -70,3 +70,17 @@ export function freePort() {
     });
   });
 }
+
+/** Resolves once `check` answers true (a throw counts as not yet), asking every 20 ms; rejects naming `what` after `timeoutMs`. */
+export async function until(check, what, timeoutMs = 15_000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // not there yet
+    }
+    if (Date.now() > end) throw new Error(`${what} not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -11,24 +11,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMockTicketService } from '../dist/mock/ticket-service.js';
-import { freePort, root } from './processes.js';
+import { freePort, root, until } from './processes.js';
 
 const pods = Number(process.env.SERIES_PODS ?? 10_000);
 const SECRET = 'series-secret';
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check, what, deadlineMs = 15_000) {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > deadline) throw new Error(`${what} not within ${deadlineMs} ms`);
-    await sleep(20);
-  }
-}
 
 /** A proxy started with `env` over the defaults, ready; its admin and proxy URLs, and how to stop it. */
 async function proxy(gateway, env) {

@@ -23,7 +23,7 @@ import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMockTicketService } from '../../dist/mock/ticket-service.js';
-import { freePort, root } from '../processes.js';
+import { freePort, root, until } from '../processes.js';
 import { cpuLimit } from './cpu-limit.js';
 
 const USER = { name: 'ticket-proxy', password: 'throttled-store-password' };
@@ -34,19 +34,6 @@ const PASSTHROUGH = { id: 'caller-client', secret: 'caller-secret-throttled' };
 const TTL_S = 8;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check, timeoutMs, what) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      // not there yet
-    }
-    if (Date.now() > end) throw new Error(`${what} not within ${timeoutMs} ms`);
-    await sleep(50);
-  }
-}
 
 /** A throwaway certificate for localhost, its own CA (openssl). */
 function certificate(dir) {
@@ -108,7 +95,7 @@ async function startRedis(dir, tls) {
     spawnSync('redis-cli', ['-h', 'localhost', '-p', String(port), ...tlsArgs, '-a', 'admin-password', '--no-auth-warning', ...args], {
       encoding: 'utf8',
     });
-  await until(() => cli('PING').stdout.trim() === 'PONG', 10_000, 'redis-server');
+  await until(() => cli('PING').stdout.trim() === 'PONG', 'redis-server', 10_000);
   return {
     env: {
       TOKEN_STORE_URL: `${tls ? 'rediss' : 'redis'}://${USER.name}@localhost:${port}`,
@@ -218,7 +205,7 @@ async function round(options, timeoutMs, n, files) {
   const fleet = await Promise.all(Array.from({ length: proxies }, (_, i) => startProxy(main, `tap-bench-${process.pid}-${i}`, share, env)));
   try {
     try {
-      await Promise.all(fleet.map((p) => until(async () => (await fetch(`${p.adminUrl}/readyz`)).status === 200, 60_000, 'ready')));
+      await Promise.all(fleet.map((p) => until(async () => (await fetch(`${p.adminUrl}/readyz`)).status === 200, 'ready', 60_000)));
     } catch (err) {
       // What the proxies said, for whoever reads the run's errors.
       for (const p of fleet) process.stderr.write(`--- a proxy of a round not ready:\n${p.output().slice(-4000)}\n`);
@@ -285,7 +272,7 @@ async function firstRequest(options, timeoutMs, store) {
   }
   const proxy = await startProxy(options.main, `tap-bench-${process.pid}-hang`, options.share, env);
   try {
-    await until(async () => (await fetch(`${proxy.adminUrl}/livez`)).status === 200, 60_000, 'listening');
+    await until(async () => (await fetch(`${proxy.adminUrl}/livez`)).status === 200, 'listening', 60_000);
     const started = Date.now();
     const res = await fetch(`${proxy.url}/api/v1/tickets`);
     await res.arrayBuffer();
