@@ -103,7 +103,11 @@ describe.skipIf(controller.reason !== undefined || lacks('redis-server') || lack
       stack,
     }) => {
       const gateway = await mock({ clients: { [CLIENT]: SECRET, [CALLER.id]: CALLER.secret }, tokenTtlS: 600 });
-      const env = { ...defaultTimeout(storeEnv(target, freshPrefix())), PASSTHROUGH_BASIC: 'true' };
+      // A pass-through attempt waits for its key's derivation as long as its caller waits
+      // (TOKEN_WAIT_TIMEOUT_MS), then fetches alone: three derivations on a tenth of a core, beside
+      // a whole suite on two cores, can take longer than the default 5 s. The wait is not what this
+      // test measures; the store's timeout at its default is.
+      const env = { ...defaultTimeout(storeEnv(target, freshPrefix())), PASSTHROUGH_BASIC: 'true', TOKEN_WAIT_TIMEOUT_MS: '30000' };
       const fleet = await Promise.all(
         [1, 2, 3].map(() =>
           stack({
