@@ -112,7 +112,7 @@ describe('limits under abuse', () => {
   it('a caller that takes no byte of its answer is cut off after UPSTREAM_IDLE_TIMEOUT_MS, counted and logged as a stall', async ({
     stack,
   }) => {
-    const { proxy } = await stack({ secret: SECRET, mock: { tokenTtlS: 60 }, env: { UPSTREAM_IDLE_TIMEOUT_MS: '1500' } });
+    const { proxy } = await stack({ secret: SECRET, mock: { tokenTtlS: 60 }, env: { UPSTREAM_IDLE_TIMEOUT_MS: '3000' } });
     const total = 256 * 1024 * 1024;
     const s = await open(proxy.proxyPort);
     let received = 0;
@@ -127,10 +127,12 @@ describe('limits under abuse', () => {
     const stalls = (): number => proxy.lines().filter((l) => l.direction === 'send').length;
     await pollUntil(() => stalls() > 0, { timeoutMs: 20_000, intervalMs: 100 });
     // Cut within the timeout and a second (the send timeout's sweep), before a second timeout could
-    // pass: the socket's own timer, armed again by Node as a partial write moves on, came at about twice it.
+    // pass: the socket's own timer, armed again by Node as a partial write moves on, came at about
+    // twice it. A timeout of 3 s leaves a busy machine two seconds of slack; the exact delay is a
+    // figure the test prints, not one it holds.
     const cutAfterMs = (proxy.lines().find((l) => l.direction === 'send')!.time as number) - sentAt;
-    expect(cutAfterMs).toBeLessThan(2 * 1500);
-    process.stdout.write(`send timeout 1500 ms: the caller that read nothing was cut ${cutAfterMs} ms after its request\n`);
+    expect(cutAfterMs).toBeLessThan(2 * 3000);
+    process.stdout.write(`send timeout 3000 ms: the caller that read nothing was cut ${cutAfterMs} ms after its request\n`);
     expect(await metric(proxy, /ticket_auth_proxy_upstream_stalls_total\{direction="send"\} (\d+)/)).toBe(1);
     const line = proxy.lines().find((l) => l.direction === 'send')!;
     expect([line.level, line.msg, line.path]).toEqual([
